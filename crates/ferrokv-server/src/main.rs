@@ -1,0 +1,90 @@
+//! `ferrokv-server [config-file] [--directive value ...]`: starts ferrokv the
+//! way `redis-server` is started. Everything else lives in the `ferrokv`
+//! library.
+
+use ferrokv::config::Config;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn usage() {
+    eprintln!(
+        "Usage: ./ferrokv-server [/path/to/redis.conf] [options] [-]\n       \
+         ./ferrokv-server - (read config from stdin)\n       \
+         ./ferrokv-server -v or --version\n       \
+         ./ferrokv-server -h or --help\n\n\
+         Examples:\n       \
+         ./ferrokv-server (run the server with default conf)\n       \
+         ./ferrokv-server /etc/redis/6379.conf\n       \
+         ./ferrokv-server --port 7777\n       \
+         ./ferrokv-server /etc/myredis.conf --loglevel verbose -\n       \
+         ./ferrokv-server --io-threads 4 --unixsocket /tmp/ferrokv.sock"
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("-h") | Some("--help") => {
+            usage();
+            return;
+        }
+        Some("-v") | Some("--version") => {
+            println!(
+                "ferrokv-server v={} (Redis {} compatible) bits=64",
+                ferrokv::VERSION,
+                ferrokv::REDIS_VERSION
+            );
+            return;
+        }
+        _ => {}
+    }
+    let config = match Config::from_args(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    init_logging(&config);
+    if let Err(e) = ferrokv::run(config) {
+        tracing::error!("{e}");
+        eprintln!("ferrokv-server: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn init_logging(config: &Config) {
+    let level = match config.get("loglevel") {
+        "debug" => "debug",
+        "verbose" => "info",
+        "notice" => "info",
+        "warning" => "warn",
+        _ => "off",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let logfile = config.get("logfile");
+    if logfile.is_empty() {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .init();
+    } else {
+        match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(logfile)
+        {
+            Ok(f) => tracing_subscriber::fmt()
+                .with_env_filter(filter)
+                .with_ansi(false)
+                .with_writer(std::sync::Mutex::new(f))
+                .init(),
+            Err(e) => {
+                eprintln!("Can't open the log file: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! Test harness shared by the end-to-end tests: starts the real
+//! `ferrokv-server` binary (and, for differential tests, the Debian
+//! `redis-server`) on free ports, and talks to them with the `redis` crate or
+//! with raw sockets that return each reply's exact bytes.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A free TCP port on 127.0.0.1 (bound then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind :0")
+        .local_addr()
+        .expect("local addr")
+        .port()
+}
+
+/// A running server process, killed on drop.
+pub struct Server {
+    child: Child,
+    /// TCP port on 127.0.0.1.
+    pub port: u16,
+    /// Working directory (`dir`), removed on drop.
+    pub dir: tempfile::TempDir,
+}
+
+impl Server {
+    /// Starts ferrokv-server with `--port <free> --dir <tmp>` plus `extra`
+    /// (`["--timeout", "1"]`, ...), and waits until it answers PING.
+    pub fn start(extra: &[&str]) -> Server {
+        Self::spawn(env!("CARGO_BIN_EXE_ferrokv-server"), extra, false)
+    }
+
+    /// Starts redis-server 7.0 (Debian package) the same way, persistence
+    /// off. None when redis-server is not installed.
+    pub fn start_redis(extra: &[&str]) -> Option<Server> {
+        let path = which("redis-server")?;
+        Some(Self::spawn(&path, extra, true))
+    }
+
+    fn spawn(bin: &str, extra: &[&str], is_redis: bool) -> Server {
+        let mut dir = tempfile::tempdir().expect("tempdir");
+        for _attempt in 0..5 {
+            let port = free_port();
+            let mut cmd = Command::new(bin);
+            cmd.arg("--port")
+                .arg(port.to_string())
+                .arg("--dir")
+                .arg(dir.path())
+                .args(extra)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            if is_redis {
+                cmd.args(["--save", "", "--appendonly", "no", "--daemonize", "no"]);
+            }
+            let child = cmd.spawn().expect("spawn server");
+            let mut s = Server { child, port, dir };
+            if s.wait_ready() {
+                return s;
+            }
+            let _ = s.child.kill();
+            let _ = s.child.wait();
+            dir = s.take_dir();
+        }
+        panic!("server {bin} did not start");
+    }
+
+    fn take_dir(&mut self) -> tempfile::TempDir {
+        std::mem::replace(&mut self.dir, tempfile::tempdir().expect("tempdir"))
+    }
+
+    fn wait_ready(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false;
+            }
+            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+                if s.write_all(b"PING\r\n").is_ok() {
+                    let mut buf = [0u8; 64];
+                    if let Ok(n) = s.read(&mut buf) {
+                        if buf[..n].starts_with(b"+PONG") || buf[..n].starts_with(b"-NOAUTH") {
+                            return true;
+                        }
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// A `redis` crate connection.
+    pub fn client(&self) -> redis::Connection {
+        let c = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port)).expect("url");
+        c.get_connection().expect("connect")
+    }
+
+    /// A raw socket connection.
+    pub fn raw(&self) -> Raw {
+        Raw::connect(self.port)
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the process to exit (after SHUTDOWN), up to `secs`.
+    pub fn wait_exit(&mut self, secs: u64) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < deadline {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Full path of an executable on PATH.
+pub fn which(name: &str) -> Option<String> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(name))
+            .find(|f| f.is_file())
+            .map(|f| f.display().to_string())
+    })
+}
+
+/// A raw connection returning exact reply bytes.
+pub struct Raw {
+    r: BufReader<TcpStream>,
+    w: TcpStream,
+}
+
+impl Raw {
+    /// Connects to 127.0.0.1:`port` with a 5 s read timeout.
+    pub fn connect(port: u16) -> Raw {
+        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        s.set_nodelay(true).expect("nodelay");
+        Raw {
+            r: BufReader::new(s.try_clone().expect("clone")),
+            w: s,
+        }
+    }
+
+    /// Sends raw bytes.
+    pub fn send(&mut self, b: &[u8]) {
+        self.w.write_all(b).expect("write");
+    }
+
+    /// Sends a command as a RESP multibulk.
+    pub fn send_cmd(&mut self, args: &[&[u8]]) {
+        self.send(&encode(args));
+    }
+
+    /// Sends a command and reads one reply's exact bytes.
+    pub fn cmd(&mut self, args: &[&[u8]]) -> Vec<u8> {
+        self.send_cmd(args);
+        self.reply()
+    }
+
+    /// Like [`Raw::cmd`] with whitespace-split string arguments.
+    pub fn cmds(&mut self, line: &str) -> Vec<u8> {
+        let parts: Vec<&[u8]> = line.split_whitespace().map(str::as_bytes).collect();
+        self.cmd(&parts)
+    }
+
+    /// Reads one complete RESP2/RESP3 reply and returns its bytes.
+    pub fn reply(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        read_value(&mut self.r, &mut out).expect("read reply");
+        out
+    }
+
+    /// Reads one reply; Err on timeout/close.
+    pub fn try_reply(&mut self) -> std::io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        read_value(&mut self.r, &mut out)?;
+        Ok(out)
+    }
+
+    /// Sets the read timeout.
+    pub fn set_timeout(&mut self, d: Duration) {
+        self.w.set_read_timeout(Some(d)).expect("timeout");
+    }
+
+    /// True when the server has closed the connection (reads EOF within 2 s).
+    pub fn is_closed(&mut self) -> bool {
+        self.set_timeout(Duration::from_secs(2));
+        let mut b = [0u8; 1];
+        matches!(self.r.read(&mut b), Ok(0)) || matches!(self.r.read(&mut b), Err(ref e) if e.kind() == std::io::ErrorKind::ConnectionReset)
+    }
+}
+
+/// Encodes a command as a RESP multibulk.
+pub fn encode(args: &[&[u8]]) -> Vec<u8> {
+    let mut v = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        v.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        v.extend_from_slice(a);
+        v.extend_from_slice(b"\r\n");
+    }
+    v
+}
+
+fn read_line(r: &mut impl BufRead, out: &mut Vec<u8>) -> std::io::Result<Vec<u8>> {
+    let mut line = Vec::new();
+    r.read_until(b'\n', &mut line)?;
+    if line.is_empty() {
+        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "closed"));
+    }
+    out.extend_from_slice(&line);
+    Ok(line)
+}
+
+fn read_value(r: &mut impl BufRead, out: &mut Vec<u8>) -> std::io::Result<()> {
+    let line = read_line(r, out)?;
+    let body = std::str::from_utf8(&line[1..line.len().saturating_sub(2)]).unwrap_or("");
+    match line[0] {
+        b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => Ok(()),
+        b'$' | b'=' | b'!' => {
+            let n: i64 = body.parse().unwrap_or(-1);
+            if n >= 0 {
+                let mut b = vec![0u8; n as usize + 2];
+                r.read_exact(&mut b)?;
+                out.extend_from_slice(&b);
+            }
+            Ok(())
+        }
+        b'*' | b'~' | b'>' => {
+            let n: i64 = body.parse().unwrap_or(-1);
+            for _ in 0..n.max(0) {
+                read_value(r, out)?;
+            }
+            Ok(())
+        }
+        b'%' | b'|' => {
+            let n: i64 = body.parse().unwrap_or(-1);
+            for _ in 0..(2 * n.max(0)) {
+                read_value(r, out)?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// ferrokv and redis-server side by side, for differential tests.
+pub struct Pair {
+    /// ferrokv.
+    pub ours: Server,
+    /// redis-server 7.0.
+    pub redis: Server,
+    /// Raw connection to ferrokv.
+    pub a: Raw,
+    /// Raw connection to redis-server.
+    pub b: Raw,
+}
+
+impl Pair {
+    /// Starts both; None when redis-server is not installed (the test then
+    /// says so and passes only if `FERROKV_REQUIRE_REDIS` is unset).
+    pub fn start() -> Option<Pair> {
+        let redis = match Server::start_redis(&[]) {
+            Some(r) => r,
+            None => {
+                if std::env::var_os("FERROKV_REQUIRE_REDIS").is_some() {
+                    panic!("redis-server not installed but FERROKV_REQUIRE_REDIS is set");
+                }
+                eprintln!("redis-server not installed: differential test skipped");
+                return None;
+            }
+        };
+        let ours = Server::start(&[]);
+        let a = ours.raw();
+        let b = redis.raw();
+        Some(Pair { ours, redis, a, b })
+    }
+
+    /// Sends `args` to both and returns (ferrokv reply, redis reply).
+    pub fn both(&mut self, args: &[&[u8]]) -> (Vec<u8>, Vec<u8>) {
+        (self.a.cmd(args), self.b.cmd(args))
+    }
+
+    /// Sends `args` to both and asserts identical reply bytes.
+    pub fn check(&mut self, args: &[&[u8]]) {
+        let (x, y) = self.both(args);
+        assert_eq!(
+            String::from_utf8_lossy(&x),
+            String::from_utf8_lossy(&y),
+            "reply differs for {:?}",
+            args.iter().map(|a| String::from_utf8_lossy(a)).collect::<Vec<_>>()
+        );
+    }
+
+    /// [`Pair::check`] with a whitespace-split line.
+    pub fn check_line(&mut self, line: &str) {
+        let parts: Vec<&[u8]> = line.split_whitespace().map(str::as_bytes).collect();
+        self.check(&parts);
+    }
+}

@@ -1,0 +1,744 @@
+//! The command table and dispatch.
+//!
+//! Every command family (one file each: `strings`, `keys`, `server`,
+//! `connection`) declares its commands in a `COMMANDS` table next to their
+//! handlers: name, arity, flags, first/last/step key positions, ACL
+//! categories, documentation and, for container commands such as CONFIG or
+//! CLIENT, subcommands. [`table`] gathers them once at start-up; [`execute`]
+//! looks a request's command up (ASCII case-insensitive, no allocation),
+//! checks arity and authentication, runs the handler and records statistics,
+//! slow log and MONITOR output. Arity and flag facts follow Redis 7.0's
+//! command documentation (redis.io/commands); the table is ours.
+
+pub mod connection;
+pub mod keys;
+pub mod server;
+pub mod strings;
+
+use crate::db::{hash_key, Db, Shard};
+use crate::net::connection::Client;
+use crate::resp::{Args, Out};
+use crate::server::{Server, SlowlogEntry};
+use crate::stats::{bump, ThreadStats};
+use parking_lot::MutexGuard;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
+
+/// A command handler: reads `args` (argv[0] is the command name) and writes
+/// exactly one reply into `ctx.out` (through `ctx` for errors).
+pub type Handler = fn(&mut Ctx<'_>, &Args<'_>);
+
+/// Command flags (COMMAND INFO's flag names, Redis's CMD_* constants).
+pub mod flags {
+    /// Modifies the keyspace.
+    pub const WRITE: u64 = 1 << 0;
+    /// Only reads.
+    pub const READONLY: u64 = 1 << 1;
+    /// May grow memory: refused when over maxmemory.
+    pub const DENYOOM: u64 = 1 << 2;
+    /// Administrative.
+    pub const ADMIN: u64 = 1 << 3;
+    /// Pub/Sub.
+    pub const PUBSUB: u64 = 1 << 4;
+    /// Not allowed in scripts.
+    pub const NOSCRIPT: u64 = 1 << 5;
+    /// May block the client.
+    pub const BLOCKING: u64 = 1 << 6;
+    /// Allowed while loading the dataset.
+    pub const LOADING: u64 = 1 << 7;
+    /// Allowed on a replica with stale data.
+    pub const STALE: u64 = 1 << 8;
+    /// Not shown to MONITOR.
+    pub const SKIP_MONITOR: u64 = 1 << 9;
+    /// Not recorded in the slow log.
+    pub const SKIP_SLOWLOG: u64 = 1 << 10;
+    /// O(1) or O(log N).
+    pub const FAST: u64 = 1 << 11;
+    /// Allowed before authentication.
+    pub const NO_AUTH: u64 = 1 << 12;
+    /// May be replicated.
+    pub const MAY_REPLICATE: u64 = 1 << 13;
+    /// Keys are optional.
+    pub const NO_MANDATORY_KEYS: u64 = 1 << 14;
+    /// Not allowed while loading asynchronously.
+    pub const NO_ASYNC_LOADING: u64 = 1 << 15;
+    /// Not allowed inside MULTI.
+    pub const NO_MULTI: u64 = 1 << 16;
+    /// Key positions depend on the arguments.
+    pub const MOVABLE_KEYS: u64 = 1 << 17;
+    /// Allowed while a script is busy.
+    pub const ALLOW_BUSY: u64 = 1 << 18;
+
+    /// (bit, name) for COMMAND INFO, in Redis's order.
+    pub const NAMES: &[(u64, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (MAY_REPLICATE, "may_replicate"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
+        (NO_MULTI, "no_multi"),
+        (MOVABLE_KEYS, "movablekeys"),
+        (ALLOW_BUSY, "allow_busy"),
+    ];
+}
+
+/// ACL categories (redis.io/docs/management/security/acl, "Command categories").
+pub mod acl {
+    /// @keyspace
+    pub const KEYSPACE: u64 = 1 << 0;
+    /// @read
+    pub const READ: u64 = 1 << 1;
+    /// @write
+    pub const WRITE: u64 = 1 << 2;
+    /// @set
+    pub const SET: u64 = 1 << 3;
+    /// @sortedset
+    pub const SORTEDSET: u64 = 1 << 4;
+    /// @list
+    pub const LIST: u64 = 1 << 5;
+    /// @hash
+    pub const HASH: u64 = 1 << 6;
+    /// @string
+    pub const STRING: u64 = 1 << 7;
+    /// @bitmap
+    pub const BITMAP: u64 = 1 << 8;
+    /// @hyperloglog
+    pub const HYPERLOGLOG: u64 = 1 << 9;
+    /// @geo
+    pub const GEO: u64 = 1 << 10;
+    /// @stream
+    pub const STREAM: u64 = 1 << 11;
+    /// @pubsub
+    pub const PUBSUB: u64 = 1 << 12;
+    /// @admin
+    pub const ADMIN: u64 = 1 << 13;
+    /// @fast
+    pub const FAST: u64 = 1 << 14;
+    /// @slow
+    pub const SLOW: u64 = 1 << 15;
+    /// @blocking
+    pub const BLOCKING: u64 = 1 << 16;
+    /// @dangerous
+    pub const DANGEROUS: u64 = 1 << 17;
+    /// @connection
+    pub const CONNECTION: u64 = 1 << 18;
+    /// @transaction
+    pub const TRANSACTION: u64 = 1 << 19;
+    /// @scripting
+    pub const SCRIPTING: u64 = 1 << 20;
+
+    /// (bit, name) in Redis's order.
+    pub const NAMES: &[(u64, &str)] = &[
+        (KEYSPACE, "keyspace"),
+        (READ, "read"),
+        (WRITE, "write"),
+        (SET, "set"),
+        (SORTEDSET, "sortedset"),
+        (LIST, "list"),
+        (HASH, "hash"),
+        (STRING, "string"),
+        (BITMAP, "bitmap"),
+        (HYPERLOGLOG, "hyperloglog"),
+        (GEO, "geo"),
+        (STREAM, "stream"),
+        (PUBSUB, "pubsub"),
+        (ADMIN, "admin"),
+        (FAST, "fast"),
+        (SLOW, "slow"),
+        (BLOCKING, "blocking"),
+        (DANGEROUS, "dangerous"),
+        (CONNECTION, "connection"),
+        (TRANSACTION, "transaction"),
+        (SCRIPTING, "scripting"),
+    ];
+}
+
+/// One command (or subcommand) of the table.
+#[derive(Debug)]
+pub struct Command {
+    /// Lower-case name; subcommands are `container|sub`.
+    pub name: &'static str,
+    /// Redis arity: N = exactly N arguments (with the name), -N = at least N.
+    pub arity: i32,
+    /// [`flags`] bits.
+    pub flags: u64,
+    /// First key position (0 = no keys).
+    pub first_key: i32,
+    /// Last key position (-1 = last argument, -2 = the one before...).
+    pub last_key: i32,
+    /// Step between keys.
+    pub step: i32,
+    /// Explicit [`acl`] categories (flag-derived ones are added by
+    /// [`Command::acl_categories`]).
+    pub acl: u64,
+    /// COMMAND DOCS group (string, generic, server, connection, ...).
+    pub group: &'static str,
+    /// Redis version that introduced the command.
+    pub since: &'static str,
+    /// One-line summary.
+    pub summary: &'static str,
+    /// Time complexity.
+    pub complexity: &'static str,
+    /// Command tips (nondeterministic_output, request_policy:..., ...).
+    pub tips: &'static [&'static str],
+    /// The handler; containers dispatch to subcommands instead.
+    pub handler: Handler,
+    /// Subcommands (CONFIG GET, CLIENT LIST, ...).
+    pub subcommands: &'static [Command],
+}
+
+fn no_handler(ctx: &mut Ctx<'_>, _: &Args<'_>) {
+    ctx.error("ERR internal: container command without subcommand");
+}
+
+/// Builds a table entry (use the `doc`, `tips` and `subs` methods to add the
+/// rest).
+pub const fn cmd(
+    name: &'static str,
+    arity: i32,
+    flags: u64,
+    keys: (i32, i32, i32),
+    acl: u64,
+    handler: Handler,
+) -> Command {
+    Command {
+        name,
+        arity,
+        flags,
+        first_key: keys.0,
+        last_key: keys.1,
+        step: keys.2,
+        acl,
+        group: "generic",
+        since: "1.0.0",
+        summary: "",
+        complexity: "",
+        tips: &[],
+        handler,
+        subcommands: &[],
+    }
+}
+
+/// A container command (CONFIG, CLIENT, ...) whose work is done by `subs`.
+pub const fn container(name: &'static str, acl: u64, subs: &'static [Command]) -> Command {
+    let mut c = cmd(name, -2, 0, (0, 0, 0), acl, no_handler);
+    c.subcommands = subs;
+    c
+}
+
+impl Command {
+    /// Adds documentation (COMMAND DOCS): group, version, summary, complexity.
+    pub const fn doc(
+        mut self,
+        group: &'static str,
+        since: &'static str,
+        summary: &'static str,
+        complexity: &'static str,
+    ) -> Self {
+        self.group = group;
+        self.since = since;
+        self.summary = summary;
+        self.complexity = complexity;
+        self
+    }
+
+    /// Adds command tips.
+    pub const fn tips(mut self, tips: &'static [&'static str]) -> Self {
+        self.tips = tips;
+        self
+    }
+
+    /// True for a container command.
+    pub fn is_container(&self) -> bool {
+        !self.subcommands.is_empty()
+    }
+
+    /// ACL categories including those Redis derives from the flags
+    /// (`setImplicitACLCategories` in server.c).
+    pub fn acl_categories(&self) -> u64 {
+        let mut c = self.acl;
+        if self.flags & flags::WRITE != 0 {
+            c |= acl::WRITE;
+        }
+        if self.flags & flags::READONLY != 0 && c & acl::SCRIPTING == 0 {
+            c |= acl::READ;
+        }
+        if self.flags & flags::ADMIN != 0 {
+            c |= acl::ADMIN | acl::DANGEROUS;
+        }
+        if self.flags & flags::PUBSUB != 0 {
+            c |= acl::PUBSUB;
+        }
+        if self.flags & flags::FAST != 0 {
+            c |= acl::FAST;
+        }
+        if self.flags & flags::BLOCKING != 0 {
+            c |= acl::BLOCKING;
+        }
+        if c & acl::FAST == 0 {
+            c |= acl::SLOW;
+        }
+        c
+    }
+
+    /// Key positions of a request for this command, from first/last/step
+    /// (COMMAND GETKEYS; later ACL and cluster routing).
+    pub fn key_positions(&self, argc: usize) -> Vec<usize> {
+        if self.first_key <= 0 {
+            return Vec::new();
+        }
+        let first = self.first_key as usize;
+        let last = if self.last_key < 0 {
+            argc as i64 + self.last_key as i64
+        } else {
+            self.last_key as i64
+        };
+        let step = self.step.max(1) as usize;
+        let mut v = Vec::new();
+        let mut i = first;
+        while (i as i64) <= last && i < argc {
+            v.push(i);
+            i += step;
+        }
+        v
+    }
+}
+
+/// The assembled command table.
+pub struct Table {
+    /// Every command and subcommand; the index is the command id used for
+    /// statistics.
+    pub all: Vec<&'static Command>,
+    /// Top-level commands by lower-case name → id.
+    by_name: HashMap<&'static [u8], usize, foldhash::fast::RandomState>,
+    /// For each id, the ids of its subcommands.
+    subs: Vec<Vec<usize>>,
+    /// Longest top-level name, bytes.
+    max_name: usize,
+}
+
+impl Table {
+    /// Looks up a top-level command, ASCII case-insensitively, without
+    /// allocating. Returns its id.
+    #[inline]
+    pub fn lookup(&self, name: &[u8]) -> Option<usize> {
+        let mut buf = [0u8; 32];
+        if name.len() > self.max_name {
+            return None;
+        }
+        let lower = crate::util::lower_into(name, &mut buf)?;
+        self.by_name.get(lower).copied()
+    }
+
+    /// Looks up subcommand `sub` of command `id`.
+    pub fn lookup_sub(&self, id: usize, sub: &[u8]) -> Option<usize> {
+        self.subs[id].iter().copied().find(|&s| {
+            let n = self.all[s].name;
+            let short = n.split('|').nth(1).unwrap_or(n);
+            short.as_bytes().eq_ignore_ascii_case(sub)
+        })
+    }
+
+    /// Top-level commands, in table order.
+    pub fn top_level(&self) -> impl Iterator<Item = &'static Command> + '_ {
+        self.by_name.values().map(|&i| self.all[i])
+    }
+
+    /// A command by its full name (`get`, `config|get`), case-insensitive.
+    pub fn by_full_name(&self, name: &[u8]) -> Option<&'static Command> {
+        let s = std::str::from_utf8(name).ok()?.to_ascii_lowercase();
+        let mut parts = s.splitn(2, '|');
+        let top = self.lookup(parts.next()?.as_bytes())?;
+        match parts.next() {
+            None => Some(self.all[top]),
+            Some(sub) => self.lookup_sub(top, sub.as_bytes()).map(|i| self.all[i]),
+        }
+    }
+
+    /// The id of a command (linear; for rare paths such as INFO).
+    pub fn id_of(&self, c: &Command) -> Option<usize> {
+        self.all.iter().position(|x| std::ptr::eq(*x, c))
+    }
+}
+
+/// The command table, built on first use from every family's `COMMANDS`.
+pub fn table() -> &'static Table {
+    static T: OnceLock<Table> = OnceLock::new();
+    T.get_or_init(|| {
+        let families: [&'static [Command]; 4] = [
+            connection::COMMANDS,
+            strings::COMMANDS,
+            keys::COMMANDS,
+            server::COMMANDS,
+        ];
+        let mut t = Table {
+            all: Vec::new(),
+            by_name: HashMap::default(),
+            subs: Vec::new(),
+            max_name: 0,
+        };
+        for fam in families {
+            for c in fam {
+                let id = t.all.len();
+                t.all.push(c);
+                t.subs.push(Vec::new());
+                t.by_name.insert(c.name.as_bytes(), id);
+                t.max_name = t.max_name.max(c.name.len());
+                for s in c.subcommands {
+                    let sid = t.all.len();
+                    t.all.push(s);
+                    t.subs.push(Vec::new());
+                    t.subs[id].push(sid);
+                }
+            }
+        }
+        t
+    })
+}
+
+/// Error replies shared by many commands (Redis's shared.* objects).
+pub mod err {
+    /// Wrong type.
+    pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    /// Syntax error.
+    pub const SYNTAX: &str = "ERR syntax error";
+    /// Not an integer.
+    pub const NOT_INT: &str = "ERR value is not an integer or out of range";
+    /// Not a float.
+    pub const NOT_FLOAT: &str = "ERR value is not a valid float";
+    /// Integer overflow.
+    pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
+    /// No such key.
+    pub const NO_SUCH_KEY: &str = "ERR no such key";
+    /// DB index out of range.
+    pub const DB_RANGE: &str = "ERR DB index is out of range";
+    /// Authentication required.
+    pub const NOAUTH: &str = "NOAUTH Authentication required.";
+}
+
+/// Everything a handler needs.
+pub struct Ctx<'a> {
+    /// Shared server state.
+    pub server: &'a Arc<Server>,
+    /// The calling connection's state.
+    pub client: &'a mut Client,
+    /// Where replies go.
+    pub out: &'a mut Out,
+    /// Time of this command, ms since the epoch (Redis's cached mstime:
+    /// one clock reading per command, so a command sees one "now").
+    pub now: u64,
+    /// This thread's counters.
+    pub stats: &'a ThreadStats,
+    /// Set when the handler replied with an error.
+    pub failed: bool,
+}
+
+impl<'a> Ctx<'a> {
+    /// Replies with an error (`CODE message`) and counts it in errorstats.
+    pub fn error(&mut self, msg: &str) {
+        self.out.error(msg);
+        self.server.stats.record_error(msg);
+        self.failed = true;
+    }
+
+    /// WRONGTYPE error.
+    pub fn wrongtype(&mut self) {
+        self.error(err::WRONGTYPE);
+    }
+
+    /// "ERR syntax error".
+    pub fn syntax(&mut self) {
+        self.error(err::SYNTAX);
+    }
+
+    /// "ERR value is not an integer or out of range".
+    pub fn not_int(&mut self) {
+        self.error(err::NOT_INT);
+    }
+
+    /// The selected database.
+    #[inline]
+    pub fn db(&self) -> &'a Db {
+        let s: &'a Arc<Server> = self.server;
+        s.keyspace.db(self.client.db)
+    }
+
+    /// Hashes `key` and locks its shard in the selected database.
+    #[inline]
+    pub fn lock(&self, key: &[u8]) -> (u64, MutexGuard<'a, Shard>) {
+        let h = hash_key(key);
+        (h, self.db().lock(h))
+    }
+
+    /// Counts a keyspace hit or miss (INFO keyspace_hits / keyspace_misses).
+    #[inline]
+    pub fn hit(&self, found: bool) {
+        if found {
+            bump(&self.stats.hits, 1);
+        } else {
+            bump(&self.stats.misses, 1);
+        }
+    }
+
+    /// The access time to store in an entry's LRU field, or None when the
+    /// client asked for CLIENT NO-TOUCH.
+    #[inline]
+    pub fn touch_time(&self) -> Option<u32> {
+        if self.client.no_touch {
+            None
+        } else {
+            Some((self.now / 1000) as u32)
+        }
+    }
+}
+
+/// Parses an integer argument or replies "value is not an integer or out of
+/// range" and returns None.
+pub fn arg_i64(ctx: &mut Ctx<'_>, a: &[u8]) -> Option<i64> {
+    let v = crate::util::parse_i64(a);
+    if v.is_none() {
+        ctx.not_int();
+    }
+    v
+}
+
+fn unknown_command(args: &Args<'_>) -> String {
+    let mut list = String::new();
+    for a in args.iter().skip(1) {
+        if list.len() >= 128 {
+            break;
+        }
+        let room = 128 - list.len();
+        let s = String::from_utf8_lossy(a);
+        let cut: String = s.chars().take(room).collect();
+        list.push('\'');
+        list.push_str(&cut);
+        list.push_str("' ");
+    }
+    let name = String::from_utf8_lossy(args.get(0));
+    let name: String = name.chars().take(128).collect();
+    format!("ERR unknown command '{name}', with args beginning with: {list}")
+}
+
+/// Executes one request and writes its reply into `out`.
+///
+/// Order of checks as Redis's `processCommand` (server.c): lookup (unknown
+/// command / unknown subcommand), arity, authentication; then the handler.
+pub fn execute(
+    server: &Arc<Server>,
+    client: &mut Client,
+    out: &mut Out,
+    args: &Args<'_>,
+    stats: &ThreadStats,
+) {
+    let t = table();
+    let reply_start = out.buf.len();
+    let Some(mut id) = t.lookup(args.get(0)) else {
+        let msg = unknown_command(args);
+        out.error(&msg);
+        server.stats.record_error(&msg);
+        finish_reply(client, out, reply_start);
+        return;
+    };
+    let mut c = t.all[id];
+    if c.is_container() {
+        if args.len() < 2 {
+            let msg = format!("ERR wrong number of arguments for '{}' command", c.name);
+            reject(server, out, stats, id, &msg);
+            finish_reply(client, out, reply_start);
+            return;
+        }
+        match t.lookup_sub(id, args.get(1)) {
+            Some(s) => {
+                id = s;
+                c = t.all[s];
+            }
+            None => {
+                let sub: String = String::from_utf8_lossy(args.get(1))
+                    .chars()
+                    .take(128)
+                    .collect();
+                let msg = format!(
+                    "ERR unknown subcommand '{}'. Try {} HELP.",
+                    sub,
+                    c.name.to_ascii_uppercase()
+                );
+                out.error(&msg);
+                server.stats.record_error(&msg);
+                finish_reply(client, out, reply_start);
+                return;
+            }
+        }
+    }
+    let argc = args.len() as i32;
+    if (c.arity > 0 && argc != c.arity) || argc < -c.arity {
+        let msg = format!("ERR wrong number of arguments for '{}' command", c.name);
+        reject(server, out, stats, id, &msg);
+        finish_reply(client, out, reply_start);
+        return;
+    }
+    if !client.authenticated
+        && c.flags & flags::NO_AUTH == 0
+        && server.live.requirepass_set.load(Ordering::Relaxed)
+    {
+        reject(server, out, stats, id, err::NOAUTH);
+        finish_reply(client, out, reply_start);
+        return;
+    }
+    if server.monitor_count.load(Ordering::Relaxed) > 0
+        && c.flags & (flags::SKIP_MONITOR | flags::ADMIN) == 0
+    {
+        feed_monitors(server, client, args);
+    }
+    client.last_cmd = id;
+    let start = std::time::Instant::now();
+    let now = crate::util::now_ms();
+    let mut ctx = Ctx {
+        server,
+        client,
+        out,
+        now,
+        stats,
+        failed: false,
+    };
+    (c.handler)(&mut ctx, args);
+    let failed = ctx.failed;
+    let us = start.elapsed().as_micros() as u64;
+    let cs = &stats.cmds[id];
+    bump(&cs.calls, 1);
+    bump(&cs.usec, us);
+    if failed {
+        bump(&cs.failed, 1);
+    }
+    bump(&stats.commands, 1);
+    let slower = server.live.slowlog_slower_than.load(Ordering::Relaxed);
+    if slower >= 0 && us >= slower as u64 && c.flags & flags::SKIP_SLOWLOG == 0 {
+        slowlog_push(server, client, args, us);
+    }
+    if us >= 1000 {
+        server.latency_sample("command", us / 1000);
+    }
+    finish_reply(client, out, reply_start);
+}
+
+fn reject(server: &Server, out: &mut Out, stats: &ThreadStats, id: usize, msg: &str) {
+    out.error(msg);
+    server.stats.record_error(msg);
+    bump(&stats.cmds[id].rejected, 1);
+}
+
+/// Applies CLIENT REPLY OFF / SKIP: drops the reply just written.
+#[inline]
+fn finish_reply(client: &mut Client, out: &mut Out, reply_start: usize) {
+    use crate::net::connection::ReplyMode;
+    match client.reply_mode {
+        ReplyMode::On => {}
+        ReplyMode::Off => out.buf.truncate(reply_start),
+        ReplyMode::SkipNext => {
+            // Set by CLIENT REPLY SKIP itself: its own reply is dropped and
+            // the next command's reply too.
+            out.buf.truncate(reply_start);
+            client.reply_mode = ReplyMode::Skip;
+        }
+        ReplyMode::Skip => {
+            out.buf.truncate(reply_start);
+            client.reply_mode = ReplyMode::On;
+        }
+    }
+}
+
+fn slowlog_push(server: &Server, client: &Client, args: &Args<'_>, us: u64) {
+    const MAX_ARGS: usize = 32;
+    const MAX_ARG_LEN: usize = 128;
+    let max = server.live.slowlog_max_len.load(Ordering::Relaxed) as usize;
+    if max == 0 {
+        return;
+    }
+    let n = args.len();
+    let keep = n.min(MAX_ARGS);
+    let mut v = Vec::with_capacity(keep);
+    for i in 0..keep {
+        if keep != n && i == keep - 1 {
+            v.push(format!("... ({} more arguments)", n - keep + 1).into_bytes());
+            break;
+        }
+        let a = args.get(i);
+        if a.len() > MAX_ARG_LEN {
+            let mut s = a[..MAX_ARG_LEN].to_vec();
+            s.extend_from_slice(format!("... ({} more bytes)", a.len() - MAX_ARG_LEN).as_bytes());
+            v.push(s);
+        } else {
+            v.push(a.to_vec());
+        }
+    }
+    let name = client.handle.info.lock().name.clone();
+    let mut sl = server.slowlog.lock();
+    let id = sl.next_id;
+    sl.next_id += 1;
+    sl.entries.push_front(SlowlogEntry {
+        id,
+        time: crate::util::now_ms() / 1000,
+        duration_us: us,
+        args: v,
+        addr: client.handle.addr.clone(),
+        name,
+    });
+    while sl.entries.len() > max {
+        sl.entries.pop_back();
+    }
+}
+
+/// Formats a request as MONITOR shows it:
+/// `+<unix.micros> [<db> <addr>] "arg" "arg"` with Redis's escaping
+/// (`sdscatrepr`).
+fn feed_monitors(server: &Server, client: &Client, args: &Args<'_>) {
+    let us = crate::util::now_us();
+    let mut line = format!(
+        "+{}.{:06} [{} {}]",
+        us / 1_000_000,
+        us % 1_000_000,
+        client.db,
+        client.handle.addr
+    )
+    .into_bytes();
+    for a in args.iter() {
+        line.push(b' ');
+        repr(a, &mut line);
+    }
+    line.extend_from_slice(b"\r\n");
+    let mons = server.monitors.lock();
+    for (_, tx) in mons.iter() {
+        let _ = tx.send(line.clone());
+    }
+}
+
+/// Appends `s` quoted and escaped as Redis's `sdscatrepr`.
+pub fn repr(s: &[u8], out: &mut Vec<u8>) {
+    out.push(b'"');
+    for &c in s {
+        match c {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x07 => out.extend_from_slice(b"\\a"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            c if c.is_ascii_graphic() || c == b' ' => out.push(c),
+            c => out.extend_from_slice(format!("\\x{c:02x}").as_bytes()),
+        }
+    }
+    out.push(b'"');
+}

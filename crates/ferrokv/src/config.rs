@@ -1,0 +1,553 @@
+//! Configuration: redis.conf-style directives read from a file and from
+//! `--directive value` arguments, and the registry behind CONFIG GET / SET /
+//! REWRITE. Names, value syntax (yes/no, memory units such as `1gb`/`1g`),
+//! normalised CONFIG GET output and error texts follow Redis 7.0's config.c.
+
+use crate::resp::parse::split_args;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// How a directive's value is parsed and printed.
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    /// `yes` / `no`.
+    Bool,
+    /// A signed integer in `[min, max]`.
+    Int { min: i64, max: i64 },
+    /// A byte count with optional unit (`k kb m mb g gb`), printed in bytes.
+    Memory { min: u64, max: u64 },
+    /// One of a fixed list of words (case-insensitive, printed lower-case).
+    Enum(&'static [&'static str]),
+    /// Any string (single argument).
+    Str,
+    /// A space-separated list of arguments (bind, save).
+    List,
+    /// Octal permission bits (unixsocketperm).
+    Octal,
+}
+
+/// One supported directive.
+#[derive(Debug)]
+pub struct Directive {
+    /// Redis's directive name (lower-case).
+    pub name: &'static str,
+    /// Value syntax.
+    pub kind: Kind,
+    /// Default value, in the printed form.
+    pub default: &'static str,
+    /// False for directives CONFIG SET refuses ("can't set immutable config").
+    pub mutable: bool,
+}
+
+const fn d(name: &'static str, kind: Kind, default: &'static str, mutable: bool) -> Directive {
+    Directive {
+        name,
+        kind,
+        default,
+        mutable,
+    }
+}
+
+const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning", "nothing"];
+const YESNO_ONLY_NO: &[&str] = &["no"];
+
+/// Every directive ferrokv understands, sorted by name.
+pub static DIRECTIVES: &[Directive] = &[
+    d("appendonly", Kind::Enum(YESNO_ONLY_NO), "no", true),
+    d("bind", Kind::List, "127.0.0.1 -::1", false),
+    d(
+        "client-query-buffer-limit",
+        Kind::Memory {
+            min: 1024 * 1024,
+            max: i64::MAX as u64,
+        },
+        "1073741824",
+        true,
+    ),
+    d(
+        "databases",
+        Kind::Int {
+            min: 1,
+            max: i32::MAX as i64,
+        },
+        "16",
+        false,
+    ),
+    d("daemonize", Kind::Enum(YESNO_ONLY_NO), "no", false),
+    d("dir", Kind::Str, ".", true),
+    d("hz", Kind::Int { min: 1, max: 500 }, "10", true),
+    d("io-threads", Kind::Int { min: 1, max: 128 }, "0", false),
+    d(
+        "latency-monitor-threshold",
+        Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        "0",
+        true,
+    ),
+    d("logfile", Kind::Str, "", false),
+    d("loglevel", Kind::Enum(LOGLEVELS), "notice", true),
+    d(
+        "maxclients",
+        Kind::Int {
+            min: 1,
+            max: u32::MAX as i64,
+        },
+        "10000",
+        true,
+    ),
+    d("pidfile", Kind::Str, "", false),
+    d("port", Kind::Int { min: 0, max: 65535 }, "6379", false),
+    d(
+        "proto-max-bulk-len",
+        Kind::Memory {
+            min: 1024 * 1024,
+            max: i64::MAX as u64,
+        },
+        "536870912",
+        true,
+    ),
+    d("protected-mode", Kind::Bool, "yes", true),
+    d("requirepass", Kind::Str, "", true),
+    d("save", Kind::List, "3600 1 300 100 60 10000", true),
+    d(
+        "slowlog-log-slower-than",
+        Kind::Int {
+            min: -1,
+            max: i64::MAX,
+        },
+        "10000",
+        true,
+    ),
+    d(
+        "slowlog-max-len",
+        Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        "128",
+        true,
+    ),
+    d(
+        "tcp-backlog",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "511",
+        false,
+    ),
+    d(
+        "tcp-keepalive",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "300",
+        true,
+    ),
+    d(
+        "timeout",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "0",
+        true,
+    ),
+    d("unixsocket", Kind::Str, "", false),
+    d("unixsocketperm", Kind::Octal, "0", false),
+];
+
+/// Finds a directive by name (ASCII case-insensitive).
+pub fn directive(name: &str) -> Option<&'static Directive> {
+    DIRECTIVES
+        .iter()
+        .find(|d| d.name.eq_ignore_ascii_case(name))
+}
+
+/// Parses a memory value as Redis's `memtoull`: digits with an optional
+/// unit b, k, kb, m, mb, g, gb (case-insensitive; `k` = 1000, `kb` = 1024).
+pub fn parse_memory(s: &str) -> Option<u64> {
+    let lower = s.to_ascii_lowercase();
+    let digits_end = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
+    let (num, unit) = lower.split_at(digits_end);
+    if num.is_empty() {
+        return None;
+    }
+    let mul: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    num.parse::<u64>().ok()?.checked_mul(mul)
+}
+
+/// Validates and normalises `args` for directive `d`, returning the value in
+/// CONFIG GET form, or Redis's reason text.
+pub fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
+    match d.kind {
+        Kind::List => {
+            if d.name == "save" {
+                return normalise_save(args);
+            }
+            Ok(args.join(" "))
+        }
+        _ if args.len() != 1 => Err("wrong number of arguments".into()),
+        Kind::Bool => match args[0].to_ascii_lowercase().as_str() {
+            "yes" => Ok("yes".into()),
+            "no" => Ok("no".into()),
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        },
+        Kind::Int { min, max } => {
+            let v: i64 = args[0]
+                .parse()
+                .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            if v < min || v > max {
+                return Err(format!(
+                    "argument must be between {min} and {max} inclusive"
+                ));
+            }
+            Ok(v.to_string())
+        }
+        Kind::Memory { min, max } => {
+            let v = parse_memory(&args[0])
+                .ok_or_else(|| "argument must be a memory value".to_string())?;
+            if v < min || v > max {
+                return Err(format!(
+                    "argument must be between {min} and {max} inclusive"
+                ));
+            }
+            Ok(v.to_string())
+        }
+        Kind::Enum(words) => {
+            let l = args[0].to_ascii_lowercase();
+            if words.contains(&l.as_str()) {
+                Ok(l)
+            } else {
+                Err(format!(
+                    "argument(s) must be one of the following: {}",
+                    words.join(", ")
+                ))
+            }
+        }
+        Kind::Str => Ok(args[0].clone()),
+        Kind::Octal => {
+            let v = u32::from_str_radix(&args[0], 8)
+                .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            if v > 0o777 {
+                return Err("argument must be between 0 and 511 inclusive".into());
+            }
+            Ok(format!("{v:o}"))
+        }
+    }
+}
+
+fn normalise_save(args: &[String]) -> Result<String, String> {
+    let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
+    if words.is_empty() || (words.len() == 1 && words[0].is_empty()) {
+        return Ok(String::new());
+    }
+    if !words.len().is_multiple_of(2) {
+        return Err("Invalid save parameters".into());
+    }
+    for w in &words {
+        if w.parse::<u64>().is_err() {
+            return Err("Invalid save parameters".into());
+        }
+    }
+    Ok(words.join(" "))
+}
+
+/// The effective configuration: one normalised string per directive.
+#[derive(Debug, Clone)]
+pub struct Config {
+    values: BTreeMap<&'static str, String>,
+    /// The config file given at start-up (CONFIG REWRITE target).
+    pub file: Option<std::path::PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            values: DIRECTIVES
+                .iter()
+                .map(|d| (d.name, d.default.to_string()))
+                .collect(),
+            file: None,
+        }
+    }
+}
+
+/// A configuration error found while loading (file or arguments).
+#[derive(Debug, thiserror::Error)]
+#[error("\n*** FATAL CONFIG FILE ERROR (ferrokv {version}) ***\nReading the configuration file, at line {line}\n>>> '{text}'\n{reason}")]
+pub struct LoadError {
+    /// ferrokv's version.
+    pub version: &'static str,
+    /// 1-based line number in the combined config text.
+    pub line: usize,
+    /// The offending line.
+    pub text: String,
+    /// Why it was refused.
+    pub reason: String,
+}
+
+impl Config {
+    /// Reads the directives in `text` (redis.conf syntax), overriding defaults.
+    /// Errors name the line, the directive and the reason, as Redis does.
+    pub fn load_str(&mut self, text: &str) -> Result<(), LoadError> {
+        for (i, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let err = |reason: String| LoadError {
+                version: env!("CARGO_PKG_VERSION"),
+                line: i + 1,
+                text: line.to_string(),
+                reason,
+            };
+            let mut scratch = Vec::new();
+            let mut ranges = Vec::new();
+            split_args(line.as_bytes(), &mut scratch, &mut ranges)
+                .map_err(|_| err("Unbalanced quotes in configuration line".into()))?;
+            let argv: Vec<String> = ranges
+                .iter()
+                .map(|&(s, e)| {
+                    String::from_utf8_lossy(&scratch[s as usize..e as usize]).into_owned()
+                })
+                .collect();
+            if argv.is_empty() {
+                continue;
+            }
+            let Some(d) = directive(&argv[0]) else {
+                return Err(err(format!(
+                    "Bad directive or wrong number of arguments: '{}'",
+                    argv[0]
+                )));
+            };
+            if d.name == "save" && self.values.get("save").map(String::as_str) == Some(d.default) {
+                // The first `save` line replaces the default points; later
+                // ones add to them, as in redis.conf.
+                self.values.insert("save", String::new());
+            }
+            let v = normalise(d, &argv[1..]).map_err(|r| err(format!("{} for '{}'", r, d.name)))?;
+            if d.name == "save" {
+                let cur = self.values.get("save").cloned().unwrap_or_default();
+                let merged = if cur.is_empty() || v.is_empty() {
+                    v
+                } else {
+                    format!("{cur} {v}")
+                };
+                self.values.insert("save", merged);
+            } else {
+                self.values.insert(d.name, v);
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds a configuration from a redis-server-style command line:
+    /// `[config-file] [--directive value ...]`. Returns the config text built
+    /// from the arguments (appended after the file, as Redis does).
+    pub fn from_args(args: &[String]) -> Result<Config, String> {
+        let mut cfg = Config::default();
+        let mut rest = args;
+        let mut text = String::new();
+        if let Some(first) = rest.first() {
+            if !first.starts_with("--") {
+                let content = if first == "-" {
+                    let mut s = String::new();
+                    std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+                        .map_err(|e| format!("Fatal error, can't read config from stdin: {e}"))?;
+                    s
+                } else {
+                    std::fs::read_to_string(first).map_err(|e| {
+                        format!("Fatal error, can't open config file '{first}': {e}")
+                    })?
+                };
+                let path = std::path::Path::new(first);
+                cfg.file = Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()));
+                text.push_str(&content);
+                text.push('\n');
+                rest = &rest[1..];
+            }
+        }
+        let mut opts = String::new();
+        for a in rest {
+            if let Some(name) = a.strip_prefix("--") {
+                if !opts.is_empty() {
+                    opts.push('\n');
+                }
+                opts.push_str(name);
+            } else {
+                opts.push(' ');
+                opts.push_str(&quote_arg(a));
+            }
+        }
+        text.push_str(&opts);
+        cfg.load_str(&text).map_err(|e| e.to_string())?;
+        Ok(cfg)
+    }
+
+    /// The normalised value of `name`.
+    pub fn get(&self, name: &str) -> &str {
+        self.values.get(name).map(String::as_str).unwrap_or("")
+    }
+
+    /// Integer value of `name` (0 when unparsable).
+    pub fn get_i64(&self, name: &str) -> i64 {
+        self.get(name).parse().unwrap_or(0)
+    }
+
+    /// Sets one directive from CONFIG SET arguments; the error is Redis's
+    /// reason text.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let d = directive(name).ok_or_else(|| "Unknown option".to_string())?;
+        if !d.mutable {
+            return Err("can't set immutable config".into());
+        }
+        let args: Vec<String> = if matches!(d.kind, Kind::List) {
+            value.split_whitespace().map(str::to_string).collect()
+        } else {
+            vec![value.to_string()]
+        };
+        let v = if d.name == "save" && args.is_empty() {
+            String::new()
+        } else {
+            normalise(d, &args)?
+        };
+        self.values.insert(d.name, v);
+        Ok(())
+    }
+
+    /// (name, value) pairs whose name matches the glob `pattern`.
+    pub fn matching(&self, pattern: &[u8]) -> Vec<(&'static str, String)> {
+        DIRECTIVES
+            .iter()
+            .filter(|d| crate::util::glob_match(pattern, d.name.as_bytes(), true))
+            .map(|d| (d.name, self.get(d.name).to_string()))
+            .collect()
+    }
+
+    /// Renders the configuration for CONFIG REWRITE: the original file with
+    /// changed directives replaced in place and new ones appended.
+    pub fn rewrite_text(&self, original: &str) -> String {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut out = String::new();
+        for raw in original.lines() {
+            let line = raw.trim();
+            let name = line
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            if line.starts_with('#') || line.is_empty() {
+                out.push_str(raw);
+                out.push('\n');
+                continue;
+            }
+            match directive(&name) {
+                Some(d) => {
+                    if seen.insert(d.name) {
+                        let _ = writeln!(out, "{}", self.render(d));
+                    }
+                }
+                None => {
+                    out.push_str(raw);
+                    out.push('\n');
+                }
+            }
+        }
+        let mut added = false;
+        for d in DIRECTIVES {
+            if seen.contains(d.name) || self.get(d.name) == d.default {
+                continue;
+            }
+            if !added {
+                out.push_str("# Generated by CONFIG REWRITE\n");
+                added = true;
+            }
+            let _ = writeln!(out, "{}", self.render(d));
+        }
+        out
+    }
+
+    fn render(&self, d: &Directive) -> String {
+        let v = self.get(d.name);
+        match d.kind {
+            Kind::List if d.name == "save" && v.is_empty() => "save \"\"".to_string(),
+            Kind::List if d.name == "save" => {
+                let w: Vec<&str> = v.split(' ').collect();
+                w.chunks(2)
+                    .map(|c| format!("save {}", c.join(" ")))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
+            Kind::List => format!("{} {}", d.name, v),
+            _ => format!("{} {}", d.name, quote_arg(v)),
+        }
+    }
+}
+
+/// Quotes a value for a config line when it is empty or has spaces/quotes.
+fn quote_arg(v: &str) -> String {
+    if !v.is_empty() && !v.contains([' ', '"', '\'', '\\', '\t']) {
+        return v.to_string();
+    }
+    let mut s = String::from("\"");
+    for c in v.chars() {
+        match c {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            '\n' => s.push_str("\\n"),
+            '\r' => s.push_str("\\r"),
+            '\t' => s.push_str("\\t"),
+            c => s.push(c),
+        }
+    }
+    s.push('"');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_and_args() {
+        let mut c = Config::default();
+        c.load_str("# comment\nport 7000\nproto-max-bulk-len 2mb\nsave 60 1\nsave 10 5\n")
+            .unwrap();
+        assert_eq!(c.get("port"), "7000");
+        assert_eq!(c.get("proto-max-bulk-len"), "2097152");
+        assert_eq!(c.get("save"), "60 1 10 5");
+        let e = c.load_str("port 1\nfoo bar\n").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.reason.contains("foo"));
+        let e = c.load_str("port abc\n").unwrap_err();
+        assert!(e.reason.contains("port"));
+        let c = Config::from_args(&["--port".into(), "7001".into(), "--save".into(), "".into()])
+            .unwrap();
+        assert_eq!(c.get("port"), "7001");
+        assert_eq!(c.get("save"), "");
+    }
+
+    #[test]
+    fn memory_units() {
+        assert_eq!(parse_memory("1k"), Some(1000));
+        assert_eq!(parse_memory("1KB"), Some(1024));
+        assert_eq!(parse_memory("3gb"), Some(3 << 30));
+        assert_eq!(parse_memory("x"), None);
+        assert_eq!(parse_memory("-1"), None);
+    }
+}

@@ -1,0 +1,152 @@
+//! ferrokv: a Redis-compatible in-memory data store.
+//!
+//! The crate is the whole server; the `ferrokv-server` binary only turns its
+//! command line into a [`config::Config`] and calls [`run`]. The path of one
+//! request: [`net::connection`] reads into the client's buffer,
+//! [`resp::parse`] yields each complete request as borrowed argument slices,
+//! [`cmd::execute`] looks the command up and runs its handler against the
+//! [`db::Keyspace`], the handler writes its reply into the output buffer, and
+//! the connection sends all replies of the batch with one write.
+
+pub mod cmd;
+pub mod config;
+pub mod db;
+pub mod net;
+pub mod resp;
+pub mod server;
+pub mod stats;
+pub mod util;
+
+use config::Config;
+use server::Server;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// ferrokv's version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The Redis version whose behaviour ferrokv follows (reported by INFO and
+/// HELLO, so clients enable the features they check for).
+pub const REDIS_VERSION: &str = "7.0.15";
+
+/// Number of worker threads for `io-threads` (0 = one per core).
+pub fn thread_count(config: &Config) -> usize {
+    match config.get_i64("io-threads") {
+        n if n > 0 => n as usize,
+        _ => std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+    }
+}
+
+/// Starts the server with `config` and blocks until SHUTDOWN, SIGTERM or
+/// SIGINT. Errors: binding a listener failed.
+pub fn run(config: Config) -> std::io::Result<()> {
+    let threads = thread_count(&config);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .thread_name("ferrokv-io")
+        .build()?;
+    rt.block_on(serve(config, threads))
+}
+
+/// The async body of [`run`].
+pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
+    let port = config.get_i64("port") as u16;
+    let backlog = config.get_i64("tcp-backlog").max(1) as u32;
+    let binds: Vec<String> = config
+        .get("bind")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let unixsocket = config.get("unixsocket").to_string();
+    let unixperm = u32::from_str_radix(config.get("unixsocketperm"), 8).unwrap_or(0);
+    let dir = config.get("dir").to_string();
+    if dir != "." && !dir.is_empty() {
+        std::env::set_current_dir(&dir)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("Can't chdir to '{dir}': {e}")))?;
+    }
+    let server = Server::new(config, threads);
+    let mut bound_port = port;
+    if port != 0 || unixsocket.is_empty() {
+        let mut any = false;
+        for b in &binds {
+            if let Some(l) = net::listener::bind_tcp(b, bound_port, backlog)? {
+                if let Ok(a) = l.local_addr() {
+                    bound_port = a.port();
+                }
+                any = true;
+                tokio::spawn(net::listener::accept_tcp(server.clone(), l));
+            }
+        }
+        if !any {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AddrNotAvailable,
+                "Failed listening on any bind address",
+            ));
+        }
+    }
+    server
+        .bound_port
+        .store(bound_port as u64, Ordering::Relaxed);
+    if !unixsocket.is_empty() {
+        let l = net::listener::bind_unix(&unixsocket, unixperm)?;
+        tokio::spawn(net::listener::accept_unix(
+            server.clone(),
+            l,
+            unixsocket.clone(),
+        ));
+    }
+    tokio::spawn(cron(server.clone()));
+    tracing::info!(
+        version = VERSION,
+        redis_version = REDIS_VERSION,
+        port = bound_port,
+        pid = std::process::id(),
+        threads,
+        "ferrokv ready to accept connections"
+    );
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = server.shutdown.notified() => tracing::info!("SHUTDOWN requested, exiting"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("Received SIGINT scheduling shutdown..."),
+        _ = term.recv() => tracing::info!("Received SIGTERM scheduling shutdown..."),
+    }
+    server.shutting_down.store(true, Ordering::SeqCst);
+    if !unixsocket.is_empty() {
+        let _ = std::fs::remove_file(&unixsocket);
+    }
+    tracing::info!("ferrokv is now ready to exit, bye bye...");
+    Ok(())
+}
+
+/// Background work run `hz` times per second, like Redis's `serverCron`:
+/// the active expiry cycle (at most 25% of each period) and, once a second,
+/// closing clients idle longer than `timeout`.
+async fn cron(server: Arc<Server>) {
+    let mut tick: u64 = 0;
+    loop {
+        let hz = server.config.read().get_i64("hz").clamp(1, 500) as u64;
+        let period = Duration::from_millis(1000 / hz);
+        tokio::time::sleep(period).await;
+        tick += 1;
+        let s = server.clone();
+        let budget = period / 4;
+        let _ = tokio::task::spawn_blocking(move || {
+            s.keyspace.active_expire_cycle(util::now_ms(), budget);
+        })
+        .await;
+        if tick.is_multiple_of(hz) {
+            let timeout = server.live.timeout.load(Ordering::Relaxed);
+            if timeout > 0 {
+                let now = util::now_ms();
+                for c in server.clients.all() {
+                    if !c.monitor.load(Ordering::Relaxed) && c.idle_secs(now) > timeout {
+                        c.kill();
+                    }
+                }
+            }
+        }
+    }
+}

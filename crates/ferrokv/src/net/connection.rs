@@ -1,0 +1,239 @@
+//! One client connection's loop: read what the socket has, parse and execute
+//! every complete request in the buffer, then send all replies with one
+//! write (pipelining costs one read and one write per batch, not per
+//! command). Protocol errors are answered and the connection is closed, as
+//! Redis does; a query buffer over client-query-buffer-limit closes it too.
+
+use super::clients::{ClientHandle, ClientInfo};
+use crate::cmd;
+use crate::resp::{Out, Parsed, RequestParser};
+use crate::server::Server;
+use crate::stats::{bump, ThreadStats};
+use bytes::{Buf, BytesMut};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// CLIENT REPLY state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyMode {
+    /// Replies are sent.
+    On,
+    /// All replies dropped until CLIENT REPLY ON.
+    Off,
+    /// CLIENT REPLY SKIP was just executed (its own reply is dropped).
+    SkipNext,
+    /// The next command's reply is dropped.
+    Skip,
+}
+
+/// A connection's private state, passed to every command handler.
+pub struct Client {
+    /// The shared part (registry entry).
+    pub handle: Arc<ClientHandle>,
+    /// Selected database index.
+    pub db: usize,
+    /// CLIENT REPLY mode.
+    pub reply_mode: ReplyMode,
+    /// True once AUTH succeeded (or when no password is required).
+    pub authenticated: bool,
+    /// Close after the pending replies are written (QUIT, protocol error).
+    pub close_after_reply: bool,
+    /// CLIENT NO-TOUCH.
+    pub no_touch: bool,
+    /// Id of the last command executed (CLIENT LIST cmd=).
+    pub last_cmd: usize,
+    /// Set by MONITOR: the receiver of the monitor feed.
+    pub monitor_rx: Option<tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>>,
+}
+
+impl Client {
+    /// A fresh client state for `handle`.
+    pub fn new(handle: Arc<ClientHandle>) -> Self {
+        Client {
+            handle,
+            db: 0,
+            reply_mode: ReplyMode::On,
+            authenticated: false,
+            close_after_reply: false,
+            no_touch: false,
+            last_cmd: usize::MAX,
+            monitor_rx: None,
+        }
+    }
+}
+
+const READ_CHUNK: usize = 16 * 1024;
+
+/// Serves one connection until it closes. `stream` is a TCP or unix socket.
+pub async fn serve<S>(server: Arc<Server>, stream: S, handle: Arc<ClientHandle>)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let (mut rd, mut wr) = tokio::io::split(stream);
+    let mut client = Client::new(handle.clone());
+    client.authenticated = !server.live.requirepass_set.load(Ordering::Relaxed);
+    let mut parser = RequestParser::new(server.live.proto_max_bulk_len.load(Ordering::Relaxed));
+    let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
+    let mut out = Out::new();
+    let ncmds = cmd::table().all.len();
+    'conn: loop {
+        if client.monitor_rx.is_some() {
+            if !monitor_loop(&mut rd, &mut wr, &mut client, &mut rbuf).await {
+                break;
+            }
+            continue;
+        }
+        if rbuf.capacity() - rbuf.len() < 1024 {
+            rbuf.reserve(READ_CHUNK);
+        }
+        match rd.read_buf(&mut rbuf).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if handle.killed.load(Ordering::Relaxed) {
+            break;
+        }
+        let stats = server.stats.local(ncmds);
+        let stats: &ThreadStats = &stats;
+        let now = crate::util::now_ms();
+        handle.last_ms.store(now, Ordering::Relaxed);
+        parser.max_bulk_len = server.live.proto_max_bulk_len.load(Ordering::Relaxed);
+        let mut consumed = 0usize;
+        let mut proto_err = None;
+        loop {
+            match parser.parse(&rbuf[consumed..]) {
+                Ok(Parsed::Request(n)) => {
+                    {
+                        let args = parser.args(&rbuf[consumed..]);
+                        if !args.is_empty() {
+                            cmd::execute(&server, &mut client, &mut out, &args, stats);
+                        }
+                    }
+                    consumed += n;
+                    if client.close_after_reply || client.monitor_rx.is_some() {
+                        break;
+                    }
+                }
+                Ok(Parsed::Incomplete) => break,
+                Err(e) => {
+                    proto_err = Some(e);
+                    break;
+                }
+            }
+        }
+        bump(&stats.net_in, consumed as u64);
+        rbuf.advance(consumed);
+        if let Some(e) = proto_err {
+            let msg = e.message();
+            out.error(&msg);
+            server.stats.record_error(&msg);
+            client.close_after_reply = true;
+        } else if let Some(need) = parser.pending_bulk_bytes() {
+            if need > rbuf.len() {
+                rbuf.reserve(need - rbuf.len());
+            }
+        }
+        let limit = server
+            .live
+            .client_query_buffer_limit
+            .load(Ordering::Relaxed) as usize;
+        if rbuf.len() > limit {
+            tracing::warn!(
+                client = handle.id,
+                "closing client that reached max query buffer length (qbuf={})",
+                rbuf.len()
+            );
+            client.close_after_reply = true;
+        }
+        update_info(&client, &rbuf, &out);
+        if !out.buf.is_empty() {
+            bump(&stats.net_out, out.buf.len() as u64);
+            if wr.write_all(&out.buf).await.is_err() {
+                break 'conn;
+            }
+            if out.buf.capacity() > 1024 * 1024 {
+                out.buf = Vec::with_capacity(READ_CHUNK);
+            } else {
+                out.buf.clear();
+            }
+        }
+        if client.close_after_reply || server.shutting_down.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    let _ = wr.shutdown().await;
+    if client.monitor_rx.is_some() {
+        server.monitors.lock().retain(|(id, _)| *id != handle.id);
+        server.monitor_count.fetch_sub(1, Ordering::Relaxed);
+    }
+    server.clients.remove(handle.id);
+}
+
+fn update_info(client: &Client, rbuf: &BytesMut, out: &Out) {
+    let mut i = client.handle.info.lock();
+    i.db = client.db;
+    i.qbuf = rbuf.len();
+    i.qbuf_free = rbuf.capacity() - rbuf.len();
+    i.obl = out.buf.len();
+    if let Some(c) = cmd::table().all.get(client.last_cmd) {
+        if i.last_cmd != c.name {
+            i.last_cmd.clear();
+            i.last_cmd.push_str(c.name);
+        }
+    }
+}
+
+/// MONITOR mode: forward the feed; still read (and drop) what the client
+/// sends so a closed connection is noticed. Returns false when the
+/// connection is gone.
+async fn monitor_loop<R, W>(
+    rd: &mut R,
+    wr: &mut W,
+    client: &mut Client,
+    rbuf: &mut BytesMut,
+) -> bool
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let Some(rx) = client.monitor_rx.as_mut() else {
+        return true;
+    };
+    tokio::select! {
+        msg = rx.recv() => match msg {
+            Some(line) => wr.write_all(&line).await.is_ok(),
+            None => false,
+        },
+        r = rd.read_buf(rbuf) => {
+            rbuf.clear();
+            matches!(r, Ok(n) if n > 0) && !client.handle.killed.load(Ordering::Relaxed)
+        }
+    }
+}
+
+/// Creates the shared part of a new client.
+pub fn new_handle(
+    server: &Server,
+    addr: String,
+    laddr: String,
+    fd: i32,
+    unix: bool,
+) -> Arc<ClientHandle> {
+    let now = crate::util::now_ms();
+    Arc::new(ClientHandle {
+        id: server.clients.next_id(),
+        addr,
+        laddr,
+        fd,
+        unix,
+        created_ms: now,
+        last_ms: now.into(),
+        killed: false.into(),
+        monitor: false.into(),
+        info: parking_lot::Mutex::new(ClientInfo {
+            resp: 2,
+            ..Default::default()
+        }),
+    })
+}

@@ -1,0 +1,525 @@
+//! Incremental, zero-copy parser for client requests: RESP multibulk
+//! (`*N\r\n$len\r\n...`) and inline commands (`SET k "v"\n`), following
+//! Redis's `processMultibulkBuffer` / `processInlineBuffer` (networking.c).
+//!
+//! The parser is fed the unconsumed part of the connection's read buffer. It
+//! returns [`Parsed::Request`] with the number of bytes the request used; the
+//! arguments are then available as [`Args`], which borrow either the read
+//! buffer (multibulk, no copy) or a per-connection scratch buffer (inline,
+//! where quotes and escapes must be decoded). A request cut at any byte makes
+//! the parser return [`Parsed::Incomplete`] and remember how far it got, so
+//! a multibulk of a million arguments arriving in small reads is not re-parsed
+//! from the start every time.
+//!
+//! Limits, as in Redis: a multibulk count above 1024*1024 is "invalid
+//! multibulk length"; a bulk length above `proto-max-bulk-len` is "invalid
+//! bulk length"; an inline line or a length line longer than 64 KiB without
+//! its newline is "too big inline request" / "too big mbulk count string" /
+//! "too big bulk count string". Nothing is allocated for a length before it
+//! has been checked against its limit.
+
+use crate::util::parse_len;
+
+/// Longest inline request or length line without a newline (Redis's
+/// PROTO_INLINE_MAX_SIZE), in bytes.
+pub const PROTO_INLINE_MAX_SIZE: usize = 64 * 1024;
+/// Largest multibulk argument count accepted (Redis 7.0: 1024*1024).
+pub const PROTO_MAX_MULTIBULK: i64 = 1024 * 1024;
+
+/// A protocol error; the text is what follows "-ERR Protocol error: ".
+/// After replying with it the connection is closed, as Redis does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProtocolError {
+    /// `*` count unparsable or above [`PROTO_MAX_MULTIBULK`].
+    InvalidMultibulkLength,
+    /// `$` length unparsable, negative or above proto-max-bulk-len.
+    InvalidBulkLength,
+    /// A byte other than `$` where a bulk string header was expected.
+    ExpectedDollar(u8),
+    /// Inline request with unbalanced quotes.
+    UnbalancedQuotes,
+    /// Inline request over 64 KiB without a newline.
+    TooBigInline,
+    /// `*` line over 64 KiB without CRLF.
+    TooBigMbulkCount,
+    /// `$` line over 64 KiB without CRLF.
+    TooBigBulkCount,
+}
+
+impl ProtocolError {
+    /// The full error reply line, without the trailing CRLF.
+    pub fn message(&self) -> String {
+        let detail = match self {
+            ProtocolError::InvalidMultibulkLength => "invalid multibulk length".to_string(),
+            ProtocolError::InvalidBulkLength => "invalid bulk length".to_string(),
+            ProtocolError::ExpectedDollar(c) => format!("expected '$', got '{}'", *c as char),
+            ProtocolError::UnbalancedQuotes => "unbalanced quotes in request".to_string(),
+            ProtocolError::TooBigInline => "too big inline request".to_string(),
+            ProtocolError::TooBigMbulkCount => "too big mbulk count string".to_string(),
+            ProtocolError::TooBigBulkCount => "too big bulk count string".to_string(),
+        };
+        format!("ERR Protocol error: {detail}")
+    }
+}
+
+/// Outcome of one parse attempt.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Parsed {
+    /// A complete request used this many bytes; its arguments are in the
+    /// parser (see [`RequestParser::args`]). Zero arguments means an empty
+    /// request (`*0`, `*-1`, a blank inline line) that gets no reply.
+    Request(usize),
+    /// More bytes are needed.
+    Incomplete,
+}
+
+/// Where the arguments of the last request live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Source {
+    ReadBuffer,
+    Scratch,
+}
+
+/// Per-connection request parser state. Reused across requests, so a
+/// connection allocates only when a request has more arguments than any
+/// before it.
+#[derive(Debug)]
+pub struct RequestParser {
+    /// (start, end) of each argument: in the read buffer (relative to the
+    /// request's first byte) or in `scratch`.
+    ranges: Vec<(u32, u32)>,
+    scratch: Vec<u8>,
+    source: Source,
+    /// In-progress multibulk: arguments still expected; 0 = none in progress.
+    remaining: usize,
+    /// In-progress multibulk: offset of the next unparsed byte.
+    offset: usize,
+    /// Length of the bulk string whose header was parsed, if any.
+    bulk_len: Option<usize>,
+    /// proto-max-bulk-len in bytes.
+    pub max_bulk_len: u64,
+}
+
+impl Default for RequestParser {
+    fn default() -> Self {
+        Self::new(512 * 1024 * 1024)
+    }
+}
+
+/// The arguments of one request: argv[0] is the command name.
+#[derive(Clone, Copy)]
+pub struct Args<'a> {
+    base: &'a [u8],
+    ranges: &'a [(u32, u32)],
+}
+
+impl<'a> Args<'a> {
+    /// Builds arguments over `base` with explicit ranges (tests, MULTI queue).
+    pub fn new(base: &'a [u8], ranges: &'a [(u32, u32)]) -> Self {
+        Args { base, ranges }
+    }
+    /// Number of arguments including the command name.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.ranges.len()
+    }
+    /// True for an empty request.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+    /// Argument `i` (panics when out of range; dispatch checks arity first).
+    #[inline]
+    pub fn get(&self, i: usize) -> &'a [u8] {
+        let (s, e) = self.ranges[i];
+        &self.base[s as usize..e as usize]
+    }
+    /// Iterates over all arguments.
+    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+        (0..self.len()).map(move |i| self.get(i))
+    }
+    /// Copies the arguments into owned vectors (MULTI queue, MONITOR).
+    pub fn to_vec(&self) -> Vec<Vec<u8>> {
+        self.iter().map(|a| a.to_vec()).collect()
+    }
+}
+
+/// Owned request arguments, for requests that must outlive the read buffer.
+#[derive(Debug, Clone, Default)]
+pub struct OwnedArgs {
+    data: Vec<u8>,
+    ranges: Vec<(u32, u32)>,
+}
+
+impl OwnedArgs {
+    /// Copies `args`.
+    pub fn from_args(args: &Args<'_>) -> Self {
+        let mut o = OwnedArgs::default();
+        for a in args.iter() {
+            o.push(a);
+        }
+        o
+    }
+    /// Appends one argument.
+    pub fn push(&mut self, a: &[u8]) {
+        let s = self.data.len() as u32;
+        self.data.extend_from_slice(a);
+        self.ranges.push((s, self.data.len() as u32));
+    }
+    /// Borrowed view.
+    pub fn args(&self) -> Args<'_> {
+        Args::new(&self.data, &self.ranges)
+    }
+}
+
+impl RequestParser {
+    /// A parser enforcing `max_bulk_len` (proto-max-bulk-len, bytes).
+    pub fn new(max_bulk_len: u64) -> Self {
+        RequestParser {
+            ranges: Vec::with_capacity(8),
+            scratch: Vec::new(),
+            source: Source::ReadBuffer,
+            remaining: 0,
+            offset: 0,
+            bulk_len: None,
+            max_bulk_len,
+        }
+    }
+
+    /// The arguments of the request last returned by [`Self::parse`]; `buf`
+    /// must be the same slice that was passed to `parse`.
+    #[inline]
+    pub fn args<'a>(&'a self, buf: &'a [u8]) -> Args<'a> {
+        match self.source {
+            Source::ReadBuffer => Args {
+                base: buf,
+                ranges: &self.ranges,
+            },
+            Source::Scratch => Args {
+                base: &self.scratch,
+                ranges: &self.ranges,
+            },
+        }
+    }
+
+    /// Bytes the in-progress request still needs in the buffer, when a large
+    /// bulk string is being received (so the caller can reserve once).
+    pub fn pending_bulk_bytes(&self) -> Option<usize> {
+        self.bulk_len
+            .map(|l| self.offset + l + 2)
+            .filter(|&n| n >= 32 * 1024)
+    }
+
+    /// True while a request has been partly received.
+    pub fn in_progress(&self) -> bool {
+        self.remaining > 0
+    }
+
+    /// Parses one request from `buf`, which starts at the first unconsumed
+    /// byte (the start of the request in progress, if any).
+    pub fn parse(&mut self, buf: &[u8]) -> Result<Parsed, ProtocolError> {
+        if self.remaining == 0 {
+            if buf.is_empty() {
+                return Ok(Parsed::Incomplete);
+            }
+            if buf[0] != b'*' {
+                return self.parse_inline(buf);
+            }
+            // Multibulk header.
+            let Some(cr) = memchr(b'\r', buf) else {
+                if buf.len() > PROTO_INLINE_MAX_SIZE {
+                    return Err(ProtocolError::TooBigMbulkCount);
+                }
+                return Ok(Parsed::Incomplete);
+            };
+            if cr + 2 > buf.len() {
+                return Ok(Parsed::Incomplete);
+            }
+            let n = match parse_len(&buf[1..cr]) {
+                Some(n) if n <= PROTO_MAX_MULTIBULK => n,
+                _ => return Err(ProtocolError::InvalidMultibulkLength),
+            };
+            self.ranges.clear();
+            self.source = Source::ReadBuffer;
+            if n <= 0 {
+                return Ok(Parsed::Request(cr + 2));
+            }
+            self.remaining = n as usize;
+            self.offset = cr + 2;
+            self.bulk_len = None;
+            // Reserve for small requests only; a huge count could be a lie.
+            self.ranges.reserve((n as usize).min(1024));
+        }
+        while self.remaining > 0 {
+            let len = match self.bulk_len {
+                Some(l) => l,
+                None => {
+                    let rest = &buf[self.offset..];
+                    let Some(cr) = memchr(b'\r', rest) else {
+                        if rest.len() > PROTO_INLINE_MAX_SIZE {
+                            return Err(ProtocolError::TooBigBulkCount);
+                        }
+                        return Ok(Parsed::Incomplete);
+                    };
+                    if cr + 2 > rest.len() {
+                        return Ok(Parsed::Incomplete);
+                    }
+                    if rest[0] != b'$' {
+                        return Err(ProtocolError::ExpectedDollar(rest[0]));
+                    }
+                    let l = match parse_len(&rest[1..cr]) {
+                        Some(l) if l >= 0 && (l as u64) <= self.max_bulk_len => l as usize,
+                        _ => return Err(ProtocolError::InvalidBulkLength),
+                    };
+                    self.offset += cr + 2;
+                    self.bulk_len = Some(l);
+                    l
+                }
+            };
+            if buf.len() < self.offset + len + 2 {
+                return Ok(Parsed::Incomplete);
+            }
+            let start = self.offset;
+            self.ranges.push((start as u32, (start + len) as u32));
+            self.offset += len + 2;
+            self.bulk_len = None;
+            self.remaining -= 1;
+        }
+        let used = self.offset;
+        self.offset = 0;
+        Ok(Parsed::Request(used))
+    }
+
+    fn parse_inline(&mut self, buf: &[u8]) -> Result<Parsed, ProtocolError> {
+        let Some(nl) = memchr(b'\n', buf) else {
+            if buf.len() > PROTO_INLINE_MAX_SIZE {
+                return Err(ProtocolError::TooBigInline);
+            }
+            return Ok(Parsed::Incomplete);
+        };
+        let mut line = &buf[..nl];
+        if line.last() == Some(&b'\r') {
+            line = &line[..line.len() - 1];
+        }
+        self.ranges.clear();
+        self.scratch.clear();
+        self.source = Source::Scratch;
+        split_args(line, &mut self.scratch, &mut self.ranges)?;
+        Ok(Parsed::Request(nl + 1))
+    }
+}
+
+#[inline]
+fn memchr(c: u8, s: &[u8]) -> Option<usize> {
+    s.iter().position(|&b| b == c)
+}
+
+fn is_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\n' | b'\r' | b'\t' | 0x0b | 0x0c)
+}
+
+fn hex_val(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
+}
+
+/// Splits an inline request line into arguments with the quoting rules of
+/// Redis's `sdssplitargs` (sds.c): double quotes take `\xHH`, `\n`, `\r`,
+/// `\t`, `\b`, `\a` and `\<char>` escapes; single quotes are literal except
+/// `\'`; a closing quote must be followed by a space or the end.
+pub fn split_args(
+    line: &[u8],
+    out: &mut Vec<u8>,
+    ranges: &mut Vec<(u32, u32)>,
+) -> Result<(), ProtocolError> {
+    let mut i = 0;
+    let n = line.len();
+    loop {
+        while i < n && is_space(line[i]) {
+            i += 1;
+        }
+        if i >= n {
+            return Ok(());
+        }
+        let start = out.len();
+        let (mut inq, mut insq) = (false, false);
+        loop {
+            if inq {
+                if i >= n {
+                    return Err(ProtocolError::UnbalancedQuotes);
+                }
+                let c = line[i];
+                if c == b'\\'
+                    && i + 3 < n
+                    && line[i + 1] == b'x'
+                    && hex_val(line[i + 2]).is_some()
+                    && hex_val(line[i + 3]).is_some()
+                {
+                    out.push(
+                        hex_val(line[i + 2]).unwrap_or(0) * 16 + hex_val(line[i + 3]).unwrap_or(0),
+                    );
+                    i += 3;
+                } else if c == b'\\' && i + 1 < n {
+                    i += 1;
+                    out.push(match line[i] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 0x08,
+                        b'a' => 0x07,
+                        other => other,
+                    });
+                } else if c == b'"' {
+                    if i + 1 < n && !is_space(line[i + 1]) {
+                        return Err(ProtocolError::UnbalancedQuotes);
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    out.push(c);
+                }
+            } else if insq {
+                if i >= n {
+                    return Err(ProtocolError::UnbalancedQuotes);
+                }
+                let c = line[i];
+                if c == b'\\' && i + 1 < n && line[i + 1] == b'\'' {
+                    i += 1;
+                    out.push(b'\'');
+                } else if c == b'\'' {
+                    if i + 1 < n && !is_space(line[i + 1]) {
+                        return Err(ProtocolError::UnbalancedQuotes);
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    out.push(c);
+                }
+            } else {
+                if i >= n {
+                    break;
+                }
+                match line[i] {
+                    b' ' | b'\n' | b'\r' | b'\t' | 0 => {
+                        break;
+                    }
+                    b'"' => inq = true,
+                    b'\'' => insq = true,
+                    c => out.push(c),
+                }
+            }
+            i += 1;
+        }
+        ranges.push((start as u32, out.len() as u32));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(input: &[u8]) -> Result<Vec<Vec<Vec<u8>>>, ProtocolError> {
+        let mut p = RequestParser::default();
+        let mut pos = 0;
+        let mut out = Vec::new();
+        loop {
+            match p.parse(&input[pos..])? {
+                Parsed::Request(n) => {
+                    let args = p.args(&input[pos..]);
+                    if !args.is_empty() {
+                        out.push(args.to_vec());
+                    }
+                    pos += n;
+                }
+                Parsed::Incomplete => return Ok(out),
+            }
+        }
+    }
+
+    /// Feeds `input` split at `cut`, the way a connection does: the buffer
+    /// grows, consumed requests are removed from its front.
+    fn parse_split(input: &[u8], cuts: &[usize]) -> Vec<Vec<Vec<u8>>> {
+        let mut p = RequestParser::default();
+        let mut buf: Vec<u8> = Vec::new();
+        let mut out = Vec::new();
+        let mut last = 0;
+        for &c in cuts.iter().chain(std::iter::once(&input.len())) {
+            buf.extend_from_slice(&input[last..c]);
+            last = c;
+            while let Parsed::Request(n) = p.parse(&buf).expect("valid") {
+                let args = p.args(&buf);
+                if !args.is_empty() {
+                    out.push(args.to_vec());
+                }
+                buf.drain(..n);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn multibulk_and_inline() {
+        let r = parse_all(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n*0\r\n*-1\r\n").unwrap();
+        assert_eq!(
+            r,
+            vec![vec![b"GET".to_vec(), b"k".to_vec()], vec![b"PING".to_vec()]]
+        );
+    }
+
+    #[test]
+    fn every_split_point() {
+        let input: &[u8] =
+            b"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$10\r\nabc\r\n\r\nxyz\r\nPING\r\n*1\r\n$4\r\nPING\r\n";
+        let whole = parse_split(input, &[]);
+        assert_eq!(whole.len(), 3);
+        for i in 0..input.len() {
+            assert_eq!(parse_split(input, &[i]), whole, "split at {i}");
+            for j in i..input.len() {
+                assert_eq!(parse_split(input, &[i, j]), whole, "split at {i},{j}");
+            }
+        }
+    }
+
+    #[test]
+    fn protocol_errors() {
+        assert_eq!(
+            parse_all(b"*x\r\n"),
+            Err(ProtocolError::InvalidMultibulkLength)
+        );
+        assert_eq!(
+            parse_all(b"*1048577\r\n"),
+            Err(ProtocolError::InvalidMultibulkLength)
+        );
+        assert_eq!(
+            parse_all(b"*1\r\n$-1\r\n"),
+            Err(ProtocolError::InvalidBulkLength)
+        );
+        assert_eq!(
+            parse_all(b"*1\r\n$536870913\r\n"),
+            Err(ProtocolError::InvalidBulkLength)
+        );
+        assert_eq!(
+            parse_all(b"*1\r\nx3\r\n"),
+            Err(ProtocolError::ExpectedDollar(b'x'))
+        );
+        assert_eq!(
+            parse_all(b"SET a \"b\"c\r\n"),
+            Err(ProtocolError::UnbalancedQuotes)
+        );
+        let big = vec![b'a'; PROTO_INLINE_MAX_SIZE + 1];
+        assert_eq!(parse_all(&big), Err(ProtocolError::TooBigInline));
+        let mut mb = b"*".to_vec();
+        mb.extend(vec![b'1'; PROTO_INLINE_MAX_SIZE + 1]);
+        assert_eq!(parse_all(&mb), Err(ProtocolError::TooBigMbulkCount));
+    }
+
+    #[test]
+    fn inline_quoting() {
+        let r = parse_all(b"SET k \"a b\\x41\\n\"\r\nECHO 'x\\ny'\nECHO \"\"\n").unwrap();
+        assert_eq!(
+            r[0],
+            vec![b"SET".to_vec(), b"k".to_vec(), b"a bA\n".to_vec()]
+        );
+        assert_eq!(r[1], vec![b"ECHO".to_vec(), b"x\\ny".to_vec()]);
+        assert_eq!(r[2], vec![b"ECHO".to_vec(), b"".to_vec()]);
+    }
+}

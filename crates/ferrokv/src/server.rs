@@ -1,0 +1,216 @@
+//! `Server`: the state shared by every connection — configuration, keyspace,
+//! client registry, statistics, slow log, latency monitor and MONITOR feed —
+//! and [`run`], which starts the listeners and background tasks.
+
+use crate::config::Config;
+use crate::db::Keyspace;
+use crate::net::clients::ClientRegistry;
+use crate::stats::Stats;
+use parking_lot::{Mutex, RwLock};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Configuration values read on the request path, mirrored from [`Config`]
+/// into atomics so that no lock is taken per command. Updated by
+/// [`Server::apply_config`] after every CONFIG SET.
+#[derive(Debug, Default)]
+pub struct LiveConfig {
+    /// proto-max-bulk-len, bytes.
+    pub proto_max_bulk_len: AtomicU64,
+    /// client-query-buffer-limit, bytes.
+    pub client_query_buffer_limit: AtomicU64,
+    /// maxclients.
+    pub maxclients: AtomicU64,
+    /// timeout, seconds (0 = never).
+    pub timeout: AtomicU64,
+    /// tcp-keepalive, seconds.
+    pub tcp_keepalive: AtomicU64,
+    /// slowlog-log-slower-than, microseconds (-1 disables, 0 logs all).
+    pub slowlog_slower_than: AtomicI64,
+    /// slowlog-max-len, entries.
+    pub slowlog_max_len: AtomicU64,
+    /// latency-monitor-threshold, milliseconds (0 = off).
+    pub latency_threshold: AtomicU64,
+    /// True when requirepass is set.
+    pub requirepass_set: AtomicBool,
+}
+
+/// One SLOWLOG entry (redis.io/commands/slowlog-get).
+#[derive(Debug, Clone)]
+pub struct SlowlogEntry {
+    /// Unique, increasing id.
+    pub id: u64,
+    /// Unix time in seconds when the command ran.
+    pub time: u64,
+    /// Execution time in microseconds.
+    pub duration_us: u64,
+    /// Arguments, at most 32 (the last one says how many more), each cut to
+    /// 128 bytes with "... (N more bytes)", as Redis's slowlogCreateEntry.
+    pub args: Vec<Vec<u8>>,
+    /// Client address "ip:port".
+    pub addr: String,
+    /// Client name.
+    pub name: Vec<u8>,
+}
+
+/// The slow log ring.
+#[derive(Debug, Default)]
+pub struct SlowLog {
+    /// Newest first.
+    pub entries: VecDeque<SlowlogEntry>,
+    /// Next id.
+    pub next_id: u64,
+}
+
+/// One latency monitor event's samples (LATENCY HISTORY / LATEST).
+#[derive(Debug, Default, Clone)]
+pub struct LatencySeries {
+    /// (unix seconds, latency ms), oldest first, at most 160.
+    pub samples: VecDeque<(u64, u64)>,
+    /// Highest latency ever recorded, ms.
+    pub max: u64,
+}
+
+/// Shared server state.
+pub struct Server {
+    /// The effective configuration (CONFIG GET/SET).
+    pub config: RwLock<Config>,
+    /// Hot-path copies of configuration values.
+    pub live: LiveConfig,
+    /// All databases.
+    pub keyspace: Keyspace,
+    /// Connected clients.
+    pub clients: ClientRegistry,
+    /// Counters for INFO.
+    pub stats: Stats,
+    /// SLOWLOG.
+    pub slowlog: Mutex<SlowLog>,
+    /// LATENCY events by name.
+    pub latency: Mutex<std::collections::BTreeMap<String, LatencySeries>>,
+    /// Connected MONITOR clients: (client id, sender of formatted lines).
+    pub monitors: Mutex<Vec<(u64, tokio::sync::mpsc::UnboundedSender<Vec<u8>>)>>,
+    /// Number of MONITOR clients (checked per command without locking).
+    pub monitor_count: AtomicUsize,
+    /// 40 hex characters, random per start (INFO run_id).
+    pub run_id: String,
+    /// When the server started.
+    pub started: Instant,
+    /// Unix ms at start.
+    pub started_ms: u64,
+    /// Set by SHUTDOWN / signals; the main task exits when notified.
+    pub shutdown: tokio::sync::Notify,
+    /// True once shutdown began.
+    pub shutting_down: AtomicBool,
+    /// Unix time (s) of the last successful save (LASTSAVE); start time
+    /// until persistence saves.
+    pub lastsave: AtomicU64,
+    /// TCP port actually bound (port 0 picks a free one).
+    pub bound_port: AtomicU64,
+    /// Worker thread count (io-threads).
+    pub threads: usize,
+    /// Path of the executable (INFO executable).
+    pub executable: String,
+}
+
+impl Server {
+    /// Builds the shared state from a loaded configuration.
+    pub fn new(config: Config, threads: usize) -> Arc<Server> {
+        let dbs = config.get_i64("databases").max(1) as usize;
+        let now = crate::util::now_ms();
+        let mut run_id = String::with_capacity(40);
+        while run_id.len() < 40 {
+            run_id.push_str(&format!("{:016x}", crate::util::rand_u64()));
+        }
+        run_id.truncate(40);
+        let s = Arc::new(Server {
+            config: RwLock::new(config),
+            live: LiveConfig::default(),
+            keyspace: Keyspace::new(dbs),
+            clients: ClientRegistry::default(),
+            stats: Stats::default(),
+            slowlog: Mutex::new(SlowLog::default()),
+            latency: Mutex::new(Default::default()),
+            monitors: Mutex::new(Vec::new()),
+            monitor_count: AtomicUsize::new(0),
+            run_id,
+            started: Instant::now(),
+            started_ms: now,
+            shutdown: tokio::sync::Notify::new(),
+            shutting_down: AtomicBool::new(false),
+            lastsave: AtomicU64::new(now / 1000),
+            bound_port: AtomicU64::new(0),
+            threads,
+            executable: std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+        });
+        s.apply_config();
+        s
+    }
+
+    /// Copies configuration values used on the request path into
+    /// [`LiveConfig`]. Call after every change of `config`.
+    pub fn apply_config(&self) {
+        let c = self.config.read();
+        let l = &self.live;
+        let u = |name: &str| c.get(name).parse::<u64>().unwrap_or(0);
+        l.proto_max_bulk_len
+            .store(u("proto-max-bulk-len"), Ordering::Relaxed);
+        l.client_query_buffer_limit
+            .store(u("client-query-buffer-limit"), Ordering::Relaxed);
+        l.maxclients.store(u("maxclients"), Ordering::Relaxed);
+        l.timeout.store(u("timeout"), Ordering::Relaxed);
+        l.tcp_keepalive.store(u("tcp-keepalive"), Ordering::Relaxed);
+        l.slowlog_slower_than
+            .store(c.get_i64("slowlog-log-slower-than"), Ordering::Relaxed);
+        l.slowlog_max_len
+            .store(u("slowlog-max-len"), Ordering::Relaxed);
+        l.latency_threshold
+            .store(u("latency-monitor-threshold"), Ordering::Relaxed);
+        l.requirepass_set
+            .store(!c.get("requirepass").is_empty(), Ordering::Relaxed);
+        drop(c);
+        let max = l.slowlog_max_len.load(Ordering::Relaxed) as usize;
+        let mut sl = self.slowlog.lock();
+        while sl.entries.len() > max {
+            sl.entries.pop_back();
+        }
+    }
+
+    /// Seconds since start.
+    pub fn uptime_secs(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
+
+    /// Records a latency event of `ms` milliseconds when the latency monitor
+    /// is on and `ms` reaches its threshold (Redis's latencyAddSampleIfNeeded).
+    pub fn latency_sample(&self, event: &str, ms: u64) {
+        let th = self.live.latency_threshold.load(Ordering::Relaxed);
+        if th == 0 || ms < th {
+            return;
+        }
+        let now = crate::util::now_ms() / 1000;
+        let mut l = self.latency.lock();
+        let s = l.entry(event.to_string()).or_default();
+        if let Some(last) = s.samples.back_mut() {
+            if last.0 == now {
+                last.1 = last.1.max(ms);
+                s.max = s.max.max(ms);
+                return;
+            }
+        }
+        s.samples.push_back((now, ms));
+        if s.samples.len() > 160 {
+            s.samples.pop_front();
+        }
+        s.max = s.max.max(ms);
+    }
+
+    /// Begins shutdown: the main task wakes and exits the process.
+    pub fn request_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        self.shutdown.notify_one();
+    }
+}

@@ -1,0 +1,384 @@
+//! Small shared helpers: Redis's number parsing (`string2ll`, `string2ld`
+//! rules), glob matching (`stringmatchlen`), clocks and a fast PRNG.
+
+use std::cell::Cell;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Wall-clock time in milliseconds since the Unix epoch.
+#[inline]
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Wall-clock time in microseconds since the Unix epoch.
+#[inline]
+pub fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
+/// Parses a signed 64-bit integer exactly as Redis's `string2ll` (util.c):
+/// optional leading '-', no '+', no spaces, no leading zeros (except "0"),
+/// at most 20 characters, no overflow. Returns `None` otherwise.
+pub fn parse_i64(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    if s.len() == 1 && s[0] == b'0' {
+        return Some(0);
+    }
+    let (neg, digits) = if s[0] == b'-' {
+        (true, &s[1..])
+    } else {
+        (false, s)
+    };
+    if digits.is_empty() || digits[0] < b'1' || digits[0] > b'9' {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    if neg {
+        if v > (i64::MAX as u64) + 1 {
+            None
+        } else {
+            Some((v as i64).wrapping_neg())
+        }
+    } else if v > i64::MAX as u64 {
+        None
+    } else {
+        Some(v as i64)
+    }
+}
+
+/// Parses a non-negative length like Redis's protocol parser does (string2ll
+/// then a sign check). Used by the RESP request parser.
+#[inline]
+pub fn parse_len(s: &[u8]) -> Option<i64> {
+    parse_i64(s)
+}
+
+/// Parses a double as Redis's `string2d` / `getDoubleFromObject`: the whole
+/// string must be consumed, no leading/trailing space, NaN refused;
+/// "inf", "+inf", "-inf" (any case) and "infinity" accepted.
+pub fn parse_f64(s: &[u8]) -> Option<f64> {
+    if s.is_empty() || s.len() > 5120 {
+        return None;
+    }
+    if s[0].is_ascii_whitespace() || s[s.len() - 1].is_ascii_whitespace() {
+        return None;
+    }
+    let st = std::str::from_utf8(s).ok()?;
+    // strtod accepts hex floats and "nan"; Rust's parser differs in a few
+    // spellings, so normalise the ones Redis accepts.
+    let lower = st.to_ascii_lowercase();
+    let v = match lower.as_str() {
+        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
+        "-inf" | "-infinity" => f64::NEG_INFINITY,
+        _ => {
+            if lower.contains("nan") || lower.contains("inf") {
+                return None;
+            }
+            if lower.starts_with("0x") || lower.starts_with("-0x") || lower.starts_with("+0x") {
+                return parse_hex_float(&lower);
+            }
+            st.parse::<f64>().ok()?
+        }
+    };
+    if v.is_nan() {
+        None
+    } else {
+        Some(v)
+    }
+}
+
+fn parse_hex_float(s: &str) -> Option<f64> {
+    let (neg, rest) = match s.as_bytes()[0] {
+        b'-' => (true, &s[3..]),
+        b'+' => (false, &s[3..]),
+        _ => (false, &s[2..]),
+    };
+    let (mant, exp) = match rest.find('p') {
+        Some(i) => (&rest[..i], rest[i + 1..].parse::<i32>().ok()?),
+        None => (rest, 0),
+    };
+    let (int_part, frac_part) = match mant.find('.') {
+        Some(i) => (&mant[..i], &mant[i + 1..]),
+        None => (mant, ""),
+    };
+    if int_part.is_empty() && frac_part.is_empty() {
+        return None;
+    }
+    let mut v = 0f64;
+    for c in int_part.chars() {
+        v = v * 16.0 + c.to_digit(16)? as f64;
+    }
+    let mut scale = 1.0 / 16.0;
+    for c in frac_part.chars() {
+        v += c.to_digit(16)? as f64 * scale;
+        scale /= 16.0;
+    }
+    let v = v * 2f64.powi(exp);
+    Some(if neg { -v } else { v })
+}
+
+/// Formats a double as C's `printf("%.17g")`, as Redis 7.0's `addReplyDouble`
+/// does (RESP2 bulk string and RESP3 double alike). Infinities are "inf" and
+/// "-inf".
+pub fn fmt_double_17g(v: f64, out: &mut Vec<u8>) {
+    if v.is_infinite() {
+        out.extend_from_slice(if v > 0.0 { b"inf" } else { b"-inf" });
+        return;
+    }
+    let mut buf = [0u8; 64];
+    // SAFETY: buf is 64 bytes, the format takes one double; snprintf writes
+    // at most buf.len() bytes including the terminating NUL.
+    let n = unsafe {
+        libc::snprintf(
+            buf.as_mut_ptr() as *mut libc::c_char,
+            buf.len(),
+            c"%.17g".as_ptr(),
+            v,
+        )
+    };
+    let n = (n.max(0) as usize).min(buf.len() - 1);
+    out.extend_from_slice(&buf[..n]);
+}
+
+/// Formats a double the way Redis's `ld2string(..., LD_STR_HUMAN)` prints the
+/// result of INCRBYFLOAT: fixed notation with 17 decimals, trailing zeros
+/// (and a trailing dot) removed, "-0" normalised to "0".
+pub fn fmt_double_human(v: f64) -> Vec<u8> {
+    let mut buf = [0u8; 512];
+    // SAFETY: see fmt_double_17g; %.17f of a finite double fits in 512 bytes
+    // for |v| < 1e300, and snprintf truncates safely otherwise.
+    let n = unsafe {
+        libc::snprintf(
+            buf.as_mut_ptr() as *mut libc::c_char,
+            buf.len(),
+            c"%.17f".as_ptr(),
+            v,
+        )
+    };
+    let n = (n.max(0) as usize).min(buf.len() - 1);
+    let mut s = buf[..n].to_vec();
+    if s.contains(&b'.') {
+        while s.last() == Some(&b'0') {
+            s.pop();
+        }
+        if s.last() == Some(&b'.') {
+            s.pop();
+        }
+    }
+    if s == b"-0" {
+        s = b"0".to_vec();
+    }
+    s
+}
+
+/// Glob-style matching with Redis's `stringmatchlen` rules: `*`, `?`,
+/// `[...]` classes with ranges and `^` negation, and `\` escapes.
+/// `nocase` folds ASCII case.
+pub fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
+    glob_inner(pattern, string, nocase, 0)
+}
+
+fn glob_inner(mut p: &[u8], mut s: &[u8], nocase: bool, depth: usize) -> bool {
+    if depth > 1000 {
+        return false;
+    }
+    let eq = |a: u8, b: u8| {
+        if nocase {
+            a.eq_ignore_ascii_case(&b)
+        } else {
+            a == b
+        }
+    };
+    while !p.is_empty() && !s.is_empty() || (!p.is_empty() && p[0] == b'*') {
+        match p[0] {
+            b'*' => {
+                while p.len() > 1 && p[1] == b'*' {
+                    p = &p[1..];
+                }
+                if p.len() == 1 {
+                    return true;
+                }
+                let mut i = 0;
+                while i <= s.len() {
+                    if glob_inner(&p[1..], &s[i..], nocase, depth + 1) {
+                        return true;
+                    }
+                    i += 1;
+                }
+                return false;
+            }
+            b'?' => {
+                s = &s[1..];
+            }
+            b'[' => {
+                p = &p[1..];
+                let not = !p.is_empty() && p[0] == b'^';
+                if not {
+                    p = &p[1..];
+                }
+                let mut matched = false;
+                loop {
+                    if p.is_empty() {
+                        break;
+                    }
+                    if p[0] == b'\\' && p.len() >= 2 {
+                        p = &p[1..];
+                        if p[0] == s[0] {
+                            matched = true;
+                        }
+                    } else if p[0] == b']' {
+                        break;
+                    } else if p.len() >= 3 && p[1] == b'-' {
+                        let (mut start, mut end) = (p[0], p[2]);
+                        let mut c = s[0];
+                        if start > end {
+                            std::mem::swap(&mut start, &mut end);
+                        }
+                        if nocase {
+                            start = start.to_ascii_lowercase();
+                            end = end.to_ascii_lowercase();
+                            c = c.to_ascii_lowercase();
+                        }
+                        p = &p[2..];
+                        if c >= start && c <= end {
+                            matched = true;
+                        }
+                    } else if eq(p[0], s[0]) {
+                        matched = true;
+                    }
+                    p = &p[1..];
+                }
+                if p.is_empty() {
+                    // Redis: unterminated class, step back to the last char.
+                    return false;
+                }
+                if not {
+                    matched = !matched;
+                }
+                if !matched {
+                    return false;
+                }
+                s = &s[1..];
+            }
+            b'\\' if p.len() >= 2 => {
+                p = &p[1..];
+                if !eq(p[0], s[0]) {
+                    return false;
+                }
+                s = &s[1..];
+            }
+            c => {
+                if !eq(c, s[0]) {
+                    return false;
+                }
+                s = &s[1..];
+            }
+        }
+        p = &p[1..];
+        if s.is_empty() {
+            while !p.is_empty() && p[0] == b'*' {
+                p = &p[1..];
+            }
+            break;
+        }
+    }
+    p.is_empty() && s.is_empty()
+}
+
+thread_local! {
+    static RNG: Cell<u64> = Cell::new({
+        let t = now_us();
+        let addr = &t as *const u64 as u64;
+        (t ^ addr.rotate_left(32)) | 1
+    });
+}
+
+/// A fast thread-local pseudo-random 64-bit number (wyrand). Not for
+/// cryptography; used for sampling keys (RANDOMKEY, active expiry).
+#[inline]
+pub fn rand_u64() -> u64 {
+    RNG.with(|c| {
+        let s = c.get().wrapping_add(0xa076_1d64_78bd_642f);
+        c.set(s);
+        let t = (s as u128).wrapping_mul((s ^ 0xe703_7ed1_a0b4_28db) as u128);
+        ((t >> 64) as u64) ^ (t as u64)
+    })
+}
+
+/// Lower-cases ASCII `src` into `buf`, returning the filled prefix, or `None`
+/// when `src` is longer than `buf` (used for allocation-free command lookup).
+#[inline]
+pub fn lower_into<'a>(src: &[u8], buf: &'a mut [u8]) -> Option<&'a [u8]> {
+    if src.len() > buf.len() {
+        return None;
+    }
+    for (d, s) in buf.iter_mut().zip(src) {
+        *d = s.to_ascii_lowercase();
+    }
+    Some(&buf[..src.len()])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string2ll_rules() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-1"), Some(-1));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_i64(b"9223372036854775808"), None);
+        assert_eq!(parse_i64(b"01"), None);
+        assert_eq!(parse_i64(b"+1"), None);
+        assert_eq!(parse_i64(b" 1"), None);
+        assert_eq!(parse_i64(b"-0"), None);
+        assert_eq!(parse_i64(b""), None);
+        assert_eq!(parse_i64(b"-"), None);
+    }
+
+    #[test]
+    fn glob() {
+        assert!(glob_match(b"*", b"anything", false));
+        assert!(glob_match(b"h?llo", b"hello", false));
+        assert!(glob_match(b"h[ae]llo", b"hallo", false));
+        assert!(!glob_match(b"h[^e]llo", b"hello", false));
+        assert!(glob_match(b"h[a-b]llo", b"hbllo", false));
+        assert!(glob_match(b"h\\*llo", b"h*llo", false));
+        assert!(!glob_match(b"h\\*llo", b"hello", false));
+        assert!(glob_match(b"foo*bar", b"foobazbar", false));
+        assert!(!glob_match(b"foo*bar", b"foobazba", false));
+        assert!(glob_match(b"FOO", b"foo", true));
+        assert!(glob_match(b"a*", b"a", false));
+        assert!(!glob_match(b"a?", b"a", false));
+    }
+
+    #[test]
+    fn doubles() {
+        let mut v = Vec::new();
+        fmt_double_17g(1.5, &mut v);
+        assert_eq!(v, b"1.5");
+        v.clear();
+        fmt_double_17g(0.1, &mut v);
+        assert_eq!(v, b"0.10000000000000001");
+        assert_eq!(fmt_double_human(10.5), b"10.5");
+        assert_eq!(fmt_double_human(3.0), b"3");
+        assert_eq!(parse_f64(b"nan"), None);
+        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_f64(b" 1"), None);
+    }
+}
