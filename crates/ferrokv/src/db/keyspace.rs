@@ -127,6 +127,17 @@ impl Shard {
         true
     }
 
+    /// Empties the shard and returns its former keys as a detached shard,
+    /// so the caller can free them after releasing the lock (FLUSHALL /
+    /// FLUSHDB ASYNC). The lazy-expiry counter stays with `self`.
+    pub fn take(&mut self) -> Shard {
+        Shard {
+            dict: std::mem::take(&mut self.dict),
+            volatile: std::mem::take(&mut self.volatile),
+            expired: 0,
+        }
+    }
+
     /// Removes every key.
     pub fn clear(&mut self) {
         self.dict.clear();
