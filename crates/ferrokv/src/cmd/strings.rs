@@ -1268,6 +1268,189 @@ impl LcsTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
+    use crate::net::connection::{new_handle, Client};
+    use crate::resp::OwnedArgs;
+    use crate::server::Server;
+    use std::sync::Arc;
+
+    /// An in-process server and one client: runs commands through
+    /// `cmd::execute` and inspects the keyspace directly.
+    struct Rig {
+        server: Arc<Server>,
+        client: Client,
+    }
+
+    impl Rig {
+        fn new() -> Rig {
+            let server = Server::new(Config::default(), 1);
+            let h = new_handle(&server, "test:1".into(), "test:0".into(), -1, false);
+            let mut client = Client::new(h);
+            client.authenticated = true;
+            Rig { server, client }
+        }
+
+        fn run(&mut self, args: &[&[u8]]) -> String {
+            let mut o = OwnedArgs::default();
+            for a in args {
+                o.push(a);
+            }
+            let mut out = Out::new();
+            let stats = self.server.stats.local(super::super::table().all.len());
+            super::super::execute(&self.server, &mut self.client, &mut out, &o.args(), &stats);
+            String::from_utf8_lossy(&out.buf).into_owned()
+        }
+
+        fn line(&mut self, l: &str) -> String {
+            let parts: Vec<&[u8]> = l.split_whitespace().map(str::as_bytes).collect();
+            self.run(&parts)
+        }
+
+        fn entry(&self, key: &str) -> Option<Entry> {
+            let h = hash_key(key.as_bytes());
+            let shard = self.server.keyspace.db(0).lock(h);
+            shard
+                .peek(h, key.as_bytes(), crate::util::now_ms())
+                .cloned()
+        }
+
+        fn enc(&self, key: &str) -> &'static str {
+            self.entry(key)
+                .map(|e| e.value.encoding())
+                .unwrap_or("none")
+        }
+
+        fn ttl(&self, key: &str) -> u64 {
+            self.entry(key).map(|e| e.expire_at).unwrap_or(u64::MAX)
+        }
+
+        fn hits_misses(&self) -> (u64, u64) {
+            let st = self.server.stats.local(super::super::table().all.len());
+            (
+                st.hits.load(Ordering::Relaxed),
+                st.misses.load(Ordering::Relaxed),
+            )
+        }
+    }
+
+    #[test]
+    fn encodings_follow_redis() {
+        let mut r = Rig::new();
+        r.line("SET i 123");
+        assert_eq!(r.enc("i"), "int");
+        r.line("SET s hello");
+        assert_eq!(r.enc("s"), "embstr");
+        r.run(&[b"SET", b"l", &[b'x'; 45]]);
+        assert_eq!(r.enc("l"), "raw");
+        r.run(&[b"SET", b"e", &[b'x'; 44]]);
+        assert_eq!(r.enc("e"), "embstr");
+        r.line("APPEND s !");
+        assert_eq!(r.enc("s"), "raw");
+        r.line("APPEND n 12");
+        assert_eq!(r.enc("n"), "int");
+        r.line("APPEND i 4");
+        assert_eq!(r.enc("i"), "raw");
+        r.line("INCR i");
+        assert_eq!(r.enc("i"), "int");
+        r.line("SETRANGE r 0 ab");
+        assert_eq!(r.enc("r"), "raw");
+        r.line("SET f 1");
+        assert_eq!(r.line("INCRBYFLOAT f 1"), "$1\r\n2\r\n");
+        assert_eq!(r.enc("f"), "embstr");
+        r.line("SET f 1e50");
+        r.line("INCRBYFLOAT f 1");
+        assert_eq!(r.enc("f"), "raw");
+        r.line("MSET m1 7 m2 x");
+        assert_eq!((r.enc("m1"), r.enc("m2")), ("int", "embstr"));
+        r.line("SET z 01");
+        assert_eq!(r.enc("z"), "embstr");
+    }
+
+    #[test]
+    fn ttl_kept_or_dropped() {
+        let mut r = Rig::new();
+        let now = crate::util::now_ms();
+        r.line("SET k 1 PX 100000");
+        let t = r.ttl("k");
+        assert!(t > now && t <= now + 100_000 + 1000);
+        r.line("INCR k");
+        r.line("INCRBYFLOAT k 1.5");
+        r.line("APPEND k x");
+        r.line("SETRANGE k 0 9");
+        assert_eq!(r.ttl("k"), t);
+        r.line("SET k v KEEPTTL");
+        assert_eq!(r.ttl("k"), t);
+        r.line("GETEX k");
+        assert_eq!(r.ttl("k"), t);
+        r.line("GETEX k PERSIST");
+        assert_eq!(r.ttl("k"), 0);
+        r.line("GETEX k EXAT 4000000000");
+        assert_eq!(r.ttl("k"), 4_000_000_000_000);
+        r.line("SET k v");
+        assert_eq!(r.ttl("k"), 0);
+        r.line("SETEX k 100 v");
+        assert!(r.ttl("k") > now);
+        r.line("GETSET k w");
+        assert_eq!(r.ttl("k"), 0);
+        r.line("PSETEX k 100000 v");
+        r.line("MSET k v");
+        assert_eq!(r.ttl("k"), 0);
+        assert_eq!(r.line("GETEX k PXAT 1"), "$1\r\nv\r\n");
+        assert!(r.entry("k").is_none());
+    }
+
+    #[test]
+    fn hits_and_misses() {
+        let mut r = Rig::new();
+        r.line("SET a 1");
+        let base = r.hits_misses();
+        r.line("GET a");
+        r.line("GET b");
+        r.line("MGET a b c");
+        r.line("STRLEN a");
+        r.line("GETRANGE b 0 1");
+        r.line("LCS a b");
+        r.line("SET a 2 GET");
+        r.line("INCR a");
+        r.line("APPEND a 1");
+        let (h, m) = r.hits_misses();
+        assert_eq!((h - base.0, m - base.1), (5, 5));
+    }
+
+    #[test]
+    fn no_touch_leaves_lru() {
+        let mut r = Rig::new();
+        r.line("SET a 1");
+        {
+            let h = hash_key(b"a");
+            let mut sh = r.server.keyspace.db(0).lock(h);
+            sh.get(h, b"a", 0).unwrap().lru = 5;
+        }
+        r.client.no_touch = true;
+        r.line("GET a");
+        r.line("INCR a");
+        assert_eq!(r.entry("a").unwrap().lru, 5);
+        r.client.no_touch = false;
+        r.line("GET a");
+        assert!(r.entry("a").unwrap().lru > 5);
+    }
+
+    #[test]
+    fn proto_max_bulk_len_limits() {
+        let mut r = Rig::new();
+        r.server
+            .live
+            .proto_max_bulk_len
+            .store(10, Ordering::Relaxed);
+        assert_eq!(r.line("SETRANGE k 8 abc"), format!("-{ERR_TOO_BIG}\r\n"));
+        assert_eq!(r.line("SETRANGE k 7 abc"), ":10\r\n");
+        assert_eq!(r.line("APPEND k x"), format!("-{ERR_TOO_BIG}\r\n"));
+        assert_eq!(
+            r.line("SETRANGE k 9223372036854775807 a"),
+            format!("-{ERR_TOO_BIG}\r\n")
+        );
+        assert_eq!(r.line("SETRANGE k -1 a"), "-ERR offset is out of range\r\n");
+    }
 
     #[test]
     fn ranges() {
