@@ -1279,6 +1279,7 @@ mod tests {
     struct Rig {
         server: Arc<Server>,
         client: Client,
+        resp3: bool,
     }
 
     impl Rig {
@@ -1287,7 +1288,11 @@ mod tests {
             let h = new_handle(&server, "test:1".into(), "test:0".into(), -1, false);
             let mut client = Client::new(h);
             client.authenticated = true;
-            Rig { server, client }
+            Rig {
+                server,
+                client,
+                resp3: false,
+            }
         }
 
         fn run(&mut self, args: &[&[u8]]) -> String {
@@ -1296,6 +1301,7 @@ mod tests {
                 o.push(a);
             }
             let mut out = Out::new();
+            out.resp3 = self.resp3;
             let stats = self.server.stats.local(super::super::table().all.len());
             super::super::execute(&self.server, &mut self.client, &mut out, &o.args(), &stats);
             String::from_utf8_lossy(&out.buf).into_owned()
@@ -1433,6 +1439,23 @@ mod tests {
         r.client.no_touch = false;
         r.line("GET a");
         assert!(r.entry("a").unwrap().lru > 5);
+    }
+
+    #[test]
+    fn resp3_replies() {
+        // Bytes captured from redis-server 7.0.15 after HELLO 3.
+        let mut r = Rig::new();
+        r.resp3 = true;
+        r.line("MSET k1 ohmytext k2 mynewtext");
+        assert_eq!(
+            r.line("LCS k1 k2 IDX WITHMATCHLEN"),
+            "%2\r\n$7\r\nmatches\r\n*2\r\n*3\r\n*2\r\n:4\r\n:7\r\n*2\r\n:5\r\n:8\r\n:4\r\n\
+             *3\r\n*2\r\n:2\r\n:3\r\n*2\r\n:0\r\n:1\r\n:2\r\n$3\r\nlen\r\n:6\r\n"
+        );
+        assert_eq!(r.line("GETEX nokey"), "_\r\n");
+        assert_eq!(r.line("MGET nokey k1"), "*2\r\n_\r\n$8\r\nohmytext\r\n");
+        assert_eq!(r.line("SET k1 v XX GET"), "$8\r\nohmytext\r\n");
+        assert_eq!(r.line("SET k9 v XX"), "_\r\n");
     }
 
     #[test]
