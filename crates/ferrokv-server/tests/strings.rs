@@ -809,6 +809,62 @@ fn diff_lcs() {
     );
 }
 
+#[test]
+fn diff_lcs_random_strings() {
+    let Some(mut p) = Pair::start() else { return };
+    let mut r = Rng(0xdead_beef_1234_5678);
+    for round in 0..40 {
+        let la = r.below(if round < 30 { 20 } else { 300 });
+        let lb = r.below(if round < 30 { 20 } else { 300 });
+        let alpha = [b"ab".as_slice(), b"abc", b"abcdefgh"][r.below(3)];
+        let a: Vec<u8> = (0..la).map(|_| alpha[r.below(alpha.len())]).collect();
+        let b: Vec<u8> = (0..lb).map(|_| alpha[r.below(alpha.len())]).collect();
+        p.check(&[b"MSET", b"la", &a, b"lb", &b]);
+        p.check(&[b"LCS", b"la", b"lb"]);
+        p.check(&[b"LCS", b"la", b"lb", b"LEN"]);
+        p.check(&[b"LCS", b"la", b"lb", b"IDX", b"WITHMATCHLEN"]);
+        p.check(&[b"LCS", b"lb", b"la", b"IDX", b"MINMATCHLEN", b"3"]);
+    }
+}
+
+#[test]
+fn diff_arity_and_names() {
+    let Some(mut p) = Pair::start() else { return };
+    for name in [
+        "get",
+        "set",
+        "setnx",
+        "setex",
+        "psetex",
+        "mget",
+        "mset",
+        "msetnx",
+        "getset",
+        "getdel",
+        "getex",
+        "append",
+        "strlen",
+        "incr",
+        "decr",
+        "incrby",
+        "decrby",
+        "incrbyfloat",
+        "getrange",
+        "setrange",
+        "substr",
+        "lcs",
+    ] {
+        for n in 0..6 {
+            let mut args: Vec<String> = vec![name.to_string()];
+            args.extend((0..n).map(|i| format!("{}", i + 1)));
+            let refs: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            p.check(&refs);
+        }
+        let upper = name.to_ascii_uppercase();
+        p.check(&[upper.as_bytes(), b"key", b"1", b"2", b"3"]);
+    }
+}
+
 /// xorshift64*: a tiny seeded generator for the random differential test.
 struct Rng(u64);
 

@@ -45,28 +45,27 @@ pub enum FloatError {
 /// out of the `long double` range. The result is `"%.17Lf"` without trailing
 /// zeros or dot, `-0` printed as `0`.
 pub fn incr_by_float(value: &[u8], incr: &[u8]) -> Result<Vec<u8>, FloatError> {
-    let mut out = vec![0u8; MAX_LONG_DOUBLE_CHARS];
+    // The result is formatted into a stack buffer and copied out at its
+    // exact length, so the stored value carries no spare capacity.
+    let mut buf = [0u8; MAX_LONG_DOUBLE_CHARS];
     // SAFETY: pointers and lengths describe live slices; the shim copies the
     // operands into its own NUL-terminated buffers and writes at most
-    // `out.len()` bytes into `out`.
+    // `buf.len()` bytes into `buf`.
     let n = unsafe {
         ferrokv_incrbyfloat(
             value.as_ptr() as *const c_char,
             value.len(),
             incr.as_ptr() as *const c_char,
             incr.len(),
-            out.as_mut_ptr() as *mut c_char,
-            out.len(),
+            buf.as_mut_ptr() as *mut c_char,
+            buf.len(),
         )
     };
     match n {
         -1 => Err(FloatError::BadValue),
         -2 => Err(FloatError::BadIncrement),
         n if n < 0 => Err(FloatError::NanOrInf),
-        n => {
-            out.truncate((n as usize).min(MAX_LONG_DOUBLE_CHARS));
-            Ok(out)
-        }
+        n => Ok(buf[..(n as usize).min(MAX_LONG_DOUBLE_CHARS)].to_vec()),
     }
 }
 
@@ -87,6 +86,7 @@ mod tests {
         assert_eq!(add("1", "-1").unwrap(), "0");
         assert_eq!(add("0", "0x10").unwrap(), "16");
         assert_eq!(add("3", "1.5").unwrap(), "4.5");
+        assert_eq!(incr_by_float(b"1", b"1").unwrap().capacity(), 1);
     }
 
     #[test]
