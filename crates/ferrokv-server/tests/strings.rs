@@ -312,19 +312,19 @@ fn redis_crate_roundtrips() {
 fn expiry_through_set_and_getex() {
     let s = Server::start(&[]);
     let mut c = s.raw();
-    assert_eq!(c.cmds("SET a 1 PX 150"), b"+OK\r\n");
-    assert_eq!(c.cmds("SET b 1 PX 150"), b"+OK\r\n");
+    assert_eq!(c.cmds("SET a 1 PX 500"), b"+OK\r\n");
+    assert_eq!(c.cmds("SET b 1 PX 500"), b"+OK\r\n");
     assert_eq!(c.cmds("SET b 2 KEEPTTL"), b"+OK\r\n");
-    assert_eq!(c.cmds("SET p 1 PX 150"), b"+OK\r\n");
+    assert_eq!(c.cmds("SET p 1 PX 500"), b"+OK\r\n");
     assert_eq!(c.cmds("GETEX p PERSIST"), b"$1\r\n1\r\n");
-    assert_eq!(c.cmds("SET q 1 PX 150"), b"+OK\r\n");
+    assert_eq!(c.cmds("SET q 1 PX 500"), b"+OK\r\n");
     assert_eq!(c.cmds("SET q 2"), b"+OK\r\n");
     assert_eq!(c.cmds("SET g 1"), b"+OK\r\n");
-    assert_eq!(c.cmds("GETEX g PX 150"), b"$1\r\n1\r\n");
-    assert_eq!(c.cmds("PSETEX h 150 v"), b"+OK\r\n");
-    assert_eq!(c.cmds("SET i 1 PX 150"), b"+OK\r\n");
+    assert_eq!(c.cmds("GETEX g PX 500"), b"$1\r\n1\r\n");
+    assert_eq!(c.cmds("PSETEX h 500 v"), b"+OK\r\n");
+    assert_eq!(c.cmds("SET i 1 PX 500"), b"+OK\r\n");
     assert_eq!(c.cmds("INCR i"), b":2\r\n");
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(800));
     assert_eq!(
         c.cmds("MGET a b p q g h i"),
         b"*7\r\n$-1\r\n$-1\r\n$1\r\n1\r\n$1\r\n2\r\n$-1\r\n$-1\r\n$-1\r\n"
@@ -856,7 +856,12 @@ fn diff_arity_and_names() {
     ] {
         for n in 0..6 {
             let mut args: Vec<String> = vec![name.to_string()];
-            args.extend((0..n).map(|i| format!("{}", i + 1)));
+            // No short TTLs: PSETEX k 100000 ... must not expire mid-test.
+            args.extend(
+                ["k", "100000", "100000", "v", "x"][..n]
+                    .iter()
+                    .map(|a| a.to_string()),
+            );
             let refs: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
             p.check(&refs);
         }
