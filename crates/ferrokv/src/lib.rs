@@ -11,6 +11,7 @@
 pub mod cmd;
 pub mod config;
 pub mod db;
+pub mod ldouble;
 pub mod net;
 pub mod resp;
 pub mod server;
