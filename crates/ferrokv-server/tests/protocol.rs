@@ -61,6 +61,10 @@ fn error_table() -> Vec<(Vec<u8>, Vec<u8>)> {
         // A CR in an error text is sent as a space, as Redis does.
         (b"*1\r\n\r\n".to_vec(), proto_err("expected '$', got ' '")),
         (
+            b"*1\r\n\xff\r\n".to_vec(),
+            b"-ERR Protocol error: expected '$', got '\xff'\r\n".to_vec(),
+        ),
+        (
             b"*2\r\n$4\r\nECHO\r\n:1\r\n".to_vec(),
             proto_err("expected '$', got ':'"),
         ),

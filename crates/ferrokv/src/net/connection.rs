@@ -130,9 +130,15 @@ where
         bump(&stats.net_in, consumed as u64);
         rbuf.advance(consumed);
         if let Some(e) = proto_err {
-            let msg = e.message();
-            out.error(&msg);
-            server.stats.record_error(&msg);
+            // Written as raw bytes: the offending byte is echoed as is.
+            let msg = e.message_bytes();
+            out.buf.push(b'-');
+            out.buf.extend(msg.iter().map(|&b| match b {
+                b'\r' | b'\n' => b' ',
+                b => b,
+            }));
+            out.buf.extend_from_slice(b"\r\n");
+            server.stats.record_error(&e.message());
             client.close_after_reply = true;
         } else if let Some(need) = parser.pending_bulk_bytes() {
             if need > rbuf.len() {

@@ -60,6 +60,21 @@ pub enum ProtocolError {
 }
 
 impl ProtocolError {
+    /// The full error reply line as bytes, without the trailing CRLF: as
+    /// [`Self::message`], except that the byte of `ExpectedDollar` is sent
+    /// raw (Redis formats it with `%c`; a byte >= 0x80 is not UTF-8).
+    pub fn message_bytes(&self) -> Vec<u8> {
+        match self {
+            ProtocolError::ExpectedDollar(c) => {
+                let mut v = b"ERR Protocol error: expected '$', got '".to_vec();
+                v.push(*c);
+                v.push(b'\'');
+                v
+            }
+            other => other.message().into_bytes(),
+        }
+    }
+
     /// The full error reply line, without the trailing CRLF.
     pub fn message(&self) -> String {
         let detail = match self {
