@@ -1,27 +1,125 @@
 //! Connection commands (redis.io/commands/?group=connection): PING, ECHO,
 //! QUIT, SELECT, HELLO, AUTH, RESET and CLIENT.
+//!
+//! Behaviour and reply texts follow Redis 7.0 (checked against
+//! redis-server 7.0.15). Until ACLs exist the only user is `default`, whose
+//! password is `requirepass` (no password = the `nopass` default user, which
+//! accepts any password given with an explicit user name, as in Redis).
+//! CLIENT SETINFO and CLIENT NO-TOUCH (7.2) and the CLIENT KILL MAXAGE
+//! filter (7.4) are accepted as extensions because current clients send
+//! them.
 
-use super::{acl, cmd, err, flags::*, Command, Ctx};
+use super::{acl, cmd, container, err, flags::*, Command, Ctx};
+use crate::net::clients::ClientHandle;
+use crate::net::connection::ReplyMode;
 use crate::resp::Args;
+use std::sync::atomic::Ordering;
+
+/// Flags shared by HELLO, AUTH and RESET (Redis 7.0's COMMAND INFO).
+const AUTH_FLAGS: u64 = NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY;
+/// Flags of most CLIENT subcommands.
+const CLIENT_FLAGS: u64 = NOSCRIPT | LOADING | STALE;
+/// Flags of the administrative CLIENT subcommands.
+const CLIENT_ADMIN: u64 = ADMIN | NOSCRIPT | LOADING | STALE;
+
+const fn sub(name: &'static str, arity: i32, flags: u64, handler: super::Handler) -> Command {
+    cmd(name, arity, flags, (0, 0, 0), acl::CONNECTION, handler)
+}
+
+/// CLIENT subcommands.
+static CLIENT_SUBS: &[Command] = &[
+    sub("client|id", 2, CLIENT_FLAGS, client_id).doc(
+        "connection",
+        "5.0.0",
+        "Returns the client ID for the current connection",
+        "O(1)",
+    ),
+    sub("client|setname", 3, CLIENT_FLAGS, client_setname).doc(
+        "connection",
+        "2.6.9",
+        "Set the current connection name",
+        "O(1)",
+    ),
+    sub("client|getname", 2, CLIENT_FLAGS, client_getname).doc(
+        "connection",
+        "2.6.9",
+        "Get the current connection name",
+        "O(1)",
+    ),
+    sub("client|list", -2, CLIENT_ADMIN, client_list)
+        .doc(
+            "connection",
+            "2.4.0",
+            "Get the list of client connections",
+            "O(N) where N is the number of client connections",
+        )
+        .tips(&["nondeterministic_output"]),
+    sub("client|info", 2, CLIENT_FLAGS, client_info)
+        .doc(
+            "connection",
+            "6.2.0",
+            "Returns information about the current client connection.",
+            "O(1)",
+        )
+        .tips(&["nondeterministic_output"]),
+    sub("client|kill", -3, CLIENT_ADMIN, client_kill).doc(
+        "connection",
+        "2.4.0",
+        "Kill the connection of a client",
+        "O(N) where N is the number of client connections",
+    ),
+    sub("client|setinfo", 4, CLIENT_FLAGS, client_setinfo)
+        .doc(
+            "connection",
+            "7.2.0",
+            "Set client or connection specific info",
+            "O(1)",
+        )
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
+    sub("client|reply", 3, CLIENT_FLAGS, client_reply).doc(
+        "connection",
+        "3.2.0",
+        "Instruct the server whether to reply to commands",
+        "O(1)",
+    ),
+    sub("client|no-evict", 3, CLIENT_ADMIN, client_no_evict).doc(
+        "connection",
+        "7.0.0",
+        "Set client eviction mode for the current connection",
+        "O(1)",
+    ),
+    sub("client|no-touch", 3, CLIENT_FLAGS, client_no_touch).doc(
+        "connection",
+        "7.2.0",
+        "Controls whether commands sent by the client will alter the LRU/LFU of the keys they access.",
+        "O(1)",
+    ),
+    sub("client|help", 2, LOADING | STALE, client_help).doc(
+        "connection",
+        "5.0.0",
+        "Show helpful text about the different subcommands",
+        "O(1)",
+    ),
+];
 
 /// The connection family's table entries.
 pub static COMMANDS: &[Command] = &[
-    cmd("ping", -1, FAST, (0, 0, 0), acl::CONNECTION, ping).doc(
-        "connection",
-        "1.0.0",
-        "Ping the server",
-        "O(1)",
-    ),
-    cmd("echo", 2, FAST, (0, 0, 0), acl::CONNECTION, echo).doc(
-        "connection",
-        "1.0.0",
-        "Echo the given string",
-        "O(1)",
-    ),
+    cmd("ping", -1, FAST, (0, 0, 0), acl::CONNECTION, ping)
+        .doc("connection", "1.0.0", "Ping the server", "O(1)")
+        .tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
+    cmd(
+        "echo",
+        2,
+        LOADING | STALE | FAST,
+        (0, 0, 0),
+        acl::CONNECTION,
+        echo,
+    )
+    .doc("connection", "1.0.0", "Echo the given string", "O(1)"),
     cmd(
         "quit",
         -1,
-        ALLOW_BUSY | NO_AUTH | LOADING | STALE | FAST,
+        ALLOW_BUSY | NOSCRIPT | NO_AUTH | LOADING | STALE | FAST,
         (0, 0, 0),
         acl::CONNECTION,
         quit,
@@ -40,6 +138,30 @@ pub static COMMANDS: &[Command] = &[
         "2.0.0",
         "Change the selected database for the current connection",
         "O(1)",
+    ),
+    cmd("hello", -1, AUTH_FLAGS, (0, 0, 0), acl::CONNECTION, hello).doc(
+        "connection",
+        "6.0.0",
+        "Handshake with Redis",
+        "O(1)",
+    ),
+    cmd("auth", -2, AUTH_FLAGS, (0, 0, 0), acl::CONNECTION, auth).doc(
+        "connection",
+        "1.0.0",
+        "Authenticate to the server",
+        "O(N) where N is the number of passwords defined for the user",
+    ),
+    cmd("reset", 1, AUTH_FLAGS, (0, 0, 0), acl::CONNECTION, reset).doc(
+        "connection",
+        "6.2.0",
+        "Reset the connection",
+        "O(1)",
+    ),
+    container("client", acl::SLOW, CLIENT_SUBS).doc(
+        "connection",
+        "2.4.0",
+        "A container for client connection commands",
+        "Depends on subcommand.",
     ),
 ];
 
@@ -73,4 +195,553 @@ fn select(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     }
     ctx.client.db = i as usize;
     ctx.out.ok();
+}
+
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+/// Compares two byte strings in time that depends only on their lengths,
+/// not on where they differ (password checks).
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len().max(b.len());
+    let mut diff = (a.len() ^ b.len()) as u64;
+    for i in 0..n {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= (x ^ y) as u64;
+    }
+    std::hint::black_box(diff) == 0
+}
+
+/// Checks `user`/`pass` against the default user. Without `requirepass` the
+/// default user is `nopass` and any password is accepted. Only `default`
+/// exists until ACL users are implemented.
+fn check_password(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
+    if user != b"default" {
+        return false;
+    }
+    let cfg = ctx.server.config.read();
+    let want = cfg.get("requirepass");
+    want.is_empty() || constant_time_eq(want.as_bytes(), pass)
+}
+
+/// AUTH [username] password.
+fn auth(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    if args.len() > 3 {
+        return ctx.syntax();
+    }
+    let (user, pass): (&[u8], &[u8]) = if args.len() == 2 {
+        if !ctx.server.live.requirepass_set.load(Ordering::Relaxed) {
+            return ctx.error(
+                "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+            );
+        }
+        (b"default", args.get(1))
+    } else {
+        (args.get(1), args.get(2))
+    };
+    if check_password(ctx, user, pass) {
+        ctx.client.authenticated = true;
+        ctx.out.ok();
+    } else {
+        ctx.error(WRONGPASS);
+    }
+}
+
+/// Redis's rule for client names and SETINFO values: printable ASCII
+/// without spaces ('!'..='~').
+fn valid_attr(s: &[u8]) -> bool {
+    s.iter().all(|&c| (b'!'..=b'~').contains(&c))
+}
+
+/// Sets the connection name, or replies with Redis's error and returns false.
+fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> bool {
+    if !valid_attr(name) {
+        ctx.error("ERR Client names cannot contain spaces, newlines or special characters.");
+        return false;
+    }
+    let mut i = ctx.client.handle.info.lock();
+    i.name.clear();
+    i.name.extend_from_slice(name);
+    true
+}
+
+/// HELLO [protover [AUTH username password] [SETNAME clientname]].
+fn hello(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let mut ver = 0;
+    let mut next = 1;
+    if args.len() >= 2 {
+        match crate::util::parse_i64(args.get(1)) {
+            Some(v) => ver = v,
+            None => return ctx.error("ERR Protocol version is not an integer or out of range"),
+        }
+        if !(2..=3).contains(&ver) {
+            return ctx.error("NOPROTO unsupported protocol version");
+        }
+        next = 2;
+    }
+    let mut creds = None;
+    let mut name = None;
+    let mut j = next;
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        let opt = args.get(j);
+        if opt.eq_ignore_ascii_case(b"AUTH") && more >= 2 {
+            creds = Some((args.get(j + 1), args.get(j + 2)));
+            j += 3;
+        } else if opt.eq_ignore_ascii_case(b"SETNAME") && more >= 1 {
+            name = Some(args.get(j + 1));
+            j += 2;
+        } else {
+            let msg = format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(opt)
+            );
+            return ctx.error(&msg);
+        }
+    }
+    if let Some((user, pass)) = creds {
+        if !check_password(ctx, user, pass) {
+            return ctx.error(WRONGPASS);
+        }
+        ctx.client.authenticated = true;
+    }
+    if !ctx.client.authenticated && ctx.server.live.requirepass_set.load(Ordering::Relaxed) {
+        return ctx.error(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+        );
+    }
+    if let Some(n) = name {
+        if !set_name(ctx, n) {
+            return;
+        }
+    }
+    if ver != 0 {
+        ctx.out.resp3 = ver == 3;
+        ctx.client.handle.info.lock().resp = ver as u8;
+    }
+    let proto = if ctx.out.resp3 { 3 } else { 2 };
+    ctx.out.map(7);
+    ctx.out.bulk(b"server");
+    ctx.out.bulk(b"redis");
+    ctx.out.bulk(b"version");
+    ctx.out.bulk(crate::REDIS_VERSION.as_bytes());
+    ctx.out.bulk(b"proto");
+    ctx.out.int(proto);
+    ctx.out.bulk(b"id");
+    ctx.out.int(ctx.client.handle.id as i64);
+    ctx.out.bulk(b"mode");
+    ctx.out.bulk(b"standalone");
+    ctx.out.bulk(b"role");
+    ctx.out.bulk(b"master");
+    ctx.out.bulk(b"modules");
+    ctx.out.array(0);
+}
+
+/// RESET: back to a fresh connection's state (RESP2, db 0, replies on, no
+/// name, NO-EVICT/NO-TOUCH off, out of MONITOR, not authenticated when a
+/// password is required), replying +RESET. Families with per-connection
+/// state (MULTI, pub/sub, tracking) clear it here as they are added.
+fn reset(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
+    let server = ctx.server;
+    ctx.client.leave_monitor(server);
+    ctx.client.db = 0;
+    ctx.client.reply_mode = ReplyMode::On;
+    ctx.client.no_touch = false;
+    ctx.client.authenticated = !server.live.requirepass_set.load(Ordering::Relaxed);
+    ctx.out.resp3 = false;
+    {
+        let mut i = ctx.client.handle.info.lock();
+        i.resp = 2;
+        i.name.clear();
+        i.no_evict = false;
+        i.no_touch = false;
+        i.db = 0;
+        i.user.clear();
+    }
+    ctx.out.simple("RESET");
+}
+
+/// CLIENT ID.
+fn client_id(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
+    ctx.out.int(ctx.client.handle.id as i64);
+}
+
+/// CLIENT SETNAME name (an empty name removes it).
+fn client_setname(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    if set_name(ctx, args.get(2)) {
+        ctx.out.ok();
+    }
+}
+
+/// CLIENT GETNAME: the name or null.
+fn client_getname(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
+    let name = ctx.client.handle.info.lock().name.clone();
+    if name.is_empty() {
+        ctx.out.null();
+    } else {
+        ctx.out.bulk(&name);
+    }
+}
+
+/// Client types of CLIENT LIST TYPE / CLIENT KILL TYPE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClientType {
+    Normal,
+    Replica,
+    Master,
+    PubSub,
+}
+
+/// Redis's `getClientTypeByName` (case-insensitive; "slave" = "replica").
+fn client_type_by_name(s: &[u8]) -> Option<ClientType> {
+    let s = s.to_ascii_lowercase();
+    match s.as_slice() {
+        b"normal" => Some(ClientType::Normal),
+        b"slave" | b"replica" => Some(ClientType::Replica),
+        b"master" => Some(ClientType::Master),
+        b"pubsub" => Some(ClientType::PubSub),
+        _ => None,
+    }
+}
+
+/// A client's type; MONITOR clients count as normal, as in Redis.
+/// Replication is not implemented yet, so there are no replica or master
+/// clients.
+fn client_type(h: &ClientHandle) -> ClientType {
+    if h.info.lock().flags.contains('P') {
+        ClientType::PubSub
+    } else {
+        ClientType::Normal
+    }
+}
+
+fn unknown_type(ctx: &mut Ctx<'_>, t: &[u8]) {
+    let msg = format!("ERR Unknown client type '{}'", String::from_utf8_lossy(t));
+    ctx.error(&msg);
+}
+
+/// Brings the calling client's shared info up to date, so that its own
+/// CLIENT LIST / INFO line shows this command and its current state.
+fn sync_self(ctx: &mut Ctx<'_>) {
+    let name = super::table()
+        .all
+        .get(ctx.client.last_cmd)
+        .map(|c| c.name)
+        .unwrap_or("");
+    let mut i = ctx.client.handle.info.lock();
+    i.db = ctx.client.db;
+    i.resp = if ctx.out.resp3 { 3 } else { 2 };
+    if i.last_cmd != name {
+        i.last_cmd.clear();
+        i.last_cmd.push_str(name);
+    }
+}
+
+/// CLIENT LIST [TYPE type] | [ID id [id ...]].
+fn client_list(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    sync_self(ctx);
+    let now = ctx.now;
+    let mut out = String::new();
+    let live = |h: &ClientHandle| !h.killed.load(Ordering::Relaxed);
+    if args.len() == 4 && args.get(2).eq_ignore_ascii_case(b"type") {
+        let Some(t) = client_type_by_name(args.get(3)) else {
+            return unknown_type(ctx, args.get(3));
+        };
+        for h in ctx.server.clients.all() {
+            if live(&h) && client_type(&h) == t {
+                out.push_str(&h.describe(now));
+                out.push('\n');
+            }
+        }
+    } else if args.len() > 3 && args.get(2).eq_ignore_ascii_case(b"id") {
+        let mut ids = Vec::with_capacity(args.len() - 3);
+        for i in 3..args.len() {
+            match crate::util::parse_i64(args.get(i)) {
+                Some(id) => ids.push(id),
+                None => return ctx.error("ERR Invalid client ID"),
+            }
+        }
+        for id in ids {
+            if id <= 0 {
+                continue;
+            }
+            if let Some(h) = ctx.server.clients.get(id as u64).filter(|h| live(h)) {
+                out.push_str(&h.describe(now));
+                out.push('\n');
+            }
+        }
+    } else if args.len() != 2 {
+        return ctx.syntax();
+    } else {
+        for h in ctx.server.clients.all() {
+            if live(&h) {
+                out.push_str(&h.describe(now));
+                out.push('\n');
+            }
+        }
+    }
+    ctx.out.verbatim(out.as_bytes());
+}
+
+/// CLIENT INFO: this connection's CLIENT LIST line.
+fn client_info(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
+    sync_self(ctx);
+    let mut line = ctx.client.handle.describe(ctx.now);
+    line.push('\n');
+    ctx.out.verbatim(line.as_bytes());
+}
+
+/// CLIENT KILL ip:port | CLIENT KILL <filter> <value> [...].
+///
+/// Filters: ID, ADDR, LADDR, TYPE, USER, SKIPME yes|no, and MAXAGE seconds
+/// (Redis 7.4; Redis 7.0 answers it with a syntax error).
+fn client_kill(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let mut addr: Option<&[u8]> = None;
+    let mut laddr: Option<&[u8]> = None;
+    let mut ctype = None;
+    let mut id: u64 = 0;
+    let mut maxage: Option<u64> = None;
+    let old_form = args.len() == 3;
+    let mut skipme = true;
+    if old_form {
+        addr = Some(args.get(2));
+        skipme = false;
+    } else {
+        let mut i = 2;
+        while i < args.len() {
+            let opt = args.get(i);
+            if i + 1 >= args.len() {
+                return ctx.syntax();
+            }
+            let val = args.get(i + 1);
+            if opt.eq_ignore_ascii_case(b"id") {
+                match crate::util::parse_i64(val) {
+                    Some(v) if v >= 1 => id = v as u64,
+                    _ => return ctx.error("ERR client-id should be greater than 0"),
+                }
+            } else if opt.eq_ignore_ascii_case(b"type") {
+                match client_type_by_name(val) {
+                    Some(t) => ctype = Some(t),
+                    None => return unknown_type(ctx, val),
+                }
+            } else if opt.eq_ignore_ascii_case(b"addr") {
+                addr = Some(val);
+            } else if opt.eq_ignore_ascii_case(b"laddr") {
+                laddr = Some(val);
+            } else if opt.eq_ignore_ascii_case(b"user") {
+                if val != b"default" {
+                    let msg = format!("ERR No such user '{}'", String::from_utf8_lossy(val));
+                    return ctx.error(&msg);
+                }
+            } else if opt.eq_ignore_ascii_case(b"skipme") {
+                if val.eq_ignore_ascii_case(b"yes") {
+                    skipme = true;
+                } else if val.eq_ignore_ascii_case(b"no") {
+                    skipme = false;
+                } else {
+                    return ctx.syntax();
+                }
+            } else if opt.eq_ignore_ascii_case(b"maxage") {
+                match crate::util::parse_i64(val) {
+                    Some(v) if v >= 0 => maxage = Some(v as u64),
+                    _ => return ctx.not_int(),
+                }
+            } else {
+                return ctx.syntax();
+            }
+            i += 2;
+        }
+    }
+    let me = ctx.client.handle.id;
+    let now = ctx.now;
+    let mut killed = 0i64;
+    let mut kill_self = false;
+    for h in ctx.server.clients.all() {
+        if h.killed.load(Ordering::Relaxed) {
+            continue;
+        }
+        if addr.is_some_and(|a| a != h.addr.as_bytes())
+            || laddr.is_some_and(|a| a != h.laddr.as_bytes())
+            || ctype.is_some_and(|t| client_type(&h) != t)
+            || (id != 0 && h.id != id)
+            || maxage.is_some_and(|m| now.saturating_sub(h.created_ms) / 1000 < m)
+            || (skipme && h.id == me)
+        {
+            continue;
+        }
+        if h.id == me {
+            kill_self = true;
+        } else {
+            h.kill();
+        }
+        killed += 1;
+    }
+    if old_form {
+        if killed == 0 {
+            return ctx.error("ERR No such client");
+        }
+        ctx.out.ok();
+    } else {
+        ctx.out.int(killed);
+    }
+    if kill_self {
+        ctx.client.close_after_reply = true;
+    }
+}
+
+/// CLIENT SETINFO LIB-NAME|LIB-VER value (Redis 7.2).
+fn client_setinfo(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let attr = args.get(2);
+    let val = args.get(3);
+    let lib_name = attr.eq_ignore_ascii_case(b"lib-name");
+    if !lib_name && !attr.eq_ignore_ascii_case(b"lib-ver") {
+        let msg = format!(
+            "ERR Unrecognized option '{}'",
+            String::from_utf8_lossy(attr)
+        );
+        return ctx.error(&msg);
+    }
+    if !valid_attr(val) {
+        let msg = format!(
+            "ERR {} cannot contain spaces, newlines or special characters.",
+            String::from_utf8_lossy(attr)
+        );
+        return ctx.error(&msg);
+    }
+    {
+        let mut i = ctx.client.handle.info.lock();
+        let dest = if lib_name {
+            &mut i.lib_name
+        } else {
+            &mut i.lib_ver
+        };
+        dest.clear();
+        dest.extend_from_slice(val);
+    }
+    ctx.out.ok();
+}
+
+/// CLIENT REPLY ON|OFF|SKIP. OFF and SKIP send no reply themselves.
+fn client_reply(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let mode = args.get(2);
+    if mode.eq_ignore_ascii_case(b"on") {
+        ctx.client.reply_mode = ReplyMode::On;
+        ctx.out.ok();
+    } else if mode.eq_ignore_ascii_case(b"off") {
+        ctx.client.reply_mode = ReplyMode::Off;
+    } else if mode.eq_ignore_ascii_case(b"skip") {
+        if ctx.client.reply_mode != ReplyMode::Off {
+            ctx.client.reply_mode = ReplyMode::SkipNext;
+        }
+    } else {
+        ctx.syntax();
+    }
+}
+
+/// Parses ON|OFF (case-insensitive) or replies with a syntax error.
+fn on_off(ctx: &mut Ctx<'_>, a: &[u8]) -> Option<bool> {
+    if a.eq_ignore_ascii_case(b"on") {
+        Some(true)
+    } else if a.eq_ignore_ascii_case(b"off") {
+        Some(false)
+    } else {
+        ctx.syntax();
+        None
+    }
+}
+
+/// CLIENT NO-EVICT ON|OFF.
+fn client_no_evict(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    if let Some(on) = on_off(ctx, args.get(2)) {
+        ctx.client.handle.info.lock().no_evict = on;
+        ctx.out.ok();
+    }
+}
+
+/// CLIENT NO-TOUCH ON|OFF (Redis 7.2).
+fn client_no_touch(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    if let Some(on) = on_off(ctx, args.get(2)) {
+        ctx.client.no_touch = on;
+        ctx.client.handle.info.lock().no_touch = on;
+        ctx.out.ok();
+    }
+}
+
+/// CLIENT HELP lines: Redis 7.0's text for the subcommands implemented
+/// here, plus the 7.2 lines for SETINFO and NO-TOUCH.
+const CLIENT_HELP: &[&str] = &[
+    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "ID",
+    "    Return the ID of the current connection.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections. Options are:",
+    "    * ADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made from the specified address",
+    "    * LADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made to specified local address",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Kill connections by type.",
+    "    * USER <username>",
+    "      Kill connections authenticated by <username>.",
+    "    * SKIPME (YES|NO)",
+    "      Skip killing current connection (default: yes).",
+    "    * ID <client-id>",
+    "      Kill connections by client id.",
+    "    * MAXAGE <maxage>",
+    "      Kill connections older than the specified age.",
+    "LIST [options ...]",
+    "    Return information about client connections. Options:",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Return clients of specified type.",
+    "REPLY (ON|OFF|SKIP)",
+    "    Control the replies sent to the current connection.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "SETINFO <option> <value>",
+    "    Set client meta attr. Options are:",
+    "    * LIB-NAME: the client lib name.",
+    "    * LIB-VER: the client lib version.",
+    "NO-EVICT (ON|OFF)",
+    "    Protect current client connection from eviction.",
+    "NO-TOUCH (ON|OFF)",
+    "    Will not touch LRU/LFU stats when this mode is on.",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// CLIENT HELP.
+fn client_help(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
+    ctx.out.array(CLIENT_HELP.len());
+    for l in CLIENT_HELP {
+        ctx.out.simple(l);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_time_compare() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secret1"));
+        assert!(!constant_time_eq(b"", b"x"));
+        assert!(constant_time_eq(b"", b""));
+    }
+
+    #[test]
+    fn attr_validation() {
+        assert!(valid_attr(b"abc-1.2"));
+        assert!(valid_attr(b""));
+        assert!(!valid_attr(b"a b"));
+        assert!(!valid_attr(b"a\nb"));
+        assert!(!valid_attr("é".as_bytes()));
+    }
 }

@@ -91,7 +91,21 @@ impl ClientHandle {
     /// SETINFO values are kept but, as in 7.0's format, not listed).
     pub fn describe(&self, now_ms: u64) -> String {
         let i = self.info.lock();
-        let flags = if i.flags.is_empty() { "N" } else { &i.flags };
+        // Flag letters set by other families (O, P, x, b...), then the ones
+        // known here, in Redis's order; N when none.
+        let mut flags = i.flags.clone();
+        if self.unix {
+            flags.push('U');
+        }
+        if i.no_evict {
+            flags.push('e');
+        }
+        if i.no_touch {
+            flags.push('T');
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
         format!(
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
             self.id,

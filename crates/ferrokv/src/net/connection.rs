@@ -78,16 +78,19 @@ where
     let mut out = Out::new();
     let ncmds = cmd::table().all.len();
     'conn: loop {
-        if client.monitor_rx.is_some() {
-            if !monitor_loop(&mut rd, &mut wr, &mut client, &mut rbuf).await {
-                break;
-            }
-            continue;
-        }
         if rbuf.capacity() - rbuf.len() < 1024 {
             rbuf.reserve(READ_CHUNK);
         }
-        match rd.read_buf(&mut rbuf).await {
+        let read = if client.monitor_rx.is_some() {
+            match monitor_wait(&mut rd, &mut wr, &mut client, &mut rbuf).await {
+                MonitorEvent::Fed => continue,
+                MonitorEvent::Gone => break,
+                MonitorEvent::Read(r) => r,
+            }
+        } else {
+            rd.read_buf(&mut rbuf).await
+        };
+        match read {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
         }
@@ -101,7 +104,9 @@ where
         parser.max_bulk_len = server.live.proto_max_bulk_len.load(Ordering::Relaxed);
         let mut consumed = 0usize;
         let mut proto_err = None;
+        let requirepass = &server.live.requirepass_set;
         loop {
+            parser.unauthenticated = !client.authenticated && requirepass.load(Ordering::Relaxed);
             match parser.parse(&rbuf[consumed..]) {
                 Ok(Parsed::Request(n)) => {
                     {
@@ -111,7 +116,7 @@ where
                         }
                     }
                     consumed += n;
-                    if client.close_after_reply || client.monitor_rx.is_some() {
+                    if client.close_after_reply {
                         break;
                     }
                 }
@@ -125,9 +130,15 @@ where
         bump(&stats.net_in, consumed as u64);
         rbuf.advance(consumed);
         if let Some(e) = proto_err {
-            let msg = e.message();
-            out.error(&msg);
-            server.stats.record_error(&msg);
+            // Written as raw bytes: the offending byte is echoed as is.
+            let msg = e.message_bytes();
+            out.buf.push(b'-');
+            out.buf.extend(msg.iter().map(|&b| match b {
+                b'\r' | b'\n' => b' ',
+                b => b,
+            }));
+            out.buf.extend_from_slice(b"\r\n");
+            server.stats.record_error(&e.message());
             client.close_after_reply = true;
         } else if let Some(need) = parser.pending_bulk_bytes() {
             if need > rbuf.len() {
@@ -163,10 +174,7 @@ where
         }
     }
     let _ = wr.shutdown().await;
-    if client.monitor_rx.is_some() {
-        server.monitors.lock().retain(|(id, _)| *id != handle.id);
-        server.monitor_count.fetch_sub(1, Ordering::Relaxed);
-    }
+    client.leave_monitor(&server);
     server.clients.remove(handle.id);
 }
 
@@ -184,30 +192,51 @@ fn update_info(client: &Client, rbuf: &BytesMut, out: &Out) {
     }
 }
 
-/// MONITOR mode: forward the feed; still read (and drop) what the client
-/// sends so a closed connection is noticed. Returns false when the
-/// connection is gone.
-async fn monitor_loop<R, W>(
+enum MonitorEvent {
+    /// A feed line was written.
+    Fed,
+    /// The feed ended or the socket failed.
+    Gone,
+    /// The client sent something (or closed): process it as usual.
+    Read(std::io::Result<usize>),
+}
+
+/// MONITOR mode: waits for either a feed line (written at once) or input
+/// from the client, which is then parsed and executed as usual (QUIT, RESET
+/// and other commands still work while monitoring, as in Redis).
+async fn monitor_wait<R, W>(
     rd: &mut R,
     wr: &mut W,
     client: &mut Client,
     rbuf: &mut BytesMut,
-) -> bool
+) -> MonitorEvent
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
     let Some(rx) = client.monitor_rx.as_mut() else {
-        return true;
+        return MonitorEvent::Fed;
     };
     tokio::select! {
         msg = rx.recv() => match msg {
-            Some(line) => wr.write_all(&line).await.is_ok(),
-            None => false,
+            Some(line) if wr.write_all(&line).await.is_ok() => MonitorEvent::Fed,
+            _ => MonitorEvent::Gone,
         },
-        r = rd.read_buf(rbuf) => {
-            rbuf.clear();
-            matches!(r, Ok(n) if n > 0) && !client.handle.killed.load(Ordering::Relaxed)
+        // read_buf is cancel safe: bytes are either in rbuf or still in the socket.
+        r = rd.read_buf(rbuf) => MonitorEvent::Read(r),
+    }
+}
+
+impl Client {
+    /// Leaves MONITOR mode (RESET, connection close): unregisters the feed.
+    pub fn leave_monitor(&mut self, server: &Server) {
+        if self.monitor_rx.take().is_some() {
+            server
+                .monitors
+                .lock()
+                .retain(|(id, _)| *id != self.handle.id);
+            server.monitor_count.fetch_sub(1, Ordering::Relaxed);
+            self.handle.monitor.store(false, Ordering::Relaxed);
         }
     }
 }

@@ -11,9 +11,13 @@
 //! a multibulk of a million arguments arriving in small reads is not re-parsed
 //! from the start every time.
 //!
-//! Limits, as in Redis: a multibulk count above 1024*1024 is "invalid
-//! multibulk length"; a bulk length above `proto-max-bulk-len` is "invalid
-//! bulk length"; an inline line or a length line longer than 64 KiB without
+//! Limits, as in Redis 7.0: a multibulk count above INT_MAX is "invalid
+//! multibulk length" (7.0 accepts any count up to INT_MAX; only the
+//! argument slots actually received are allocated); a bulk length above
+//! `proto-max-bulk-len` is "invalid bulk length"; before authentication a
+//! count above 10 or a bulk length above 16384 is refused with
+//! "unauthenticated multibulk/bulk length" (Redis 7.0.13+); an inline line
+//! or a length line longer than 64 KiB without
 //! its newline is "too big inline request" / "too big mbulk count string" /
 //! "too big bulk count string". Nothing is allocated for a length before it
 //! has been checked against its limit.
@@ -23,8 +27,13 @@ use crate::util::parse_len;
 /// Longest inline request or length line without a newline (Redis's
 /// PROTO_INLINE_MAX_SIZE), in bytes.
 pub const PROTO_INLINE_MAX_SIZE: usize = 64 * 1024;
-/// Largest multibulk argument count accepted (Redis 7.0: 1024*1024).
-pub const PROTO_MAX_MULTIBULK: i64 = 1024 * 1024;
+/// Largest multibulk argument count accepted (Redis 7.0: INT_MAX; older
+/// versions refused counts above 1024*1024).
+pub const PROTO_MAX_MULTIBULK: i64 = i32::MAX as i64;
+/// Largest multibulk count accepted before authentication.
+pub const UNAUTH_MAX_MULTIBULK: i64 = 10;
+/// Largest bulk length accepted before authentication.
+pub const UNAUTH_MAX_BULK: i64 = 16384;
 
 /// A protocol error; the text is what follows "-ERR Protocol error: ".
 /// After replying with it the connection is closed, as Redis does.
@@ -44,9 +53,28 @@ pub enum ProtocolError {
     TooBigMbulkCount,
     /// `$` line over 64 KiB without CRLF.
     TooBigBulkCount,
+    /// `*` count above 10 before authentication.
+    UnauthenticatedMultibulkLength,
+    /// `$` length above 16384 before authentication.
+    UnauthenticatedBulkLength,
 }
 
 impl ProtocolError {
+    /// The full error reply line as bytes, without the trailing CRLF: as
+    /// [`Self::message`], except that the byte of `ExpectedDollar` is sent
+    /// raw (Redis formats it with `%c`; a byte >= 0x80 is not UTF-8).
+    pub fn message_bytes(&self) -> Vec<u8> {
+        match self {
+            ProtocolError::ExpectedDollar(c) => {
+                let mut v = b"ERR Protocol error: expected '$', got '".to_vec();
+                v.push(*c);
+                v.push(b'\'');
+                v
+            }
+            other => other.message().into_bytes(),
+        }
+    }
+
     /// The full error reply line, without the trailing CRLF.
     pub fn message(&self) -> String {
         let detail = match self {
@@ -57,6 +85,10 @@ impl ProtocolError {
             ProtocolError::TooBigInline => "too big inline request".to_string(),
             ProtocolError::TooBigMbulkCount => "too big mbulk count string".to_string(),
             ProtocolError::TooBigBulkCount => "too big bulk count string".to_string(),
+            ProtocolError::UnauthenticatedMultibulkLength => {
+                "unauthenticated multibulk length".to_string()
+            }
+            ProtocolError::UnauthenticatedBulkLength => "unauthenticated bulk length".to_string(),
         };
         format!("ERR Protocol error: {detail}")
     }
@@ -98,6 +130,9 @@ pub struct RequestParser {
     bulk_len: Option<usize>,
     /// proto-max-bulk-len in bytes.
     pub max_bulk_len: u64,
+    /// True while the connection must still authenticate: request sizes are
+    /// then capped (see [`UNAUTH_MAX_MULTIBULK`], [`UNAUTH_MAX_BULK`]).
+    pub unauthenticated: bool,
 }
 
 impl Default for RequestParser {
@@ -183,6 +218,7 @@ impl RequestParser {
             offset: 0,
             bulk_len: None,
             max_bulk_len,
+            unauthenticated: false,
         }
     }
 
@@ -239,6 +275,9 @@ impl RequestParser {
                 Some(n) if n <= PROTO_MAX_MULTIBULK => n,
                 _ => return Err(ProtocolError::InvalidMultibulkLength),
             };
+            if n > UNAUTH_MAX_MULTIBULK && self.unauthenticated {
+                return Err(ProtocolError::UnauthenticatedMultibulkLength);
+            }
             self.ranges.clear();
             self.source = Source::ReadBuffer;
             if n <= 0 {
@@ -271,6 +310,9 @@ impl RequestParser {
                         Some(l) if l >= 0 && (l as u64) <= self.max_bulk_len => l as usize,
                         _ => return Err(ProtocolError::InvalidBulkLength),
                     };
+                    if l as i64 > UNAUTH_MAX_BULK && self.unauthenticated {
+                        return Err(ProtocolError::UnauthenticatedBulkLength);
+                    }
                     self.offset += cr + 2;
                     self.bulk_len = Some(l);
                     l
@@ -486,9 +528,11 @@ mod tests {
             Err(ProtocolError::InvalidMultibulkLength)
         );
         assert_eq!(
-            parse_all(b"*1048577\r\n"),
+            parse_all(b"*2147483648\r\n"),
             Err(ProtocolError::InvalidMultibulkLength)
         );
+        // Redis 7.0 accepts large counts (up to INT_MAX) and waits for them.
+        assert_eq!(parse_all(b"*1048577\r\n"), Ok(vec![]));
         assert_eq!(
             parse_all(b"*1\r\n$-1\r\n"),
             Err(ProtocolError::InvalidBulkLength)
@@ -510,6 +554,26 @@ mod tests {
         let mut mb = b"*".to_vec();
         mb.extend(vec![b'1'; PROTO_INLINE_MAX_SIZE + 1]);
         assert_eq!(parse_all(&mb), Err(ProtocolError::TooBigMbulkCount));
+    }
+
+    #[test]
+    fn unauthenticated_limits() {
+        let unauth = || RequestParser {
+            unauthenticated: true,
+            ..Default::default()
+        };
+        let mut p = unauth();
+        assert_eq!(
+            p.parse(b"*11\r\n"),
+            Err(ProtocolError::UnauthenticatedMultibulkLength)
+        );
+        let mut p = unauth();
+        assert_eq!(p.parse(b"*10\r\n$16384\r\n"), Ok(Parsed::Incomplete));
+        let mut p = unauth();
+        assert_eq!(
+            p.parse(b"*1\r\n$16385\r\n"),
+            Err(ProtocolError::UnauthenticatedBulkLength)
+        );
     }
 
     #[test]
