@@ -49,6 +49,7 @@ const fn d(name: &'static str, kind: Kind, default: &'static str, mutable: bool)
 }
 
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning", "nothing"];
+const ENABLE_PROTECTED: &[&str] = &["no", "yes", "local"];
 const YESNO_ONLY_NO: &[&str] = &["no"];
 
 /// Every directive ferrokv understands, sorted by name.
@@ -75,6 +76,12 @@ pub static DIRECTIVES: &[Directive] = &[
     ),
     d("daemonize", Kind::Enum(YESNO_ONLY_NO), "no", false),
     d("dir", Kind::Str, ".", true),
+    d(
+        "enable-debug-command",
+        Kind::Enum(ENABLE_PROTECTED),
+        "no",
+        false,
+    ),
     d("hz", Kind::Int { min: 1, max: 500 }, "10", true),
     d("io-threads", Kind::Int { min: 1, max: 128 }, "0", false),
     d(

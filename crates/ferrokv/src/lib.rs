@@ -48,7 +48,11 @@ pub fn run(config: Config) -> std::io::Result<()> {
         .enable_all()
         .thread_name("ferrokv-io")
         .build()?;
-    rt.block_on(serve(config, threads))
+    let r = rt.block_on(serve(config, threads));
+    // Connections still inside a blocking section (DEBUG SLEEP) must not
+    // hold the exit back.
+    rt.shutdown_timeout(Duration::from_millis(500));
+    r
 }
 
 /// The async body of [`run`].
@@ -67,6 +71,7 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         std::env::set_current_dir(&dir)
             .map_err(|e| std::io::Error::new(e.kind(), format!("Can't chdir to '{dir}': {e}")))?;
     }
+    let pidfile = config.get("pidfile").to_string();
     let server = Server::new(config, threads);
     let mut bound_port = port;
     if port != 0 || unixsocket.is_empty() {
@@ -98,6 +103,11 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
             unixsocket.clone(),
         ));
     }
+    if !pidfile.is_empty() {
+        if let Err(e) = std::fs::write(&pidfile, format!("{}\n", std::process::id())) {
+            tracing::warn!("Failed to write PID file: {e}");
+        }
+    }
     tokio::spawn(cron(server.clone()));
     tracing::info!(
         version = VERSION,
@@ -117,12 +127,16 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
     if !unixsocket.is_empty() {
         let _ = std::fs::remove_file(&unixsocket);
     }
+    if !pidfile.is_empty() {
+        let _ = std::fs::remove_file(&pidfile);
+    }
     tracing::info!("ferrokv is now ready to exit, bye bye...");
     Ok(())
 }
 
 /// Background work run `hz` times per second, like Redis's `serverCron`:
-/// the active expiry cycle (at most 25% of each period) and, once a second,
+/// the instantaneous-metrics sample (INFO instantaneous_ops_per_sec), the
+/// active expiry cycle (at most 25% of each period) and, once a second,
 /// closing clients idle longer than `timeout`.
 async fn cron(server: Arc<Server>) {
     let mut tick: u64 = 0;
@@ -131,6 +145,7 @@ async fn cron(server: Arc<Server>) {
         let period = Duration::from_millis(1000 / hz);
         tokio::time::sleep(period).await;
         tick += 1;
+        server.stats.sample(util::now_ms());
         let s = server.clone();
         let budget = period / 4;
         let _ = tokio::task::spawn_blocking(move || {

@@ -150,7 +150,8 @@ impl Raw {
     /// Connects to 127.0.0.1:`port` with a 5 s read timeout.
     pub fn connect(port: u16) -> Raw {
         let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        s.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
         s.set_nodelay(true).expect("nodelay");
         Raw {
             r: BufReader::new(s.try_clone().expect("clone")),
@@ -203,7 +204,8 @@ impl Raw {
     pub fn is_closed(&mut self) -> bool {
         self.set_timeout(Duration::from_secs(2));
         let mut b = [0u8; 1];
-        matches!(self.r.read(&mut b), Ok(0)) || matches!(self.r.read(&mut b), Err(ref e) if e.kind() == std::io::ErrorKind::ConnectionReset)
+        matches!(self.r.read(&mut b), Ok(0))
+            || matches!(self.r.read(&mut b), Err(ref e) if e.kind() == std::io::ErrorKind::ConnectionReset)
     }
 }
 
@@ -222,7 +224,10 @@ fn read_line(r: &mut impl BufRead, out: &mut Vec<u8>) -> std::io::Result<Vec<u8>
     let mut line = Vec::new();
     r.read_until(b'\n', &mut line)?;
     if line.is_empty() {
-        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "closed"));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "closed",
+        ));
     }
     out.extend_from_slice(&line);
     Ok(line)
@@ -304,7 +309,9 @@ impl Pair {
             String::from_utf8_lossy(&x),
             String::from_utf8_lossy(&y),
             "reply differs for {:?}",
-            args.iter().map(|a| String::from_utf8_lossy(a)).collect::<Vec<_>>()
+            args.iter()
+                .map(|a| String::from_utf8_lossy(a))
+                .collect::<Vec<_>>()
         );
     }
 
