@@ -55,16 +55,13 @@ static CONFIG_SUBS: &[Command] = &[
         "2.0.0",
         "Reset the stats returned by INFO",
         "O(1)",
-    )
-    .tips(ALL_NODES_OK),
-    cmd("config|rewrite", 2, ADMIN_CFG, (0, 0, 0), 0, config_rewrite)
-        .doc(
-            "server",
-            "2.8.0",
-            "Rewrite the configuration file with the in memory configuration",
-            "O(1)",
-        )
-        .tips(ALL_NODES_OK),
+    ),
+    cmd("config|rewrite", 2, ADMIN_CFG, (0, 0, 0), 0, config_rewrite).doc(
+        "server",
+        "2.8.0",
+        "Rewrite the configuration file with the in memory configuration",
+        "O(1)",
+    ),
     help_cmd("config|help", 0, config_help),
 ];
 
@@ -101,7 +98,7 @@ static COMMAND_SUBS: &[Command] = &[
     .tips(&["nondeterministic_output_order"]),
     cmd(
         "command|getkeys",
-        -3,
+        -4,
         LS,
         (0, 0, 0),
         acl::CONNECTION,
@@ -115,7 +112,7 @@ static COMMAND_SUBS: &[Command] = &[
     ),
     cmd(
         "command|getkeysandflags",
-        -3,
+        -4,
         LS,
         (0, 0, 0),
         acl::CONNECTION,
@@ -240,7 +237,7 @@ static LATENCY_SUBS: &[Command] = &[
             "Reset latency data for one or more events.",
             "O(1)",
         )
-        .tips(&["request_policy:all_nodes", "response_policy:agg_sum"]),
+        .tips(ALL_NODES_OK),
     help_cmd("latency|help", acl::SLOW, latency_help),
 ];
 
@@ -352,21 +349,34 @@ fn lossy(b: &[u8]) -> String {
 // ---------------------------------------------------------------- CONFIG
 
 /// CONFIG GET pattern [pattern ...]: a map of matching directives
-/// (glob patterns, case-insensitive; each directive once).
+/// (glob patterns, case-insensitive; each directive once). As in Redis, a
+/// pattern without glob characters is an exact lookup and the reply names
+/// the directive as the caller spelled it (`CONFIG GET HZ` → `HZ`).
 fn config_get(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let mut pairs: Vec<(&'static str, String)> = Vec::new();
+    // (canonical name, name to reply, value)
+    let mut found: Vec<(&'static str, String, String)> = Vec::new();
     {
         let c = ctx.server.config.read();
         for i in 2..args.len() {
-            for (k, v) in c.matching(args.get(i)) {
-                if !pairs.iter().any(|(n, _)| *n == k) {
-                    pairs.push((k, v));
+            let pat = args.get(i);
+            if !pat.iter().any(|b| matches!(b, b'*' | b'?' | b'[')) {
+                let given = lossy(pat);
+                if let Some(d) = crate::config::directive(&given) {
+                    if !found.iter().any(|(n, _, _)| *n == d.name) {
+                        found.push((d.name, given, c.get(d.name).to_string()));
+                    }
+                }
+                continue;
+            }
+            for (k, v) in c.matching(pat) {
+                if !found.iter().any(|(n, _, _)| *n == k) {
+                    found.push((k, k.to_string(), v));
                 }
             }
         }
     }
-    ctx.out.map(pairs.len());
-    for (k, v) in pairs {
+    ctx.out.map(found.len());
+    for (_, k, v) in found {
         ctx.out.bulk(k.as_bytes());
         ctx.out.bulk(v.as_bytes());
     }
@@ -592,7 +602,7 @@ fn command_info(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     for i in 2..args.len() {
         match table().by_full_name(args.get(i)) {
             Some(c) => write_command_info(ctx, c),
-            None => ctx.out.null_array(),
+            None => ctx.out.null(),
         }
     }
 }
@@ -1410,7 +1420,10 @@ fn slowlog_get(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     } else if args.len() == 2 {
         10
     } else {
-        ctx.error("ERR wrong number of arguments for 'slowlog|get' command");
+        ctx.error(&format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try SLOWLOG HELP.",
+            lossy(args.get(1))
+        ));
         return;
     };
     let entries: Vec<_> = {
