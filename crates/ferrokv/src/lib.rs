@@ -57,6 +57,11 @@ pub fn run(config: Config) -> std::io::Result<()> {
 
 /// The async body of [`run`].
 pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
+    // Signal handlers first, so a SIGTERM right after start-up (before the
+    // ready line) still exits cleanly.
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
     let port = config.get_i64("port") as u16;
     let backlog = config.get_i64("tcp-backlog").max(1) as u32;
     let binds: Vec<String> = config
@@ -110,17 +115,16 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
     }
     tokio::spawn(cron(server.clone()));
     tracing::info!(
-        version = VERSION,
-        redis_version = REDIS_VERSION,
+        version = %VERSION,
+        redis_version = %REDIS_VERSION,
         port = bound_port,
         pid = std::process::id(),
         threads,
         "ferrokv ready to accept connections"
     );
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         _ = server.shutdown.notified() => tracing::info!("SHUTDOWN requested, exiting"),
-        _ = tokio::signal::ctrl_c() => tracing::info!("Received SIGINT scheduling shutdown..."),
+        _ = int.recv() => tracing::info!("Received SIGINT scheduling shutdown..."),
         _ = term.recv() => tracing::info!("Received SIGTERM scheduling shutdown..."),
     }
     server.shutting_down.store(true, Ordering::SeqCst);
