@@ -635,7 +635,14 @@ pub fn execute(
         slowlog_push(server, client, args, us);
     }
     if us >= 1000 {
-        server.latency_sample("command", us / 1000);
+        // Redis's latency events: "fast-command" for O(1)/O(log N)
+        // commands, "command" for the rest (server.c `call`).
+        let event = if c.flags & flags::FAST != 0 {
+            "fast-command"
+        } else {
+            "command"
+        };
+        server.latency_sample(event, us / 1000);
     }
     finish_reply(client, out, reply_start);
 }
