@@ -68,6 +68,7 @@ fn init_logging(config: &Config) {
     if logfile.is_empty() {
         tracing_subscriber::fmt()
             .with_env_filter(filter)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .with_writer(std::io::stderr)
             .init();
     } else {

@@ -48,7 +48,8 @@ const fn d(name: &'static str, kind: Kind, default: &'static str, mutable: bool)
     }
 }
 
-const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning", "nothing"];
+const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
+const ENABLE_PROTECTED: &[&str] = &["no", "yes", "local"];
 const YESNO_ONLY_NO: &[&str] = &["no"];
 
 /// Every directive ferrokv understands, sorted by name.
@@ -75,7 +76,21 @@ pub static DIRECTIVES: &[Directive] = &[
     ),
     d("daemonize", Kind::Enum(YESNO_ONLY_NO), "no", false),
     d("dir", Kind::Str, ".", true),
-    d("hz", Kind::Int { min: 1, max: 500 }, "10", true),
+    d(
+        "enable-debug-command",
+        Kind::Enum(ENABLE_PROTECTED),
+        "no",
+        false,
+    ),
+    d(
+        "hz",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "10",
+        true,
+    ),
     d("io-threads", Kind::Int { min: 1, max: 128 }, "0", false),
     d(
         "latency-monitor-threshold",
@@ -215,6 +230,11 @@ pub fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
                 return Err(format!(
                     "argument must be between {min} and {max} inclusive"
                 ));
+            }
+            if d.name == "hz" {
+                // Redis accepts any non-negative hz and clamps it to 1..=500
+                // (CONFIG_MIN_HZ / CONFIG_MAX_HZ), which CONFIG GET shows.
+                return Ok(v.clamp(1, 500).to_string());
             }
             Ok(v.to_string())
         }

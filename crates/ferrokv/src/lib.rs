@@ -49,11 +49,20 @@ pub fn run(config: Config) -> std::io::Result<()> {
         .enable_all()
         .thread_name("ferrokv-io")
         .build()?;
-    rt.block_on(serve(config, threads))
+    let r = rt.block_on(serve(config, threads));
+    // Connections still inside a blocking section (DEBUG SLEEP) must not
+    // hold the exit back.
+    rt.shutdown_timeout(Duration::from_millis(500));
+    r
 }
 
 /// The async body of [`run`].
 pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
+    // Signal handlers first, so a SIGTERM right after start-up (before the
+    // ready line) still exits cleanly.
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
     let port = config.get_i64("port") as u16;
     let backlog = config.get_i64("tcp-backlog").max(1) as u32;
     let binds: Vec<String> = config
@@ -68,6 +77,7 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         std::env::set_current_dir(&dir)
             .map_err(|e| std::io::Error::new(e.kind(), format!("Can't chdir to '{dir}': {e}")))?;
     }
+    let pidfile = config.get("pidfile").to_string();
     let server = Server::new(config, threads);
     let mut bound_port = port;
     if port != 0 || unixsocket.is_empty() {
@@ -99,31 +109,39 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
             unixsocket.clone(),
         ));
     }
+    if !pidfile.is_empty() {
+        if let Err(e) = std::fs::write(&pidfile, format!("{}\n", std::process::id())) {
+            tracing::warn!("Failed to write PID file: {e}");
+        }
+    }
     tokio::spawn(cron(server.clone()));
     tracing::info!(
-        version = VERSION,
-        redis_version = REDIS_VERSION,
+        version = %VERSION,
+        redis_version = %REDIS_VERSION,
         port = bound_port,
         pid = std::process::id(),
         threads,
         "ferrokv ready to accept connections"
     );
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         _ = server.shutdown.notified() => tracing::info!("SHUTDOWN requested, exiting"),
-        _ = tokio::signal::ctrl_c() => tracing::info!("Received SIGINT scheduling shutdown..."),
+        _ = int.recv() => tracing::info!("Received SIGINT scheduling shutdown..."),
         _ = term.recv() => tracing::info!("Received SIGTERM scheduling shutdown..."),
     }
     server.shutting_down.store(true, Ordering::SeqCst);
     if !unixsocket.is_empty() {
         let _ = std::fs::remove_file(&unixsocket);
     }
+    if !pidfile.is_empty() {
+        let _ = std::fs::remove_file(&pidfile);
+    }
     tracing::info!("ferrokv is now ready to exit, bye bye...");
     Ok(())
 }
 
 /// Background work run `hz` times per second, like Redis's `serverCron`:
-/// the active expiry cycle (at most 25% of each period) and, once a second,
+/// the instantaneous-metrics sample (INFO instantaneous_ops_per_sec), the
+/// active expiry cycle (at most 25% of each period) and, once a second,
 /// closing clients idle longer than `timeout`.
 async fn cron(server: Arc<Server>) {
     let mut tick: u64 = 0;
@@ -132,6 +150,7 @@ async fn cron(server: Arc<Server>) {
         let period = Duration::from_millis(1000 / hz);
         tokio::time::sleep(period).await;
         tick += 1;
+        server.stats.sample(util::now_ms());
         let s = server.clone();
         let budget = period / 4;
         let _ = tokio::task::spawn_blocking(move || {

@@ -40,6 +40,9 @@ pub struct ThreadStats {
     pub net_in: AtomicU64,
     /// total_net_output_bytes.
     pub net_out: AtomicU64,
+    /// Write commands that did not fail (INFO rdb_changes_since_last_save;
+    /// counts commands, where Redis counts modified keys).
+    pub dirty: AtomicU64,
 }
 
 impl ThreadStats {
@@ -51,6 +54,7 @@ impl ThreadStats {
             misses: AtomicU64::new(0),
             net_in: AtomicU64::new(0),
             net_out: AtomicU64::new(0),
+            dirty: AtomicU64::new(0),
         }
     }
 }
@@ -77,6 +81,40 @@ pub struct Stats {
     pub rejected_connections: AtomicU64,
     /// Baseline subtracted after CONFIG RESETSTAT, per counter name.
     reset_base: Mutex<BTreeMap<&'static str, u64>>,
+    /// `Keyspace::expired_keys()` at the last CONFIG RESETSTAT (INFO
+    /// expired_keys reports the difference).
+    pub expired_base: AtomicU64,
+    /// [`Totals::dirty`] at the last successful save (INFO
+    /// rdb_changes_since_last_save reports the difference).
+    pub dirty_base: AtomicU64,
+    /// Samples behind INFO's instantaneous_* fields.
+    pub inst: Mutex<InstMetrics>,
+}
+
+/// Number of samples averaged by the instantaneous metrics (Redis keeps 16,
+/// taken every 100 ms).
+const INST_SAMPLES: usize = 16;
+
+/// Rolling per-second rates of commands and network bytes, sampled by the
+/// cron (`Stats::sample`) as Redis's `trackInstantaneousMetric` does: each
+/// sample is the rate since the previous one, INFO reports their mean.
+#[derive(Debug, Default)]
+pub struct InstMetrics {
+    last: Option<(u64, Totals)>,
+    /// (ops/s, input bytes/s, output bytes/s) per sample.
+    rates: std::collections::VecDeque<(f64, f64, f64)>,
+}
+
+impl InstMetrics {
+    /// Mean (ops/s, input bytes/s, output bytes/s) over the kept samples.
+    pub fn rates(&self) -> (f64, f64, f64) {
+        let n = self.rates.len().max(1) as f64;
+        let s = self
+            .rates
+            .iter()
+            .fold((0.0, 0.0, 0.0), |a, r| (a.0 + r.0, a.1 + r.1, a.2 + r.2));
+        (s.0 / n, s.1 / n, s.2 / n)
+    }
 }
 
 /// Summed per-thread counters.
@@ -92,6 +130,8 @@ pub struct Totals {
     pub net_in: u64,
     /// total_net_output_bytes.
     pub net_out: u64,
+    /// Successful write commands since start (never reset by RESETSTAT).
+    pub dirty: u64,
 }
 
 impl Stats {
@@ -126,6 +166,7 @@ impl Stats {
             t.misses += th.misses.load(Ordering::Relaxed);
             t.net_in += th.net_in.load(Ordering::Relaxed);
             t.net_out += th.net_out.load(Ordering::Relaxed);
+            t.dirty += th.dirty.load(Ordering::Relaxed);
         }
         let b = self.reset_base.lock();
         let base = |k| b.get(k).copied().unwrap_or(0);
@@ -135,6 +176,34 @@ impl Stats {
         t.net_in = t.net_in.saturating_sub(base("net_in"));
         t.net_out = t.net_out.saturating_sub(base("net_out"));
         t
+    }
+
+    /// Takes one instantaneous-metrics sample at `now_ms` (called by the
+    /// cron every tick).
+    pub fn sample(&self, now_ms: u64) {
+        let t = self.totals();
+        let mut m = self.inst.lock();
+        if let Some((at, prev)) = m.last.take() {
+            let dt = now_ms.saturating_sub(at);
+            if dt > 0 {
+                let per_s = |a: u64, b: u64| a.saturating_sub(b) as f64 * 1000.0 / dt as f64;
+                let r = (
+                    per_s(t.commands, prev.commands),
+                    per_s(t.net_in, prev.net_in),
+                    per_s(t.net_out, prev.net_out),
+                );
+                m.rates.push_back(r);
+                if m.rates.len() > INST_SAMPLES {
+                    m.rates.pop_front();
+                }
+            }
+        }
+        m.last = Some((now_ms, t));
+    }
+
+    /// Sum of all error replies (INFO total_error_replies).
+    pub fn total_errors(&self) -> u64 {
+        self.errors.lock().values().sum()
     }
 
     /// Per-command sums: (calls, usec, rejected, failed) for command id `i`.
@@ -177,6 +246,7 @@ impl Stats {
             }
         }
         self.errors.lock().clear();
+        *self.inst.lock() = InstMetrics::default();
         self.connections.store(0, Ordering::Relaxed);
         self.rejected_connections.store(0, Ordering::Relaxed);
     }

@@ -254,6 +254,13 @@ impl Command {
         self
     }
 
+    /// Adds subcommands to a command that also has its own handler for the
+    /// call without a subcommand (COMMAND).
+    pub const fn subs(mut self, subs: &'static [Command]) -> Self {
+        self.subcommands = subs;
+        self
+    }
+
     /// Adds command tips.
     pub const fn tips(mut self, tips: &'static [&'static str]) -> Self {
         self.tips = tips;
@@ -553,13 +560,10 @@ pub fn execute(
         return;
     };
     let mut c = t.all[id];
-    if c.is_container() {
-        if args.len() < 2 {
-            let msg = format!("ERR wrong number of arguments for '{}' command", c.name);
-            reject(server, out, stats, id, &msg);
-            finish_reply(client, out, reply_start);
-            return;
-        }
+    // A container called without a subcommand fails the arity check below
+    // (containers have arity -2), except COMMAND (arity -1), whose own
+    // handler runs.
+    if c.is_container() && args.len() >= 2 {
         match t.lookup_sub(id, args.get(1)) {
             Some(s) => {
                 id = s;
@@ -623,12 +627,22 @@ pub fn execute(
         bump(&cs.failed, 1);
     }
     bump(&stats.commands, 1);
+    if !failed && c.flags & flags::WRITE != 0 {
+        bump(&stats.dirty, 1);
+    }
     let slower = server.live.slowlog_slower_than.load(Ordering::Relaxed);
     if slower >= 0 && us >= slower as u64 && c.flags & flags::SKIP_SLOWLOG == 0 {
         slowlog_push(server, client, args, us);
     }
     if us >= 1000 {
-        server.latency_sample("command", us / 1000);
+        // Redis's latency events: "fast-command" for O(1)/O(log N)
+        // commands, "command" for the rest (server.c `call`).
+        let event = if c.flags & flags::FAST != 0 {
+            "fast-command"
+        } else {
+            "command"
+        };
+        server.latency_sample(event, us / 1000);
     }
     finish_reply(client, out, reply_start);
 }
