@@ -83,6 +83,24 @@ pub static DIRECTIVES: &[Directive] = &[
         false,
     ),
     d(
+        "hash-max-listpack-entries",
+        Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        "512",
+        true,
+    ),
+    d(
+        "hash-max-listpack-value",
+        Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        "64",
+        true,
+    ),
+    d(
         "hz",
         Kind::Int {
             min: 0,
@@ -99,6 +117,15 @@ pub static DIRECTIVES: &[Directive] = &[
             max: i64::MAX,
         },
         "0",
+        true,
+    ),
+    d(
+        "list-max-listpack-size",
+        Kind::Int {
+            min: i32::MIN as i64,
+            max: i32::MAX as i64,
+        },
+        "-2",
         true,
     ),
     d("logfile", Kind::Str, "", false),
@@ -126,6 +153,15 @@ pub static DIRECTIVES: &[Directive] = &[
     d("protected-mode", Kind::Bool, "yes", true),
     d("requirepass", Kind::Str, "", true),
     d("save", Kind::List, "3600 1 300 100 60 10000", true),
+    d(
+        "set-max-intset-entries",
+        Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        "512",
+        true,
+    ),
     d(
         "slowlog-log-slower-than",
         Kind::Int {
@@ -173,10 +209,43 @@ pub static DIRECTIVES: &[Directive] = &[
     ),
     d("unixsocket", Kind::Str, "", false),
     d("unixsocketperm", Kind::Octal, "0", false),
+    d(
+        "zset-max-listpack-entries",
+        Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        "128",
+        true,
+    ),
+    d(
+        "zset-max-listpack-value",
+        Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        "64",
+        true,
+    ),
 ];
 
-/// Finds a directive by name (ASCII case-insensitive).
+/// Old names Redis 7.0 still accepts for renamed directives:
+/// (alias, canonical name). CONFIG GET lists both, CONFIG SET on either
+/// changes the one value.
+pub static ALIASES: &[(&str, &str)] = &[
+    ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
+    ("hash-max-ziplist-value", "hash-max-listpack-value"),
+    ("list-max-ziplist-size", "list-max-listpack-size"),
+    ("zset-max-ziplist-entries", "zset-max-listpack-entries"),
+    ("zset-max-ziplist-value", "zset-max-listpack-value"),
+];
+
+/// Finds a directive by name or alias (ASCII case-insensitive).
 pub fn directive(name: &str) -> Option<&'static Directive> {
+    let name = ALIASES
+        .iter()
+        .find(|(a, _)| a.eq_ignore_ascii_case(name))
+        .map_or(name, |(_, c)| *c);
     DIRECTIVES
         .iter()
         .find(|d| d.name.eq_ignore_ascii_case(name))
@@ -452,11 +521,17 @@ impl Config {
 
     /// (name, value) pairs whose name matches the glob `pattern`.
     pub fn matching(&self, pattern: &[u8]) -> Vec<(&'static str, String)> {
-        DIRECTIVES
+        let mut v: Vec<(&'static str, String)> = DIRECTIVES
             .iter()
             .filter(|d| crate::util::glob_match(pattern, d.name.as_bytes(), true))
             .map(|d| (d.name, self.get(d.name).to_string()))
-            .collect()
+            .collect();
+        for (alias, canon) in ALIASES {
+            if crate::util::glob_match(pattern, alias.as_bytes(), true) {
+                v.push((alias, self.get(canon).to_string()));
+            }
+        }
+        v
     }
 
     /// Renders the configuration for CONFIG REWRITE: the original file with

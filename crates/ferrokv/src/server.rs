@@ -17,6 +17,18 @@ use std::time::Instant;
 /// [`Server::apply_config`] after every CONFIG SET.
 #[derive(Debug, Default)]
 pub struct LiveConfig {
+    /// list-max-listpack-size (entries when > 0, size class when < 0).
+    pub list_max_listpack_size: AtomicI64,
+    /// hash-max-listpack-entries.
+    pub hash_max_listpack_entries: AtomicU64,
+    /// hash-max-listpack-value, bytes.
+    pub hash_max_listpack_value: AtomicU64,
+    /// set-max-intset-entries.
+    pub set_max_intset_entries: AtomicU64,
+    /// zset-max-listpack-entries.
+    pub zset_max_listpack_entries: AtomicU64,
+    /// zset-max-listpack-value, bytes.
+    pub zset_max_listpack_value: AtomicU64,
     /// proto-max-bulk-len, bytes.
     pub proto_max_bulk_len: AtomicU64,
     /// client-query-buffer-limit, bytes.
@@ -161,6 +173,18 @@ impl Server {
         l.client_query_buffer_limit
             .store(u("client-query-buffer-limit"), Ordering::Relaxed);
         l.maxclients.store(u("maxclients"), Ordering::Relaxed);
+        l.list_max_listpack_size
+            .store(c.get_i64("list-max-listpack-size"), Ordering::Relaxed);
+        l.hash_max_listpack_entries
+            .store(u("hash-max-listpack-entries"), Ordering::Relaxed);
+        l.hash_max_listpack_value
+            .store(u("hash-max-listpack-value"), Ordering::Relaxed);
+        l.set_max_intset_entries
+            .store(u("set-max-intset-entries"), Ordering::Relaxed);
+        l.zset_max_listpack_entries
+            .store(u("zset-max-listpack-entries"), Ordering::Relaxed);
+        l.zset_max_listpack_value
+            .store(u("zset-max-listpack-value"), Ordering::Relaxed);
         l.timeout.store(u("timeout"), Ordering::Relaxed);
         l.tcp_keepalive.store(u("tcp-keepalive"), Ordering::Relaxed);
         l.slowlog_slower_than

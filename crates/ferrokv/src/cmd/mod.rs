@@ -11,9 +11,13 @@
 //! command documentation (redis.io/commands); the table is ours.
 
 pub mod connection;
+pub mod hashes;
 pub mod keys;
+pub mod lists;
 pub mod server;
+pub mod sets;
 pub mod strings;
+pub mod zsets;
 
 use crate::db::{hash_key, Db, Shard};
 use crate::net::connection::Client;
@@ -384,10 +388,14 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 4] = [
+        let families: [&'static [Command]; 8] = [
             connection::COMMANDS,
             strings::COMMANDS,
             keys::COMMANDS,
+            lists::COMMANDS,
+            hashes::COMMANDS,
+            sets::COMMANDS,
+            zsets::COMMANDS,
             server::COMMANDS,
         ];
         let mut t = Table {

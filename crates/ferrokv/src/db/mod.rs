@@ -3,9 +3,17 @@
 //! ([`value`]).
 
 pub mod dict;
+pub mod hash;
 pub mod keyspace;
+pub mod list;
+pub mod set;
 pub mod value;
+pub mod zset;
 
 pub use dict::{hash_key, Dict};
 pub use keyspace::{Db, KeyLocks, Keyspace, Shard};
+pub use hash::HashValue;
+pub use list::ListValue;
+pub use set::SetValue;
 pub use value::{Entry, StrValue, Value};
+pub use zset::ZSetValue;

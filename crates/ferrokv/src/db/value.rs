@@ -4,6 +4,10 @@
 //! bytes, as created by SET) and `raw` (longer, or modified in place by
 //! APPEND / SETRANGE), following `tryObjectEncoding` (object.c).
 
+use super::hash::HashValue;
+use super::list::ListValue;
+use super::set::SetValue;
+use super::zset::ZSetValue;
 use crate::util::parse_i64;
 
 /// Longest string Redis stores as `embstr` (OBJ_ENCODING_EMBSTR_SIZE_LIMIT).
@@ -89,6 +93,14 @@ impl StrValue {
 pub enum Value {
     /// A string (`string` type).
     Str(StrValue),
+    /// A list (`list` type).
+    List(ListValue),
+    /// A hash (`hash` type).
+    Hash(HashValue),
+    /// A set (`set` type).
+    Set(SetValue),
+    /// A sorted set (`zset` type).
+    ZSet(ZSetValue),
 }
 
 impl Value {
@@ -96,6 +108,10 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
         }
     }
 
@@ -103,6 +119,10 @@ impl Value {
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            Value::List(l) => l.encoding(),
+            Value::Hash(h) => h.encoding(),
+            Value::Set(s) => s.encoding(),
+            Value::ZSet(z) => z.encoding(),
         }
     }
 
@@ -111,6 +131,10 @@ impl Value {
         match self {
             Value::Str(StrValue::Int(_)) => 0,
             Value::Str(StrValue::Bytes { data, .. }) => data.capacity(),
+            Value::List(l) => l.mem_usage(),
+            Value::Hash(h) => h.mem_usage(),
+            Value::Set(s) => s.mem_usage(),
+            Value::ZSet(z) => z.mem_usage(),
         }
     }
 }

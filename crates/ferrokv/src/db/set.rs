@@ -1,0 +1,35 @@
+//! The set type: `intset` while every member is an integer and the set is
+//! small (set-max-intset-entries), `hashtable` otherwise, as Redis 7.0
+//! (t_set.c).
+//!
+//! This is the type's first representation; the sets family owns it and may
+//! replace the internals.
+
+/// A set value.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SetValue {
+    members: Vec<Vec<u8>>,
+}
+
+impl SetValue {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+    /// True when empty (an empty set is deleted from the keyspace).
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+    /// OBJECT ENCODING name.
+    pub fn encoding(&self) -> &'static str {
+        "hashtable"
+    }
+    /// Approximate heap bytes used.
+    pub fn mem_usage(&self) -> usize {
+        self.members.iter().map(|m| m.capacity() + 24).sum()
+    }
+}
