@@ -2,24 +2,26 @@
 //! rules), glob matching (`stringmatchlen`), clocks and a fast PRNG.
 
 use std::cell::Cell;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Wall-clock time in milliseconds since the Unix epoch.
 #[inline]
 pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    now_us() / 1000
 }
 
 /// Wall-clock time in microseconds since the Unix epoch.
 #[inline]
 pub fn now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0)
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own; CLOCK_REALTIME
+    // is always available (vDSO, no system call).
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts);
+    }
+    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000
 }
 
 /// Parses a signed 64-bit integer exactly as Redis's `string2ll` (util.c):

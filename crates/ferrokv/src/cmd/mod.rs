@@ -560,13 +560,25 @@ pub fn execute(
 ) {
     let t = table();
     let reply_start = out.buf.len();
-    let Some(mut id) = t.lookup(args.get(0)) else {
+    // Pipelines usually repeat one command: try the connection's previous
+    // top-level command before the table lookup.
+    let name = args.get(0);
+    let cached = t.all.get(client.last_top).is_some_and(|c| {
+        c.name.len() == name.len() && c.name.as_bytes().eq_ignore_ascii_case(name)
+    });
+    let found = if cached {
+        Some(client.last_top)
+    } else {
+        t.lookup(name)
+    };
+    let Some(mut id) = found else {
         let msg = unknown_command(args);
         out.error(&msg);
         server.stats.record_error(&msg);
         finish_reply(client, out, reply_start);
         return;
     };
+    client.last_top = id;
     let mut c = t.all[id];
     // A container called without a subcommand fails the arity check below
     // (containers have arity -2), except COMMAND (arity -1), whose own
@@ -615,8 +627,11 @@ pub fn execute(
         feed_monitors(server, client, args);
     }
     client.last_cmd = id;
-    let start = std::time::Instant::now();
-    let now = crate::util::now_ms();
+    // One clock reading per command: the end of one command is the start of
+    // the next in the same batch (the connection refreshes `clock_us` when a
+    // batch begins). Redis also times commands with the wall clock (ustime).
+    let start_us = client.clock_us;
+    let now = start_us / 1000;
     let mut ctx = Ctx {
         server,
         client,
@@ -627,7 +642,9 @@ pub fn execute(
     };
     (c.handler)(&mut ctx, args);
     let failed = ctx.failed;
-    let us = start.elapsed().as_micros() as u64;
+    let end_us = crate::util::now_us();
+    ctx.client.clock_us = end_us;
+    let us = end_us.saturating_sub(start_us);
     let cs = &stats.cmds[id];
     bump(&cs.calls, 1);
     bump(&cs.usec, us);

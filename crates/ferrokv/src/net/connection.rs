@@ -43,6 +43,10 @@ pub struct Client {
     pub no_touch: bool,
     /// Id of the last command executed (CLIENT LIST cmd=).
     pub last_cmd: usize,
+    /// Id of the last top-level command looked up (dispatch cache).
+    pub last_top: usize,
+    /// Wall clock in µs at the start of the next command (see cmd::execute).
+    pub clock_us: u64,
     /// Set by MONITOR: the receiver of the monitor feed.
     pub monitor_rx: Option<tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>>,
 }
@@ -58,6 +62,8 @@ impl Client {
             close_after_reply: false,
             no_touch: false,
             last_cmd: usize::MAX,
+            last_top: usize::MAX,
+            clock_us: crate::util::now_us(),
             monitor_rx: None,
         }
     }
@@ -99,7 +105,8 @@ where
         }
         let stats = server.stats.local(ncmds);
         let stats: &ThreadStats = &stats;
-        let now = crate::util::now_ms();
+        client.clock_us = crate::util::now_us();
+        let now = client.clock_us / 1000;
         handle.last_ms.store(now, Ordering::Relaxed);
         parser.max_bulk_len = server.live.proto_max_bulk_len.load(Ordering::Relaxed);
         let mut consumed = 0usize;

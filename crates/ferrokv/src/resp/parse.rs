@@ -22,8 +22,6 @@
 //! "too big bulk count string". Nothing is allocated for a length before it
 //! has been checked against its limit.
 
-use crate::util::parse_len;
-
 /// Longest inline request or length line without a newline (Redis's
 /// PROTO_INLINE_MAX_SIZE), in bytes.
 pub const PROTO_INLINE_MAX_SIZE: usize = 64 * 1024;
@@ -353,7 +351,35 @@ impl RequestParser {
 
 #[inline]
 fn memchr(c: u8, s: &[u8]) -> Option<usize> {
-    s.iter().position(|&b| b == c)
+    // Length lines ("$3\r\n") are short: a plain scan of the first bytes
+    // beats the SIMD search's set-up; longer inputs use memchr.
+    let head = s.len().min(24);
+    for (i, &b) in s[..head].iter().enumerate() {
+        if b == c {
+            return Some(i);
+        }
+    }
+    memchr::memchr(c, &s[head..]).map(|i| i + head)
+}
+
+/// A `*` or `$` length with string2ll's rules; the common case (1 to 18
+/// digits, no sign, no leading zero) takes a short loop without overflow
+/// checks.
+#[inline]
+fn parse_len(s: &[u8]) -> Option<i64> {
+    if !s.is_empty() && s.len() <= 18 && (s[0] != b'0' || s.len() == 1) {
+        let mut v: i64 = 0;
+        let mut ok = true;
+        for &c in s {
+            let d = c.wrapping_sub(b'0');
+            ok &= d < 10;
+            v = v.wrapping_mul(10).wrapping_add(d as i64);
+        }
+        if ok {
+            return Some(v);
+        }
+    }
+    crate::util::parse_len(s)
 }
 
 fn is_space(c: u8) -> bool {
