@@ -17,6 +17,7 @@
 //! The caller passes the key's 64-bit hash (see [`hash_key`]) so that a
 //! command hashes its key once, for shard selection and lookup alike.
 
+use super::smallbytes::SmallBytes;
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
 
@@ -35,7 +36,7 @@ pub fn hash_key(key: &[u8]) -> u64 {
 }
 
 struct Node<V> {
-    key: Box<[u8]>,
+    key: SmallBytes,
     hash: u64,
     val: V,
     next: Option<Box<Node<V>>>,
@@ -95,7 +96,7 @@ impl<V> Dict<V> {
         }
         let mut cur = self.table[hash as usize & self.mask()].as_deref();
         while let Some(n) = cur {
-            if n.hash == hash && &*n.key == key {
+            if n.hash == hash && n.key.as_slice() == key {
                 return Some(&n.val);
             }
             cur = n.next.as_deref();
@@ -112,7 +113,7 @@ impl<V> Dict<V> {
         let idx = hash as usize & self.mask();
         let mut cur = self.table[idx].as_deref_mut();
         while let Some(n) = cur {
-            if n.hash == hash && &*n.key == key {
+            if n.hash == hash && n.key.as_slice() == key {
                 return Some(&mut n.val);
             }
             cur = n.next.as_deref_mut();
@@ -125,12 +126,16 @@ impl<V> Dict<V> {
         if let Some(v) = self.get_mut(hash, key) {
             return Some(std::mem::replace(v, val));
         }
-        self.insert_new(hash, key.into(), val);
+        self.insert_small(hash, SmallBytes::new(key), val);
         None
     }
 
     /// Inserts a key known to be absent (the caller checked with `get`).
     pub fn insert_new(&mut self, hash: u64, key: Box<[u8]>, val: V) {
+        self.insert_small(hash, SmallBytes::from_box(key), val);
+    }
+
+    fn insert_small(&mut self, hash: u64, key: SmallBytes, val: V) {
         if self.len >= self.table.len() {
             self.resize((self.len + 1).next_power_of_two().max(MIN_SIZE));
         }
@@ -155,11 +160,11 @@ impl<V> Dict<V> {
         loop {
             match link {
                 None => return None,
-                Some(n) if n.hash == hash && &*n.key == key => {
+                Some(n) if n.hash == hash && n.key.as_slice() == key => {
                     let mut node = link.take().expect("checked");
                     *link = node.next.take();
                     self.len -= 1;
-                    let out = (node.key, node.val);
+                    let out = (node.key.into_box(), node.val);
                     self.maybe_shrink();
                     return Some(out);
                 }

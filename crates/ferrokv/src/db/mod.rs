@@ -7,6 +7,7 @@ pub mod hash;
 pub mod keyspace;
 pub mod list;
 pub mod set;
+pub mod smallbytes;
 pub mod value;
 pub mod zset;
 
