@@ -395,8 +395,8 @@ fn scard(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// SPOP key [count]: without count, a random member removed from the set
 /// (nil for a missing key); with count, up to `count` distinct random
 /// members removed, as a RESP3 set (array in RESP2), empty for a missing
-/// key or count 0. A set emptied is deleted. Errors: not an integer; "ERR
-/// value is out of range, must be positive" for a negative count; syntax
+/// key or count 0. A set emptied is deleted. Errors: "ERR value is out of
+/// range, must be positive" for a negative or non-integer count; syntax
 /// error with more arguments. Follows `spopWithCountCommand`: count >= size
 /// returns the whole set; when few members would remain
 /// (remaining * 5 <= count) the remaining ones are moved into a new set,
@@ -438,13 +438,11 @@ fn spop(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 }
 
 fn spop_count(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let Some(count) = super::arg_i64(ctx, args.get(2)) else {
-        return;
+    // Redis 7.0.15 answers "must be positive" for a non-integer too.
+    let count = match parse_i64(args.get(2)) {
+        Some(c) if c >= 0 => c as u64,
+        _ => return ctx.error(ERR_NOT_POSITIVE),
     };
-    if count < 0 {
-        return ctx.error(ERR_NOT_POSITIVE);
-    }
-    let count = count as u64;
     let key = args.get(1);
     let max = max_intset(ctx);
     let (now, touch) = (ctx.now, ctx.touch_time());
