@@ -489,14 +489,18 @@ impl SetTable {
 
     /// Adds `m`; false when already present.
     pub fn insert(&mut self, m: &[u8]) -> bool {
-        if self.contains(m) {
+        let h = hash_key(m) as usize;
+        if !self.buckets.is_empty()
+            && self.buckets[h & (self.buckets.len() - 1)]
+                .entries()
+                .any(|e| e == m)
+        {
             return false;
         }
         if self.len >= self.buckets.len() {
             self.resize((self.len + 1).next_power_of_two().max(MIN_BUCKETS));
         }
-        let i = self.slot(m);
-        let b = &mut self.buckets[i];
+        let b = &mut self.buckets[h & (self.buckets.len() - 1)];
         let old = b.payload().len();
         b.rebuild(old + entry_len(m), |o, n| {
             n[..old].copy_from_slice(o);
@@ -544,7 +548,7 @@ impl SetTable {
 
     /// Rehashes into `new_size` buckets (a power of two).
     fn resize(&mut self, new_size: usize) {
-        let old = std::mem::take(&mut self.buckets);
+        let mut old = std::mem::take(&mut self.buckets);
         let mut table: Vec<Bucket> = Vec::with_capacity(new_size);
         table.resize_with(new_size, || Bucket::EMPTY);
         let mask = new_size - 1;
@@ -557,9 +561,23 @@ impl SetTable {
                 }
             }
         } else {
-            // Growing: each old chain splits by the new hash bits.
+            // Growing: new bucket j only receives entries of old bucket
+            // j & (old - 1), so a chain whose entries all land in one new
+            // bucket moves without copying (the common case); a chain that
+            // splits is rebuilt per target.
             let mut scratch: Vec<(usize, &[u8])> = Vec::new();
-            for b in old.iter() {
+            for b in old.iter_mut() {
+                let first = match b.entries().next() {
+                    None => continue,
+                    Some(e) => hash_key(e) as usize & mask,
+                };
+                if b.entries()
+                    .skip(1)
+                    .all(|e| hash_key(e) as usize & mask == first)
+                {
+                    table[first] = std::mem::replace(b, Bucket::EMPTY);
+                    continue;
+                }
                 scratch.clear();
                 scratch.extend(b.entries().map(|e| (hash_key(e) as usize & mask, e)));
                 scratch.sort_by_key(|x| x.0);
