@@ -369,4 +369,16 @@ impl<'a> KeyLocks<'a> {
             .expect("shard locked by lock_keys");
         &mut self.guards[i]
     }
+
+    /// Shared access to the locked shard holding key hash `h` of database
+    /// `db`, so that values of several shards can be read at once (SINTER,
+    /// SUNION...). Panics if that shard was not locked.
+    #[inline]
+    pub fn shard_ref(&self, db: usize, h: u64) -> &Shard {
+        let i = self
+            .ids
+            .binary_search(&(db, shard_index(h)))
+            .expect("shard locked by lock_keys");
+        &self.guards[i]
+    }
 }
