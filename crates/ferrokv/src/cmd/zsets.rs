@@ -341,13 +341,28 @@ fn parse_lex_item(s: &[u8]) -> Option<Lex<'_>> {
     }
 }
 
+/// Redis's `sdscmplex` on range ends: "-" below and "+" above every string.
+fn lex_cmp(a: Lex<'_>, b: Lex<'_>) -> std::cmp::Ordering {
+    use std::cmp::Ordering::*;
+    match (a, b) {
+        (Lex::Min, Lex::Min) | (Lex::Max, Lex::Max) => Equal,
+        (Lex::Min, _) | (_, Lex::Max) => Less,
+        (Lex::Max, _) | (_, Lex::Min) => Greater,
+        (Lex::Str(x, _), Lex::Str(y, _)) => x.cmp(y),
+    }
+}
+
 fn parse_lex_range<'a>(min: &'a [u8], max: &'a [u8]) -> Option<(Lex<'a>, Lex<'a>)> {
     Some((parse_lex_item(min)?, parse_lex_item(max)?))
 }
 
 /// Ascending ranks `lo..hi` of the members inside a lex range (meaningful
-/// when all scores are equal, as Redis documents).
-fn lex_ranks(z: &ZSetValue, min: Lex<'_>, max: Lex<'_>) -> (usize, usize) {
+/// when all scores are equal, as Redis documents). On a `listpack` set
+/// whose scores differ, Redis's linear scans decide the result: forward
+/// from the first member >= min while members are <= max, or (`rev`)
+/// backward from the last member <= max while members are >= min; that is
+/// reproduced here. A `skiplist` set uses the binary search.
+fn lex_ranks(z: &ZSetValue, min: Lex<'_>, max: Lex<'_>, rev: bool) -> (usize, usize) {
     let below_min = move |m: &[u8]| match min {
         Lex::Min => false,
         Lex::Max => true,
@@ -370,6 +385,59 @@ fn lex_ranks(z: &ZSetValue, min: Lex<'_>, max: Lex<'_>) -> (usize, usize) {
             }
         }
     };
+    // zslIsInLexRange / zzlIsInLexRange: an empty interval, a last member
+    // below min or a first member above max make the result empty.
+    let ends_ex = |l: Lex<'_>| match l {
+        Lex::Min | Lex::Max => true,
+        Lex::Str(_, ex) => ex,
+    };
+    let c = lex_cmp(min, max);
+    if c == std::cmp::Ordering::Greater
+        || (c == std::cmp::Ordering::Equal && (ends_ex(min) || ends_ex(max)))
+    {
+        return (0, 0);
+    }
+    let len = z.len();
+    if len == 0 {
+        return (0, 0);
+    }
+    let mut first_ok = false;
+    let mut last_ok = false;
+    z.entry_at(0, |m, _| first_ok = upto_max(m));
+    z.entry_at(len - 1, |m, _| last_ok = !below_min(m));
+    if !first_ok || !last_ok {
+        return (0, 0);
+    }
+    if z.is_listpack() {
+        let mut members: Vec<Vec<u8>> = Vec::with_capacity(z.len());
+        z.range(0, z.len(), false, |m, _| members.push(m.to_vec()));
+        let n = members.len();
+        let empty = (0, 0);
+        if rev {
+            let Some(hi) = members.iter().rposition(|m| upto_max(m)) else {
+                return empty;
+            };
+            if below_min(&members[hi]) {
+                return empty;
+            }
+            let mut lo = hi;
+            while lo > 0 && !below_min(&members[lo - 1]) {
+                lo -= 1;
+            }
+            return (lo, hi + 1);
+        }
+        let Some(lo) = members.iter().position(|m| !below_min(m)) else {
+            return empty;
+        };
+        if !upto_max(&members[lo]) {
+            return empty;
+        }
+        let mut hi = lo + 1;
+        while hi < n && upto_max(&members[hi]) {
+            hi += 1;
+        }
+        return (lo, hi);
+    }
     let lo = z.partition(&|_, m| below_min(m));
     let hi = z.partition(&|_, m| upto_max(m));
     (lo, hi.max(lo))
@@ -766,7 +834,7 @@ fn zlexcount(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         return ctx.error(MINMAX_LEX);
     };
     if let Ok(n) = read(ctx, args.get(1), |z, _| {
-        let (lo, hi) = lex_ranks(z, min, max);
+        let (lo, hi) = lex_ranks(z, min, max, false);
         hi - lo
     }) {
         ctx.out.int(n.unwrap_or(0) as i64);
@@ -827,7 +895,7 @@ fn resolve(z: &ZSetValue, spec: &Spec<'_>, rev: bool, offset: i64, limit: i64) -
             };
         }
         Spec::Score(r) => r.ranks(z),
-        Spec::Lex(min, max) => lex_ranks(z, *min, *max),
+        Spec::Lex(min, max) => lex_ranks(z, *min, *max, rev),
     };
     let avail = hi - lo;
     if avail == 0 || offset < 0 || offset as u64 >= avail as u64 {
@@ -1087,13 +1155,11 @@ fn zpop_cmd(ctx: &mut Ctx<'_>, args: &Args<'_>, max: bool) {
     }
     let mut count = -1i64;
     if args.len() == 3 {
-        let Some(c) = arg_long(ctx, args.get(2)) else {
-            return;
+        // getPositiveLongFromObjectOrReply: one message for both failures.
+        count = match crate::util::parse_i64(args.get(2)) {
+            Some(c) if c >= 0 => c,
+            _ => return ctx.error("ERR value is out of range, must be positive"),
         };
-        if c < 0 {
-            return ctx.error("ERR value is out of range, must be positive");
-        }
-        count = c;
     }
     // RESP3 with an explicit count: [member, score] pairs.
     let nested = ctx.out.resp3 && count != -1;
@@ -1495,16 +1561,14 @@ fn set_op(ctx: &mut Ctx<'_>, args: &Args<'_>, name: &str, op: SetOp, store: bool
             withscores = true;
             j += 1;
         } else if card && remaining >= 2 && a.eq_ignore_ascii_case(b"limit") {
+            // getPositiveLongFromObjectOrReply with a message: used for a
+            // non-integer too.
             match crate::util::parse_i64(args.get(j + 1)) {
-                None => {
-                    drop(locks);
-                    return ctx.not_int();
-                }
-                Some(v) if v < 0 => {
+                Some(v) if v >= 0 => limit = usize::try_from(v).unwrap_or(usize::MAX),
+                _ => {
                     drop(locks);
                     return ctx.error("ERR LIMIT can't be negative");
                 }
-                Some(v) => limit = usize::try_from(v).unwrap_or(usize::MAX),
             }
             j += 2;
         } else {
