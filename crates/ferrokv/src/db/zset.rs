@@ -1,7 +1,8 @@
 //! The sorted set type, with Redis 7.0's two encodings (t_zset.c):
 //!
-//! - `listpack`: one packed byte buffer of `[score: f64 LE][len: LEB128][member]`
-//!   entries sorted by (score, member), used while the set has at most
+//! - `listpack`: one packed byte buffer of `[score][len: LEB128][member]`
+//!   entries sorted by (score, member) (a score is a tagged zigzag varint
+//!   when integral, else 4 bytes when exact in `f32`, else 8 bytes), used while the set has at most
 //!   `zset-max-listpack-entries` members and every member is at most
 //!   `zset-max-listpack-value` bytes. Operations scan it linearly, as Redis
 //!   does its listpack. Like Redis's listpack (which stores scores with
@@ -70,20 +71,53 @@ fn get_varint(b: &[u8], mut off: usize) -> (usize, usize) {
     }
 }
 
+/// Score tags of a packed entry: an integral score as a zigzag varint, a
+/// score exact in `f32` (including ±inf) in 4 bytes, any other in 8.
+const TAG_INT: u8 = 0;
+const TAG_F32: u8 = 1;
+const TAG_F64: u8 = 2;
+/// Integral scores below this magnitude are stored as integers.
+const INT_LIMIT: f64 = 9007199254740992.0; // 2^53
+
 /// Reads the entry at `off`: (score, member, offset of the next entry).
 #[inline]
 fn pack_entry(buf: &[u8], off: usize) -> (f64, &[u8], usize) {
-    let mut sb = [0u8; 8];
-    sb.copy_from_slice(&buf[off..off + 8]);
-    let (len, p) = get_varint(buf, off + 8);
-    (f64::from_le_bytes(sb), &buf[p..p + len], p + len)
+    let (score, p) = match buf[off] {
+        TAG_INT => {
+            let (z, p) = get_varint(buf, off + 1);
+            let z = z as u64;
+            (((z >> 1) as i64 ^ -((z & 1) as i64)) as f64, p)
+        }
+        TAG_F32 => {
+            let mut b = [0u8; 4];
+            b.copy_from_slice(&buf[off + 1..off + 5]);
+            (f32::from_le_bytes(b) as f64, off + 5)
+        }
+        _ => {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&buf[off + 1..off + 9]);
+            (f64::from_le_bytes(b), off + 9)
+        }
+    };
+    let (len, p) = get_varint(buf, p);
+    (score, &buf[p..p + len], p + len)
 }
 
 fn encode_entry(score: f64, member: &[u8], out: &mut Vec<u8>) {
-    // Redis's listpack stores scores as strings written by d2string, which
-    // prints -0 as "0".
+    // Redis's listpack stores an integral score as an integer, so -0 comes
+    // back as 0.
     let score = if score == 0.0 { 0.0 } else { score };
-    out.extend_from_slice(&score.to_le_bytes());
+    if score.trunc() == score && score.abs() < INT_LIMIT {
+        let n = score as i64;
+        out.push(TAG_INT);
+        put_varint(out, ((n << 1) ^ (n >> 63)) as u64 as usize);
+    } else if (score as f32) as f64 == score {
+        out.push(TAG_F32);
+        out.extend_from_slice(&(score as f32).to_le_bytes());
+    } else {
+        out.push(TAG_F64);
+        out.extend_from_slice(&score.to_le_bytes());
+    }
     put_varint(out, member.len());
     out.extend_from_slice(member);
 }
@@ -136,7 +170,7 @@ impl Pack {
             .find(|&(_, s, m)| cmp_entry(s, m, score, member) == Ordering::Greater)
             .map(|(o, _, _)| o)
             .unwrap_or(self.buf.len());
-        let mut e = Vec::with_capacity(8 + 5 + member.len());
+        let mut e = Vec::with_capacity(9 + 5 + member.len());
         encode_entry(score, member, &mut e);
         self.buf.reserve_exact(e.len());
         self.buf.splice(off..off, e);
@@ -1247,5 +1281,44 @@ mod tests {
         let mut s = ZSetValue::new_skiplist();
         s.insert(b"a", -0.0, lim);
         assert!(s.score(b"a").unwrap().is_sign_negative());
+    }
+}
+
+#[cfg(test)]
+mod pack_tests {
+    use super::*;
+
+    #[test]
+    fn score_encodings_round_trip() {
+        for v in [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            1.5,
+            0.1,
+            -2.5e-5,
+            1e17,
+            -9007199254740991.0,
+            9007199254740992.0,
+            1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::MIN_POSITIVE,
+            5e-324,
+            i64::MAX as f64,
+            i64::MIN as f64,
+        ] {
+            let mut b = Vec::new();
+            encode_entry(v, b"member", &mut b);
+            let (s, m, end) = pack_entry(&b, 0);
+            assert_eq!(end, b.len());
+            assert_eq!(m, b"member");
+            let want = if v == 0.0 { 0.0 } else { v };
+            assert_eq!(s.to_bits(), want.to_bits(), "{v}");
+        }
+        let mut b = Vec::new();
+        encode_entry(3.0, b"m0", &mut b);
+        assert_eq!(b.len(), 5);
     }
 }
