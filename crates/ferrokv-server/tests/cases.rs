@@ -34,9 +34,6 @@ const PENDING: &[(&str, &str)] = &[
         "010-incrbyfloat-invalid-input",
         "strings (INCRBYFLOAT) and hashes (HINCRBYFLOAT)",
     ),
-    ("012-zset-nan-and-infinity", "sorted sets family"),
-    ("013-zadd-flag-combinations", "sorted sets family"),
-    ("016-zrangebyscore-limit", "sorted sets family"),
     (
         "018-multi-queue-time-errors",
         "transactions (MULTI/EXEC/WATCH) and lists",
