@@ -944,39 +944,3 @@ mod tests {
         assert_eq!(SetValue::for_member(b"a").encoding(), "hashtable");
     }
 }
-
-/// A member as the set holds it (the sets family's API; the stub keeps
-/// bytes only).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Member<'a> {
-    /// An intset member.
-    Int(i64),
-    /// A hashtable member.
-    Bytes(&'a [u8]),
-}
-
-impl<'a> Member<'a> {
-    /// The member's string form (`tmp` holds an integer's digits).
-    #[inline]
-    pub fn as_bytes<'b>(&'b self, tmp: &'b mut itoa::Buffer) -> &'b [u8]
-    where
-        'a: 'b,
-    {
-        match *self {
-            Member::Int(n) => tmp.format(n).as_bytes(),
-            Member::Bytes(b) => b,
-        }
-    }
-}
-
-impl SetValue {
-    /// True when `m` is a member.
-    pub fn contains(&self, m: &[u8]) -> bool {
-        self.members.iter().any(|x| x == m)
-    }
-
-    /// The members.
-    pub fn iter(&self) -> impl Iterator<Item = Member<'_>> + '_ {
-        self.members.iter().map(|m| Member::Bytes(m))
-    }
-}
