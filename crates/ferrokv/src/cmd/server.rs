@@ -1357,6 +1357,7 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
     let (refcount, serialized): (u64, u64) = match &e.value {
         Value::Str(StrValue::Int(i)) if (0..10000).contains(i) => (2147483647, 2),
         Value::Str(sv) => (1, rdb_string_len(sv)),
+        Value::Hash(hv) => (1, hv.serialized_len() as u64),
         #[allow(unreachable_patterns)]
         _ => (1, e.value.mem_usage() as u64),
     };
