@@ -11,8 +11,8 @@ pub mod value;
 pub mod zset;
 
 pub use dict::{hash_key, Dict};
-pub use keyspace::{Db, KeyLocks, Keyspace, Shard};
 pub use hash::HashValue;
+pub use keyspace::{Db, KeyLocks, Keyspace, Shard};
 pub use list::ListValue;
 pub use set::SetValue;
 pub use value::{Entry, StrValue, Value};
