@@ -88,7 +88,7 @@ pub static DIRECTIVES: &[Directive] = &[
             min: 0,
             max: i64::MAX,
         },
-        "512",
+        "128",
         true,
     ),
     d(

@@ -39,7 +39,8 @@ pub static COMMANDS: &[Command] = &[
         "2.0.0",
         "Set the value of a hash field, only if the field does not exist",
         "O(1)",
-    ),
+    )
+    .key_flags(&["RW", "insert"]),
     cmd("hget", 3, READONLY | FAST, (1, 1, 1), acl::HASH, hget).doc(
         "hash",
         "2.0.0",
@@ -71,19 +72,22 @@ pub static COMMANDS: &[Command] = &[
         "2.0.0",
         "Delete one or more hash fields",
         "O(N) where N is the number of fields to be removed.",
-    ),
+    )
+    .key_flags(&["RW", "delete"]),
     cmd("hlen", 2, READONLY | FAST, (1, 1, 1), acl::HASH, hlen).doc(
         "hash",
         "2.0.0",
         "Get the number of fields in a hash",
         "O(1)",
-    ),
+    )
+    .key_flags(&["RO"]),
     cmd("hexists", 3, READONLY | FAST, (1, 1, 1), acl::HASH, hexists).doc(
         "hash",
         "2.0.0",
         "Determine if a hash field exists",
         "O(1)",
-    ),
+    )
+    .key_flags(&["RO"]),
     cmd("hkeys", 2, READONLY, (1, 1, 1), acl::HASH, hkeys)
         .doc(
             "hash",
@@ -105,7 +109,8 @@ pub static COMMANDS: &[Command] = &[
         "2.0.0",
         "Increment the integer value of a hash field by the given number",
         "O(1)",
-    ),
+    )
+    .key_flags(&["RW", "access", "update"]),
     cmd(
         "hincrbyfloat",
         4,
@@ -119,13 +124,15 @@ pub static COMMANDS: &[Command] = &[
         "2.6.0",
         "Increment the float value of a hash field by the given amount",
         "O(1)",
-    ),
+    )
+    .key_flags(&["RW", "access", "update"]),
     cmd("hstrlen", 3, READONLY | FAST, (1, 1, 1), acl::HASH, hstrlen).doc(
         "hash",
         "3.2.0",
         "Get the length of the value of a hash field",
         "O(1)",
-    ),
+    )
+    .key_flags(&["RO"]),
     cmd("hscan", -3, READONLY, (1, 1, 1), acl::HASH, hscan)
         .doc(
             "hash",

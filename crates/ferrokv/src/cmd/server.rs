@@ -496,7 +496,9 @@ fn config_help(ctx: &mut Ctx<'_>, _: &Args<'_>) {
 /// keys are `RO access`, a write command's `RW update` (Redis declares them
 /// per command; e.g. DEL's are `RM delete`).
 fn key_spec_flags(c: &Command) -> &'static [&'static str] {
-    if c.flags & flags::WRITE != 0 {
+    if !c.key_flags.is_empty() {
+        c.key_flags
+    } else if c.flags & flags::WRITE != 0 {
         &["RW", "update"]
     } else {
         &["RO", "access"]

@@ -551,8 +551,9 @@ impl HashValue {
     /// Sets `field` to `value` (Redis's `hashTypeSet`): an existing field
     /// keeps its position in a `listpack`, a new one is appended. A
     /// `listpack` converts first when the field or value is longer than
-    /// `limits.max_value`, and after the insert when it holds more than
-    /// `limits.max_entries` fields. Returns true when the field is new.
+    /// `limits.max_value`, and after the write (insert or update) when it
+    /// holds more than `limits.max_entries` fields. Returns true when the
+    /// field is new.
     pub fn set(&mut self, field: &[u8], value: &[u8], limits: Limits) -> bool {
         if self.is_listpack()
             && (field.len() as u64 > limits.max_value || value.len() as u64 > limits.max_value)
@@ -562,27 +563,34 @@ impl HashValue {
         match self {
             HashValue::Table(t) => t.set(field, value),
             HashValue::Listpack(b) => {
-                if let Some(p) = find(b, field) {
-                    let new_len = len_size(value.len()) + value.len();
-                    let old_len = p.end - p.value_hdr;
-                    if new_len > old_len {
-                        b.reserve_exact(new_len - old_len);
+                let is_new = match find(b, field) {
+                    Some(p) => {
+                        let new_len = len_size(value.len()) + value.len();
+                        let old_len = p.end - p.value_hdr;
+                        if new_len > old_len {
+                            b.reserve_exact(new_len - old_len);
+                        }
+                        let mut enc = Vec::with_capacity(new_len);
+                        put_str(&mut enc, value);
+                        b.splice(p.value_hdr..p.end, enc);
+                        if new_len < old_len {
+                            b.shrink_to_fit();
+                        }
+                        false
                     }
-                    let mut enc = Vec::with_capacity(new_len);
-                    put_str(&mut enc, value);
-                    b.splice(p.value_hdr..p.end, enc);
-                    if new_len < old_len {
-                        b.shrink_to_fit();
+                    None => {
+                        b.reserve_exact(pair_size(field, value));
+                        put_str(b, field);
+                        put_str(b, value);
+                        true
                     }
-                    return false;
-                }
-                b.reserve_exact(pair_size(field, value));
-                put_str(b, field);
-                put_str(b, value);
+                };
+                // Checked after updates too (the threshold may have been
+                // lowered by CONFIG SET since the hash was built).
                 if count_pairs(b) as u64 > limits.max_entries {
                     self.convert();
                 }
-                true
+                is_new
             }
         }
     }
