@@ -260,12 +260,10 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, name: &str, ok_reply: bool) 
     let lim = limits(ctx);
     let (h, mut shard) = ctx.lock(key);
     let write = |hv: &mut HashValue| {
-        hv.try_conversion((2..args.len()).map(|i| args.get(i)), lim);
-        let mut created = 0i64;
-        for i in (2..args.len()).step_by(2) {
-            created += hv.set(args.get(i), args.get(i + 1), lim) as i64;
-        }
-        created
+        let pairs = (2..args.len())
+            .step_by(2)
+            .map(|i| (args.get(i), args.get(i + 1)));
+        hv.set_many(pairs, lim) as i64
     };
     let created = match lookup(ctx, &mut shard, h, key, false) {
         Look::Wrong => {

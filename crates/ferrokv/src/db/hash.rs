@@ -595,6 +595,32 @@ impl HashValue {
         }
     }
 
+    /// Sets several pairs as HSET does: [`try_conversion`](Self::try_conversion)
+    /// over all of them, then [`set`](Self::set) each in order. A `listpack`
+    /// reserves room for all of them at once (and gives back what updates
+    /// did not use), so a multi-field HSET reallocates once instead of once
+    /// per field. Returns how many fields were new.
+    pub fn set_many<'a, I>(&mut self, pairs: I, limits: Limits) -> usize
+    where
+        I: Iterator<Item = (&'a [u8], &'a [u8])> + Clone,
+    {
+        self.try_conversion(pairs.clone().flat_map(|(f, v)| [f, v]), limits);
+        if let HashValue::Listpack(b) = self {
+            let add: usize = pairs.clone().map(|(f, v)| pair_size(f, v)).sum();
+            b.reserve_exact(add);
+        }
+        let mut created = 0;
+        for (f, v) in pairs {
+            created += self.set(f, v, limits) as usize;
+        }
+        if let HashValue::Listpack(b) = self {
+            if b.capacity() > b.len() {
+                b.shrink_to_fit();
+            }
+        }
+        created
+    }
+
     /// Removes `field`; true when it was present. The caller deletes the key
     /// when the hash becomes empty.
     pub fn remove(&mut self, field: &[u8]) -> bool {
