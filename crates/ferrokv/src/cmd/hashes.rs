@@ -1,6 +1,834 @@
-//! Hash commands (redis.io/commands/?group=hash), following t_hash.c.
+//! Hash commands (redis.io/commands/?group=hash): HSET, HSETNX, HMSET, HGET,
+//! HMGET, HGETALL, HKEYS, HVALS, HDEL, HLEN, HEXISTS, HSTRLEN, HINCRBY,
+//! HINCRBYFLOAT, HSCAN and HRANDFIELD, following Redis 7.0's t_hash.c as
+//! observed on redis-server 7.0.15.
+//!
+//! Conventions:
+//! - reads (HGET, HMGET, HLEN, HSTRLEN, HEXISTS, HKEYS, HVALS, HGETALL, HSCAN,
+//!   HRANDFIELD) count keyspace hits/misses as `lookupKeyRead` does; writes
+//!   do not; every access refreshes the entry's LRU time unless the client
+//!   set CLIENT NO-TOUCH;
+//! - argument errors that Redis detects before the key lookup (an odd HSET
+//!   argument count, a bad HINCRBY increment, a bad HSCAN cursor, a bad
+//!   HRANDFIELD count) win over WRONGTYPE; HSCAN options are parsed after the
+//!   lookup, so a missing key answers the empty scan whatever they are;
+//! - a write that creates a hash builds it aside and inserts it only when it
+//!   holds a field, and a hash emptied by HDEL is deleted, so no empty hash
+//!   is ever visible;
+//! - encodings and conversion ([`HashValue`]) use hash-max-listpack-entries
+//!   and hash-max-listpack-value as currently configured.
 
-use super::Command;
+use super::{acl, cmd, err, flags::*, Command, Ctx};
+use crate::db::hash::{HashValue, Limits};
+use crate::db::{Entry, Shard, Value};
+use crate::resp::Args;
+use crate::util::{glob_match, parse_i64, rand_u64};
+use std::sync::atomic::Ordering;
 
-/// The hashes family's table entries.
-pub static COMMANDS: &[Command] = &[];
+/// The hashes family's table entries (arity, flags, key positions, ACL
+/// categories, docs and tips as Redis 7.0's COMMAND INFO / COMMAND DOCS).
+pub static COMMANDS: &[Command] = &[
+    cmd("hset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), acl::HASH, hset).doc(
+        "hash",
+        "2.0.0",
+        "Set the string value of a hash field",
+        "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.",
+    ),
+    cmd("hsetnx", 4, WRITE | DENYOOM | FAST, (1, 1, 1), acl::HASH, hsetnx).doc(
+        "hash",
+        "2.0.0",
+        "Set the value of a hash field, only if the field does not exist",
+        "O(1)",
+    )
+    .key_flags(&["RW", "insert"]),
+    cmd("hget", 3, READONLY | FAST, (1, 1, 1), acl::HASH, hget).doc(
+        "hash",
+        "2.0.0",
+        "Get the value of a hash field",
+        "O(1)",
+    ),
+    cmd("hmset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), acl::HASH, hmset).doc(
+        "hash",
+        "2.0.0",
+        "Set multiple hash fields to multiple values",
+        "O(N) where N is the number of fields being set.",
+    ),
+    cmd("hmget", -3, READONLY | FAST, (1, 1, 1), acl::HASH, hmget).doc(
+        "hash",
+        "2.0.0",
+        "Get the values of all the given hash fields",
+        "O(N) where N is the number of fields being requested.",
+    ),
+    cmd("hgetall", 2, READONLY, (1, 1, 1), acl::HASH, hgetall)
+        .doc(
+            "hash",
+            "2.0.0",
+            "Get all the fields and values in a hash",
+            "O(N) where N is the size of the hash.",
+        )
+        .tips(&["nondeterministic_output_order"]),
+    cmd("hdel", -3, WRITE | FAST, (1, 1, 1), acl::HASH, hdel).doc(
+        "hash",
+        "2.0.0",
+        "Delete one or more hash fields",
+        "O(N) where N is the number of fields to be removed.",
+    )
+    .key_flags(&["RW", "delete"]),
+    cmd("hlen", 2, READONLY | FAST, (1, 1, 1), acl::HASH, hlen).doc(
+        "hash",
+        "2.0.0",
+        "Get the number of fields in a hash",
+        "O(1)",
+    )
+    .key_flags(&["RO"]),
+    cmd("hexists", 3, READONLY | FAST, (1, 1, 1), acl::HASH, hexists).doc(
+        "hash",
+        "2.0.0",
+        "Determine if a hash field exists",
+        "O(1)",
+    )
+    .key_flags(&["RO"]),
+    cmd("hkeys", 2, READONLY, (1, 1, 1), acl::HASH, hkeys)
+        .doc(
+            "hash",
+            "2.0.0",
+            "Get all the fields in a hash",
+            "O(N) where N is the size of the hash.",
+        )
+        .tips(&["nondeterministic_output_order"]),
+    cmd("hvals", 2, READONLY, (1, 1, 1), acl::HASH, hvals)
+        .doc(
+            "hash",
+            "2.0.0",
+            "Get all the values in a hash",
+            "O(N) where N is the size of the hash.",
+        )
+        .tips(&["nondeterministic_output_order"]),
+    cmd("hincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), acl::HASH, hincrby).doc(
+        "hash",
+        "2.0.0",
+        "Increment the integer value of a hash field by the given number",
+        "O(1)",
+    )
+    .key_flags(&["RW", "access", "update"]),
+    cmd(
+        "hincrbyfloat",
+        4,
+        WRITE | DENYOOM | FAST,
+        (1, 1, 1),
+        acl::HASH,
+        hincrbyfloat,
+    )
+    .doc(
+        "hash",
+        "2.6.0",
+        "Increment the float value of a hash field by the given amount",
+        "O(1)",
+    )
+    .key_flags(&["RW", "access", "update"]),
+    cmd("hstrlen", 3, READONLY | FAST, (1, 1, 1), acl::HASH, hstrlen).doc(
+        "hash",
+        "3.2.0",
+        "Get the length of the value of a hash field",
+        "O(1)",
+    )
+    .key_flags(&["RO"]),
+    cmd("hscan", -3, READONLY, (1, 1, 1), acl::HASH, hscan)
+        .doc(
+            "hash",
+            "2.8.0",
+            "Incrementally iterate hash fields and associated values",
+            "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
+        )
+        .tips(&["nondeterministic_output"]),
+    cmd("hrandfield", -2, READONLY, (1, 1, 1), acl::HASH, hrandfield)
+        .doc(
+            "hash",
+            "6.2.0",
+            "Get one or multiple random fields from a hash",
+            "O(N) where N is the number of fields returned",
+        )
+        .tips(&["nondeterministic_output"]),
+];
+
+/// "ERR hash value is not an integer" (HINCRBY on a non-integer field).
+pub const ERR_NOT_INT_HASH: &str = "ERR hash value is not an integer";
+/// "ERR hash value is not a float" (HINCRBYFLOAT on a non-float field).
+pub const ERR_NOT_FLOAT_HASH: &str = "ERR hash value is not a float";
+/// "ERR increment would produce NaN or Infinity".
+pub const ERR_NAN_INF_RESULT: &str = "ERR increment would produce NaN or Infinity";
+/// "ERR value is NaN or Infinity" (HINCRBYFLOAT with an infinite increment).
+pub const ERR_NAN_INF_ARG: &str = "ERR value is NaN or Infinity";
+/// "ERR value is out of range" (HRANDFIELD count beyond the reply limits).
+pub const ERR_OUT_OF_RANGE: &str = "ERR value is out of range";
+
+/// Largest |count| HRANDFIELD serves with a negative count (repetitions
+/// allowed). Redis 7.0 refuses |count| > LONG_MAX/2 only with WITHVALUES and
+/// otherwise tries to build the whole reply, which for a huge count exhausts
+/// memory; ferrokv refuses any repeated-sampling reply of more than this
+/// many elements with "ERR value is out of range" instead.
+pub const HRANDFIELD_MAX_REPEATED: u64 = 1 << 24;
+
+// ---------------------------------------------------------------- helpers
+
+/// The conversion thresholds as currently configured.
+#[inline]
+fn limits(ctx: &Ctx<'_>) -> Limits {
+    let live = &ctx.server.live;
+    Limits {
+        max_entries: live.hash_max_listpack_entries.load(Ordering::Relaxed),
+        max_value: live.hash_max_listpack_value.load(Ordering::Relaxed),
+    }
+}
+
+/// Compares an option argument with a lower-case keyword as Redis's
+/// `strcasecmp` on the C string: case-insensitive, ending at the first NUL.
+#[inline]
+fn opt_is(arg: &[u8], kw: &[u8]) -> bool {
+    let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
+    arg[..end].eq_ignore_ascii_case(kw)
+}
+
+/// The result of looking a key up for a hash command.
+enum Look<'s> {
+    /// No such key (or it expired).
+    Missing,
+    /// The key holds another type.
+    Wrong,
+    /// The key's hash.
+    Hash(&'s mut HashValue),
+}
+
+/// Looks `key` up (lazy expiry first), refreshes its LRU time and, when
+/// `read` is set, counts a keyspace hit or miss as `lookupKeyRead` does.
+fn lookup<'s>(ctx: &Ctx<'_>, shard: &'s mut Shard, h: u64, key: &[u8], read: bool) -> Look<'s> {
+    let t = ctx.touch_time();
+    let found = shard.get(h, key, ctx.now);
+    if read {
+        ctx.hit(found.is_some());
+    }
+    match found {
+        None => Look::Missing,
+        Some(e) => {
+            if let Some(t) = t {
+                e.lru = t;
+            }
+            match &mut e.value {
+                Value::Hash(hv) => Look::Hash(hv),
+                _ => Look::Wrong,
+            }
+        }
+    }
+}
+
+/// Stores a hash created by a write, unless it stayed empty.
+fn insert_new(ctx: &Ctx<'_>, shard: &mut Shard, h: u64, key: &[u8], hv: HashValue) {
+    if !hv.is_empty() {
+        shard.insert(h, key, Entry::new(Value::Hash(hv), ctx.now));
+    }
+}
+
+/// Writes one pair as HRANDFIELD / HGETALL-like replies do: in RESP3 with
+/// values, a two-element array; otherwise the field, then the value when
+/// `with_values`.
+#[inline]
+fn reply_pair(ctx: &mut Ctx<'_>, f: &[u8], v: &[u8], with_values: bool) {
+    if with_values && ctx.out.resp3 {
+        ctx.out.array(2);
+    }
+    ctx.out.bulk(f);
+    if with_values {
+        ctx.out.bulk(v);
+    }
+}
+
+// ---------------------------------------------------------------- HSET family
+
+/// HSET key field value [field value ...] → number of fields added;
+/// HMSET → +OK. An unpaired field is "ERR wrong number of arguments for
+/// '<cmd>' command" before any lookup. A listpack hash converts before the
+/// writes when any argument is longer than hash-max-listpack-value, and as
+/// soon as it holds more than hash-max-listpack-entries fields
+/// (`hsetCommand`, `hashTypeTryConversion`).
+fn hset_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, name: &str, ok_reply: bool) {
+    if args.len() % 2 == 1 {
+        return ctx.error(&format!(
+            "ERR wrong number of arguments for '{name}' command"
+        ));
+    }
+    let key = args.get(1);
+    let lim = limits(ctx);
+    let (h, mut shard) = ctx.lock(key);
+    let write = |hv: &mut HashValue| {
+        let pairs = (2..args.len())
+            .step_by(2)
+            .map(|i| (args.get(i), args.get(i + 1)));
+        hv.set_many(pairs, lim) as i64
+    };
+    let created = match lookup(ctx, &mut shard, h, key, false) {
+        Look::Wrong => {
+            drop(shard);
+            return ctx.wrongtype();
+        }
+        Look::Hash(hv) => write(hv),
+        Look::Missing => {
+            let mut hv = HashValue::new();
+            let n = write(&mut hv);
+            insert_new(ctx, &mut shard, h, key, hv);
+            n
+        }
+    };
+    drop(shard);
+    if ok_reply {
+        ctx.out.ok();
+    } else {
+        ctx.out.int(created);
+    }
+}
+
+fn hset(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    hset_generic(ctx, args, "hset", false);
+}
+
+fn hmset(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    hset_generic(ctx, args, "hmset", true);
+}
+
+/// HSETNX key field value → 1 when the field was added, 0 when it existed
+/// (then nothing changes, not even the encoding).
+fn hsetnx(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let (key, field, value) = (args.get(1), args.get(2), args.get(3));
+    let lim = limits(ctx);
+    let (h, mut shard) = ctx.lock(key);
+    let added = match lookup(ctx, &mut shard, h, key, false) {
+        Look::Wrong => {
+            drop(shard);
+            return ctx.wrongtype();
+        }
+        Look::Hash(hv) => {
+            if hv.contains(field) {
+                false
+            } else {
+                hv.try_conversion([field, value].into_iter(), lim);
+                hv.set(field, value, lim)
+            }
+        }
+        Look::Missing => {
+            let mut hv = HashValue::new();
+            hv.try_conversion([field, value].into_iter(), lim);
+            hv.set(field, value, lim);
+            insert_new(ctx, &mut shard, h, key, hv);
+            true
+        }
+    };
+    drop(shard);
+    ctx.out.int(added as i64);
+}
+
+// ---------------------------------------------------------------- reads
+
+/// HGET key field → the value, or nil (missing key or field).
+fn hget(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let key = args.get(1);
+    let (h, mut shard) = ctx.lock(key);
+    match lookup(ctx, &mut shard, h, key, true) {
+        Look::Missing => ctx.out.null(),
+        Look::Wrong => {
+            drop(shard);
+            ctx.wrongtype()
+        }
+        Look::Hash(hv) => match hv.get(args.get(2)) {
+            Some(v) => ctx.out.bulk(v),
+            None => ctx.out.null(),
+        },
+    }
+}
+
+/// HMGET key field [field ...] → an array with each field's value or nil;
+/// all nils for a missing key.
+fn hmget(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let key = args.get(1);
+    let (h, mut shard) = ctx.lock(key);
+    let hv = match lookup(ctx, &mut shard, h, key, true) {
+        Look::Wrong => {
+            drop(shard);
+            return ctx.wrongtype();
+        }
+        Look::Missing => None,
+        Look::Hash(hv) => Some(&*hv),
+    };
+    ctx.out.array(args.len() - 2);
+    for i in 2..args.len() {
+        match hv.and_then(|hv| hv.get(args.get(i))) {
+            Some(v) => ctx.out.bulk(v),
+            None => ctx.out.null(),
+        }
+    }
+}
+
+/// HLEN key → number of fields, 0 for a missing key.
+fn hlen(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let key = args.get(1);
+    let (h, mut shard) = ctx.lock(key);
+    match lookup(ctx, &mut shard, h, key, true) {
+        Look::Missing => ctx.out.int(0),
+        Look::Wrong => {
+            drop(shard);
+            ctx.wrongtype()
+        }
+        Look::Hash(hv) => ctx.out.int(hv.len() as i64),
+    }
+}
+
+/// HSTRLEN key field → the value's length in bytes, 0 when missing.
+fn hstrlen(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let key = args.get(1);
+    let (h, mut shard) = ctx.lock(key);
+    match lookup(ctx, &mut shard, h, key, true) {
+        Look::Missing => ctx.out.int(0),
+        Look::Wrong => {
+            drop(shard);
+            ctx.wrongtype()
+        }
+        Look::Hash(hv) => ctx
+            .out
+            .int(hv.get(args.get(2)).map_or(0, |v| v.len()) as i64),
+    }
+}
+
+/// HEXISTS key field → 1 or 0.
+fn hexists(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let key = args.get(1);
+    let (h, mut shard) = ctx.lock(key);
+    match lookup(ctx, &mut shard, h, key, true) {
+        Look::Missing => ctx.out.int(0),
+        Look::Wrong => {
+            drop(shard);
+            ctx.wrongtype()
+        }
+        Look::Hash(hv) => ctx.out.int(hv.contains(args.get(2)) as i64),
+    }
+}
+
+/// HKEYS / HVALS / HGETALL (`genericHgetallCommand`): fields, values or
+/// both; HGETALL replies a map (RESP3 `%`, RESP2 a flat array), the others
+/// an array; a missing key gives the empty map / array. Order: insertion
+/// order for `listpack`, table order for `hashtable`.
+fn getall_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, fields: bool, values: bool) {
+    let key = args.get(1);
+    let (h, mut shard) = ctx.lock(key);
+    let hv = match lookup(ctx, &mut shard, h, key, true) {
+        Look::Wrong => {
+            drop(shard);
+            return ctx.wrongtype();
+        }
+        Look::Missing => {
+            drop(shard);
+            if fields && values {
+                ctx.out.map(0);
+            } else {
+                ctx.out.array(0);
+            }
+            return;
+        }
+        Look::Hash(hv) => hv,
+    };
+    let n = hv.len();
+    if fields && values {
+        ctx.out.map(n);
+    } else {
+        ctx.out.array(n);
+    }
+    for (f, v) in hv.iter() {
+        if fields {
+            ctx.out.bulk(f);
+        }
+        if values {
+            ctx.out.bulk(v);
+        }
+    }
+}
+
+fn hkeys(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    getall_generic(ctx, args, true, false);
+}
+
+fn hvals(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    getall_generic(ctx, args, false, true);
+}
+
+fn hgetall(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    getall_generic(ctx, args, true, true);
+}
+
+// ---------------------------------------------------------------- HDEL
+
+/// HDEL key field [field ...] → number of fields removed; the key is
+/// deleted when its last field goes.
+fn hdel(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let key = args.get(1);
+    let (h, mut shard) = ctx.lock(key);
+    let (deleted, emptied) = match lookup(ctx, &mut shard, h, key, false) {
+        Look::Missing => (0, false),
+        Look::Wrong => {
+            drop(shard);
+            return ctx.wrongtype();
+        }
+        Look::Hash(hv) => {
+            let mut n = 0i64;
+            for i in 2..args.len() {
+                if hv.remove(args.get(i)) {
+                    n += 1;
+                    if hv.is_empty() {
+                        break;
+                    }
+                }
+            }
+            (n, hv.is_empty())
+        }
+    };
+    if emptied {
+        shard.remove(h, key);
+    }
+    drop(shard);
+    ctx.out.int(deleted);
+}
+
+// ---------------------------------------------------------------- counters
+
+/// HINCRBY key field increment → the new value. The increment is parsed
+/// first ("ERR value is not an integer or out of range"); a missing field
+/// counts as 0; a stored value that is not a canonical 64-bit integer is
+/// "ERR hash value is not an integer"; overflow is "ERR increment or
+/// decrement would overflow" (value unchanged).
+fn hincrby(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let Some(incr) = super::arg_i64(ctx, args.get(3)) else {
+        return;
+    };
+    let (key, field) = (args.get(1), args.get(2));
+    let lim = limits(ctx);
+    let (h, mut shard) = ctx.lock(key);
+    let mut fresh = HashValue::new();
+    let (hv, is_new) = match lookup(ctx, &mut shard, h, key, false) {
+        Look::Wrong => {
+            drop(shard);
+            return ctx.wrongtype();
+        }
+        Look::Hash(hv) => (hv, false),
+        Look::Missing => (&mut fresh, true),
+    };
+    let old = match hv.get(field) {
+        None => 0,
+        Some(v) => match parse_i64(v) {
+            Some(n) => n,
+            None => {
+                drop(shard);
+                return ctx.error(ERR_NOT_INT_HASH);
+            }
+        },
+    };
+    let Some(new) = old.checked_add(incr) else {
+        drop(shard);
+        return ctx.error(err::OVERFLOW);
+    };
+    let mut digits = itoa::Buffer::new();
+    hv.set(field, digits.format(new).as_bytes(), lim);
+    if is_new {
+        insert_new(ctx, &mut shard, h, key, fresh);
+    }
+    drop(shard);
+    ctx.out.int(new);
+}
+
+/// HINCRBYFLOAT key field increment → the new value as a bulk string,
+/// computed in `long double` and printed as Redis does
+/// ([`crate::ldouble::incr_by_float`]). Errors, in Redis's order: a bad
+/// increment ("ERR value is not a valid float"), an infinite one ("ERR value
+/// is NaN or Infinity"), WRONGTYPE, a stored value that is not a float
+/// ("ERR hash value is not a float"), a NaN/infinite sum ("ERR increment
+/// would produce NaN or Infinity"); nothing is written then.
+fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    use crate::ldouble::{incr_by_float, FloatError};
+    let (key, field, incr) = (args.get(1), args.get(2), args.get(3));
+    let from_zero = match incr_by_float(b"0", incr) {
+        Ok(v) => v,
+        Err(FloatError::NanOrInf) => return ctx.error(ERR_NAN_INF_ARG),
+        Err(_) => return ctx.error(err::NOT_FLOAT),
+    };
+    let lim = limits(ctx);
+    let (h, mut shard) = ctx.lock(key);
+    let mut fresh = HashValue::new();
+    let (hv, is_new) = match lookup(ctx, &mut shard, h, key, false) {
+        Look::Wrong => {
+            drop(shard);
+            return ctx.wrongtype();
+        }
+        Look::Hash(hv) => (hv, false),
+        Look::Missing => (&mut fresh, true),
+    };
+    let sum = match hv.get(field) {
+        None => from_zero,
+        Some(v) => match incr_by_float(v, incr) {
+            Ok(s) => s,
+            Err(FloatError::NanOrInf) => {
+                drop(shard);
+                return ctx.error(ERR_NAN_INF_RESULT);
+            }
+            Err(_) => {
+                drop(shard);
+                return ctx.error(ERR_NOT_FLOAT_HASH);
+            }
+        },
+    };
+    hv.set(field, &sum, lim);
+    if is_new {
+        insert_new(ctx, &mut shard, h, key, fresh);
+    }
+    drop(shard);
+    ctx.out.bulk(&sum);
+}
+
+// ---------------------------------------------------------------- HSCAN
+
+/// HSCAN key cursor [MATCH pattern] [COUNT count] → [next cursor, [field,
+/// value, ...]] (`hscanCommand` + `scanGenericCommand`).
+///
+/// The cursor is checked first ("ERR invalid cursor"), then the key (a
+/// missing key answers cursor 0 and no elements whatever the options), then
+/// the options: COUNT must be an integer ≥ 1, TYPE is not accepted for a
+/// key (syntax error). A `listpack` hash returns every pair in one call with
+/// cursor 0, as Redis does; a `hashtable` one visits buckets with the
+/// reverse-binary cursor until it has about COUNT elements (fields and
+/// values both count, as in Redis) or 10×COUNT buckets; MATCH then filters
+/// on the field.
+fn hscan(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let Some(mut cursor) = super::keys::parse_scan_cursor(args.get(2)) else {
+        return ctx.error("ERR invalid cursor");
+    };
+    let key = args.get(1);
+    let (h, mut shard) = ctx.lock(key);
+    let hv = match lookup(ctx, &mut shard, h, key, true) {
+        Look::Missing => {
+            drop(shard);
+            ctx.out.array(2);
+            ctx.out.bulk(b"0");
+            ctx.out.array(0);
+            return;
+        }
+        Look::Wrong => {
+            drop(shard);
+            return ctx.wrongtype();
+        }
+        Look::Hash(hv) => &*hv,
+    };
+    let mut count: i64 = 10;
+    let mut pat: Option<&[u8]> = None;
+    let mut i = 3;
+    while i < args.len() {
+        let o = args.get(i);
+        let has_arg = i + 1 < args.len();
+        if opt_is(o, b"count") && has_arg {
+            let Some(c) = parse_i64(args.get(i + 1)) else {
+                drop(shard);
+                return ctx.not_int();
+            };
+            if c < 1 {
+                drop(shard);
+                return ctx.syntax();
+            }
+            count = c;
+        } else if opt_is(o, b"match") && has_arg {
+            let p = args.get(i + 1);
+            pat = if p == b"*" { None } else { Some(p) };
+        } else {
+            drop(shard);
+            return ctx.syntax();
+        }
+        i += 2;
+    }
+    let mut items: Vec<(&[u8], &[u8])> = Vec::new();
+    match hv {
+        HashValue::Listpack(_) => {
+            items.extend(hv.iter());
+            cursor = 0;
+        }
+        HashValue::Table(t) => {
+            let count = count as u64;
+            let mut budget = count.saturating_mul(10);
+            loop {
+                cursor = t.scan_step(cursor, |f, v| items.push((f, v)));
+                if cursor == 0 || budget == 0 || (items.len() as u64) * 2 >= count {
+                    break;
+                }
+                budget -= 1;
+            }
+        }
+    }
+    if let Some(p) = pat {
+        items.retain(|(f, _)| glob_match(p, f, false));
+    }
+    ctx.out.array(2);
+    ctx.out.bulk(itoa::Buffer::new().format(cursor).as_bytes());
+    ctx.out.array(items.len() * 2);
+    for (f, v) in items {
+        ctx.out.bulk(f);
+        ctx.out.bulk(v);
+    }
+}
+
+// ---------------------------------------------------------------- HRANDFIELD
+
+/// HRANDFIELD key [count [WITHVALUES]] (`hrandfieldCommand`).
+///
+/// Without count: a random field (bulk), nil for a missing key. With
+/// count (parsed first: "ERR value is not an integer or out of range", and
+/// i64::MIN is "ERR value is out of range, value must between
+/// -9223372036854775807 and 9223372036854775807"; then a third argument
+/// other than WITHVALUES is a syntax error; with WITHVALUES |count| beyond
+/// LONG_MAX/2 is "ERR value is out of range"): a missing key gives an empty
+/// array; count 0 an empty array; a positive count min(count, size)
+/// distinct fields (the whole hash in its order when count ≥ size); a
+/// negative count exactly |count| fields drawn independently (repetitions
+/// possible). WITHVALUES adds each value after its field (RESP2) or makes
+/// each element a [field, value] array (RESP3). See
+/// [`HRANDFIELD_MAX_REPEATED`] for the limit on repeated sampling.
+fn hrandfield(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let key = args.get(1);
+    if args.len() >= 3 {
+        let Some(l) = parse_i64(args.get(2)) else {
+            return ctx.not_int();
+        };
+        if l == i64::MIN {
+            return ctx.error(
+                "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+            );
+        }
+        let with_values = args.len() == 4;
+        if args.len() > 4 || (with_values && !opt_is(args.get(3), b"withvalues")) {
+            return ctx.syntax();
+        }
+        if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
+            return ctx.error(ERR_OUT_OF_RANGE);
+        }
+        return hrandfield_count(ctx, key, l, with_values);
+    }
+    let (h, mut shard) = ctx.lock(key);
+    match lookup(ctx, &mut shard, h, key, true) {
+        Look::Missing => ctx.out.null(),
+        Look::Wrong => {
+            drop(shard);
+            ctx.wrongtype()
+        }
+        Look::Hash(hv) => match hv.random_pair(rand_u64) {
+            Some((f, _)) => ctx.out.bulk(f),
+            None => ctx.out.null(),
+        },
+    }
+}
+
+/// Picks `k` distinct indexes out of `0..n` (k < n) by a partial
+/// Fisher-Yates shuffle.
+fn distinct_indexes(n: usize, k: usize) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..n).collect();
+    for i in 0..k {
+        let j = i + (rand_u64() % (n - i) as u64) as usize;
+        idx.swap(i, j);
+    }
+    idx.truncate(k);
+    idx
+}
+
+/// HRANDFIELD with a count (`hrandfieldWithCountCommand`).
+fn hrandfield_count(ctx: &mut Ctx<'_>, key: &[u8], l: i64, with_values: bool) {
+    let (h, mut shard) = ctx.lock(key);
+    let hv = match lookup(ctx, &mut shard, h, key, true) {
+        Look::Missing => {
+            drop(shard);
+            return ctx.out.array(0);
+        }
+        Look::Wrong => {
+            drop(shard);
+            return ctx.wrongtype();
+        }
+        Look::Hash(hv) => &*hv,
+    };
+    let count = l.unsigned_abs();
+    let uniq = l >= 0;
+    if count == 0 {
+        drop(shard);
+        return ctx.out.array(0);
+    }
+    let header = |ctx: &mut Ctx<'_>, n: usize| {
+        if with_values && !ctx.out.resp3 {
+            ctx.out.array(n * 2);
+        } else {
+            ctx.out.array(n);
+        }
+    };
+    // CASE 1: repetitions allowed (or a single element).
+    if !uniq || count == 1 {
+        if count > HRANDFIELD_MAX_REPEATED {
+            drop(shard);
+            return ctx.error(ERR_OUT_OF_RANGE);
+        }
+        let count = count as usize;
+        header(ctx, count);
+        match hv {
+            HashValue::Listpack(_) => {
+                let all: Vec<(&[u8], &[u8])> = hv.iter().collect();
+                for _ in 0..count {
+                    let (f, v) = all[(rand_u64() % all.len() as u64) as usize];
+                    reply_pair(ctx, f, v, with_values);
+                }
+            }
+            HashValue::Table(t) => {
+                for _ in 0..count {
+                    let (f, v) = t.random_pair(rand_u64).expect("non-empty hash");
+                    reply_pair(ctx, f, v, with_values);
+                }
+            }
+        }
+        return;
+    }
+    let size = hv.len();
+    // CASE 2: the whole hash, in its order.
+    if count >= size as u64 {
+        header(ctx, size);
+        for (f, v) in hv.iter() {
+            reply_pair(ctx, f, v, with_values);
+        }
+        return;
+    }
+    let count = count as usize;
+    header(ctx, count);
+    match hv {
+        // A listpack, or a table not much bigger than count: pick distinct
+        // positions; a listpack replies them in its own order as Redis's
+        // lpRandomPairsUnique does.
+        HashValue::Listpack(_) => {
+            let all: Vec<(&[u8], &[u8])> = hv.iter().collect();
+            let mut idx = distinct_indexes(all.len(), count);
+            idx.sort_unstable();
+            for i in idx {
+                reply_pair(ctx, all[i].0, all[i].1, with_values);
+            }
+        }
+        HashValue::Table(t) if count * 3 > size => {
+            let all: Vec<(&[u8], &[u8])> = t.iter().collect();
+            for i in distinct_indexes(all.len(), count) {
+                reply_pair(ctx, all[i].0, all[i].1, with_values);
+            }
+        }
+        // A big table: sample until `count` distinct fields.
+        HashValue::Table(t) => {
+            let mut seen: std::collections::HashSet<&[u8], foldhash::fast::RandomState> =
+                std::collections::HashSet::with_capacity_and_hasher(count, Default::default());
+            while seen.len() < count {
+                let (f, v) = t.random_pair(rand_u64).expect("non-empty hash");
+                if seen.insert(f) {
+                    reply_pair(ctx, f, v, with_values);
+                }
+            }
+        }
+    }
+}

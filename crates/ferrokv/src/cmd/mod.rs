@@ -201,6 +201,9 @@ pub struct Command {
     pub handler: Handler,
     /// Subcommands (CONFIG GET, CLIENT LIST, ...).
     pub subcommands: &'static [Command],
+    /// Key-spec flags COMMAND INFO reports (`RW`, `insert`, ...); empty =
+    /// derived from the command flags.
+    pub key_flags: &'static [&'static str],
 }
 
 fn no_handler(ctx: &mut Ctx<'_>, _: &Args<'_>) {
@@ -232,6 +235,7 @@ pub const fn cmd(
         tips: &[],
         handler,
         subcommands: &[],
+        key_flags: &[],
     }
 }
 
@@ -262,6 +266,13 @@ impl Command {
     /// call without a subcommand (COMMAND).
     pub const fn subs(mut self, subs: &'static [Command]) -> Self {
         self.subcommands = subs;
+        self
+    }
+
+    /// Sets the key-spec flags COMMAND INFO reports (Redis declares them
+    /// per command, e.g. HSETNX's key is `RW insert`).
+    pub const fn key_flags(mut self, f: &'static [&'static str]) -> Self {
+        self.key_flags = f;
         self
     }
 

@@ -496,7 +496,9 @@ fn config_help(ctx: &mut Ctx<'_>, _: &Args<'_>) {
 /// keys are `RO access`, a write command's `RW update` (Redis declares them
 /// per command; e.g. DEL's are `RM delete`).
 fn key_spec_flags(c: &Command) -> &'static [&'static str] {
-    if c.flags & flags::WRITE != 0 {
+    if !c.key_flags.is_empty() {
+        c.key_flags
+    } else if c.flags & flags::WRITE != 0 {
         &["RW", "update"]
     } else {
         &["RO", "access"]
@@ -1357,6 +1359,7 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
     let (refcount, serialized): (u64, u64) = match &e.value {
         Value::Str(StrValue::Int(i)) if (0..10000).contains(i) => (2147483647, 2),
         Value::Str(sv) => (1, rdb_string_len(sv)),
+        Value::Hash(hv) => (1, hv.serialized_len() as u64),
         #[allow(unreachable_patterns)]
         _ => (1, e.value.mem_usage() as u64),
     };
