@@ -627,6 +627,21 @@ pub fn execute(
     };
     (c.handler)(&mut ctx, args);
     let failed = ctx.failed;
+    if !failed
+        && c.flags & flags::WRITE != 0
+        && c.acl & acl::LIST == 0
+        && crate::db::blocking::any_waiters()
+    {
+        // Keys created by commands outside the list family (RENAME, COPY,
+        // MOVE, SWAPDB...) may serve blocked clients (db/blocking.rs).
+        let keys: Vec<&[u8]> = c
+            .key_positions(args.len())
+            .into_iter()
+            .map(|i| args.get(i))
+            .collect();
+        let all = matches!(c.name, "move" | "swapdb" | "copy");
+        crate::db::blocking::signal_after_command(server, client.db, &keys, all, now);
+    }
     let us = start.elapsed().as_micros() as u64;
     let cs = &stats.cmds[id];
     bump(&cs.calls, 1);

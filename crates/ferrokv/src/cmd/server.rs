@@ -968,7 +968,11 @@ fn info_clients(ctx: &Ctx<'_>, s: &mut Section) {
     s.kv("maxclients", srv.live.maxclients.load(Ordering::Relaxed));
     s.kv("client_recent_max_input_buffer", max_in);
     s.kv("client_recent_max_output_buffer", max_out);
-    s.kv("blocked_clients", 0);
+    let blocked = clients
+        .iter()
+        .filter(|c| c.blocked.lock().is_some())
+        .count();
+    s.kv("blocked_clients", blocked);
     s.kv("tracking_clients", 0);
     s.kv("clients_in_timeout_table", 0);
 }

@@ -29,6 +29,9 @@ impl HashValue {
     }
     /// Approximate heap bytes used.
     pub fn mem_usage(&self) -> usize {
-        self.fields.iter().map(|(f, v)| f.capacity() + v.capacity() + 48).sum()
+        self.fields
+            .iter()
+            .map(|(f, v)| f.capacity() + v.capacity() + 48)
+            .sum()
     }
 }

@@ -2,6 +2,7 @@
 //! ([`keyspace`]), the hash table behind it ([`dict`]) and stored values
 //! ([`value`]).
 
+pub mod blocking;
 pub mod dict;
 pub mod hash;
 pub mod keyspace;
@@ -11,8 +12,8 @@ pub mod value;
 pub mod zset;
 
 pub use dict::{hash_key, Dict};
-pub use keyspace::{Db, KeyLocks, Keyspace, Shard};
 pub use hash::HashValue;
+pub use keyspace::{Db, KeyLocks, Keyspace, Shard};
 pub use list::ListValue;
 pub use set::SetValue;
 pub use value::{Entry, StrValue, Value};
