@@ -41,7 +41,6 @@ const PENDING: &[(&str, &str)] = &[
         "018-multi-queue-time-errors",
         "transactions (MULTI/EXEC/WATCH) and lists",
     ),
-    ("021-error-reply-texts", "lists family (LPUSH)"),
     (
         "024-srandmember-negative-count",
         "sets family (SADD, SRANDMEMBER)",

@@ -396,7 +396,7 @@ fn rpushx(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 
 /// LPOP / RPOP key [count]. Without count: the element or a null bulk.
 /// With count (parsed first: "value is out of range, must be positive"
-/// when negative): an array of up to count elements, a null array when the
+/// when negative or not an integer): an array of up to count elements, a null array when the
 /// key is missing (`*-1` / RESP3 `_`) and an empty array for count 0 on an
 /// existing list, as Redis 7.0's popGenericCommand. More than one extra
 /// argument is a wrong-number-of-arguments error.
@@ -409,9 +409,8 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, end: End) {
     }
     let count = if args.len() == 3 {
         match crate::util::parse_i64(args.get(2)) {
-            None => return ctx.not_int(),
-            Some(n) if n < 0 => return ctx.error("ERR value is out of range, must be positive"),
-            Some(n) => Some(n as u64),
+            Some(n) if n >= 0 => Some(n as u64),
+            _ => return ctx.error("ERR value is out of range, must be positive"),
         }
     } else {
         None
@@ -581,7 +580,8 @@ fn lindex(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 }
 
 /// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]: options
-/// parsed first with Redis's errors (RANK 0, negative COUNT / MAXLEN, a
+/// parsed first with Redis's errors (RANK 0; "COUNT can't be negative" /
+/// "MAXLEN can't be negative" for a negative or non-integer value; a
 /// missing value or unknown option is a syntax error). Without COUNT: the
 /// first matching index or null; with COUNT: an array of up to COUNT
 /// indexes (0 = all), an empty array when the key is missing. A negative
@@ -603,21 +603,15 @@ fn lpos(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             }
             rank = r;
         } else if opt.eq_ignore_ascii_case(b"count") && has_next {
-            let Some(c) = arg_long(ctx, args.get(j + 1)) else {
-                return;
-            };
-            if c < 0 {
-                return ctx.error("ERR COUNT can't be negative");
+            match crate::util::parse_i64(args.get(j + 1)) {
+                Some(c) if c >= 0 => count = Some(c),
+                _ => return ctx.error("ERR COUNT can't be negative"),
             }
-            count = Some(c);
         } else if opt.eq_ignore_ascii_case(b"maxlen") && has_next {
-            let Some(m) = arg_long(ctx, args.get(j + 1)) else {
-                return;
-            };
-            if m < 0 {
-                return ctx.error("ERR MAXLEN can't be negative");
+            match crate::util::parse_i64(args.get(j + 1)) {
+                Some(m) if m >= 0 => maxlen = m,
+                _ => return ctx.error("ERR MAXLEN can't be negative"),
             }
-            maxlen = m;
         } else {
             return ctx.syntax();
         }
@@ -641,7 +635,13 @@ fn lpos(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 None => 1,
             };
             // Matches to skip before reporting (RANK), from the chosen end.
-            let mut skip = rank.unsigned_abs() - 1;
+            // RANK i64::MIN negates to itself in Redis (signed overflow) and
+            // then acts as -1.
+            let mut skip = if rank == i64::MIN {
+                0
+            } else {
+                rank.unsigned_abs() - 1
+            };
             let limit = if maxlen == 0 {
                 usize::MAX
             } else {
