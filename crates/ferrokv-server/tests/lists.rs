@@ -1046,3 +1046,35 @@ fn diff_long_lists() {
         p.check_line("LRANGE big 0 -1");
     }
 }
+
+#[test]
+fn swapdb_and_move_serve_waiters_and_idle_timeout_spares_blocked() {
+    let srv = Server::start(&["--timeout", "1", "--enable-debug-command", "yes"]);
+    let mut ctl = srv.raw();
+    let mut a = srv.raw();
+    a.send_cmd(&[b"BLPOP", b"w", b"0"]);
+    wait_blocked(&mut ctl, 1);
+    // Blocked clients are not closed by the idle timeout (Redis's
+    // clientsCronHandleTimeout skips them).
+    std::thread::sleep(Duration::from_millis(2500));
+    let mut ctl = srv.raw(); // the idle control connection was closed
+    wait_blocked(&mut ctl, 1);
+    ctl.cmds("SELECT 1");
+    ctl.cmds("RPUSH w x y");
+    assert_eq!(ctl.cmds("SWAPDB 0 1"), b"+OK\r\n");
+    assert_eq!(a.reply(), b"*2\r\n$1\r\nw\r\n$1\r\nx\r\n");
+    // MOVE into the waited database.
+    a.send_cmd(&[b"BLPOP", b"m", b"0"]);
+    wait_blocked(&mut ctl, 1);
+    ctl.cmds("RPUSH m z");
+    assert_eq!(ctl.cmds("MOVE m 0"), b":1\r\n");
+    assert_eq!(a.reply(), b"*2\r\n$1\r\nm\r\n$1\r\nz\r\n");
+    // DEBUG OBJECT shows the quicklist details.
+    ctl.cmds("RPUSH dl a b c");
+    let d = s(&ctl.cmds("DEBUG OBJECT dl"));
+    assert!(d.contains("encoding:quicklist"), "{d}");
+    assert!(
+        d.contains("ql_nodes:1 ql_avg_node:3.00 ql_listpack_max:-2"),
+        "{d}"
+    );
+}

@@ -1361,6 +1361,7 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
     let (refcount, serialized): (u64, u64) = match &e.value {
         Value::Str(StrValue::Int(i)) if (0..10000).contains(i) => (2147483647, 2),
         Value::Str(sv) => (1, rdb_string_len(sv)),
+        Value::List(l) => (1, l.packed_bytes() as u64),
         #[allow(unreachable_patterns)]
         _ => (1, e.value.mem_usage() as u64),
     };
@@ -1371,7 +1372,7 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
     } else {
         clock + (1 << 24) - lru
     };
-    let line = format!(
+    let mut line = format!(
         "Value at:{:p} refcount:{} encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
         e as *const _,
         refcount,
@@ -1380,6 +1381,17 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
         lru,
         idle
     );
+    if let Value::List(l) = &e.value {
+        // Redis 7.0's quicklist details (debug.c); node sizes are ours.
+        let nodes = l.node_count();
+        line.push_str(&format!(
+            " ql_nodes:{} ql_avg_node:{:.2} ql_listpack_max:{} ql_compressed:0 ql_uncompressed_size:{}",
+            nodes,
+            l.len() as f64 / nodes.max(1) as f64,
+            ctx.server.live.list_max_listpack_size.load(Ordering::Relaxed),
+            l.packed_bytes()
+        ));
+    }
     drop(shard);
     ctx.out.simple(&line);
 }
