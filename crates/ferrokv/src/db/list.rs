@@ -398,8 +398,17 @@ impl ListValue {
             End::Right => self.nodes.back().is_none_or(|n| !fits(n)),
         };
         if need_new {
+            // A list that already fills a node is likely to fill the next
+            // one too: allocate it at the node limit at once (no growth by
+            // doubling, which leaves freed blocks behind); a small list's
+            // first node grows as needed.
+            let cap = if self.nodes.is_empty() || max_count < usize::MAX {
+                size.max(64)
+            } else {
+                size.max(max_bytes)
+            };
             let node = Node {
-                buf: Vec::with_capacity(size.max(64)),
+                buf: Vec::with_capacity(cap),
                 count: 0,
             };
             match end {
