@@ -26,7 +26,6 @@ const PENDING: &[(&str, &str)] = &[
         "018-multi-queue-time-errors",
         "transactions (MULTI/EXEC/WATCH) and lists",
     ),
-    ("021-error-reply-texts", "lists family (LPUSH)"),
     (
         "025-ping-in-subscribed-mode",
         "pub/sub family (SUBSCRIBE, subscribed-mode PING)",
@@ -34,10 +33,6 @@ const PENDING: &[(&str, &str)] = &[
     (
         "026-resp3-pubsub-push",
         "pub/sub family (SUBSCRIBE, PSUBSCRIBE, PUBLISH)",
-    ),
-    (
-        "029-empty-aggregates-for-missing-keys",
-        "lists (LRANGE) — hashes, sets and sorted sets done",
     ),
 ];
 

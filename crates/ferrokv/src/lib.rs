@@ -162,7 +162,12 @@ async fn cron(server: Arc<Server>) {
             if timeout > 0 {
                 let now = util::now_ms();
                 for c in server.clients.all() {
-                    if !c.monitor.load(Ordering::Relaxed) && c.idle_secs(now) > timeout {
+                    // Blocked clients (BLPOP...) are exempt, as in Redis's
+                    // clientsCronHandleTimeout.
+                    if !c.monitor.load(Ordering::Relaxed)
+                        && c.blocked.lock().is_none()
+                        && c.idle_secs(now) > timeout
+                    {
                         c.kill();
                     }
                 }

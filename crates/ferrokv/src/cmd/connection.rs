@@ -94,6 +94,12 @@ static CLIENT_SUBS: &[Command] = &[
         "Controls whether commands sent by the client will alter the LRU/LFU of the keys they access.",
         "O(1)",
     ),
+    sub("client|unblock", -3, CLIENT_ADMIN, client_unblock).doc(
+        "connection",
+        "5.0.0",
+        "Unblock a client blocked in a blocking command from a different connection",
+        "O(log N) where N is the number of client connections",
+    ),
     sub("client|help", 2, LOADING | STALE, client_help).doc(
         "connection",
         "5.0.0",
@@ -359,6 +365,46 @@ fn reset(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
         i.user.clear();
     }
     ctx.out.simple("RESET");
+}
+
+/// CLIENT UNBLOCK client-id [TIMEOUT|ERROR]: wakes a client blocked on
+/// keys (BLPOP...) as if its timeout expired (TIMEOUT, the default) or with
+/// "-UNBLOCKED client unblocked via CLIENT UNBLOCK" (ERROR). :1 when the
+/// client was blocked, else :0. Errors as Redis 7.0's clientCommand: a
+/// non-integer id is "value is not an integer or out of range", another
+/// reason "CLIENT UNBLOCK reason should be TIMEOUT or ERROR".
+fn client_unblock(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let Some(id) = super::arg_i64(ctx, args.get(2)) else {
+        return;
+    };
+    let error = if args.len() == 4 {
+        let r = args.get(3);
+        if r.eq_ignore_ascii_case(b"timeout") {
+            false
+        } else if r.eq_ignore_ascii_case(b"error") {
+            true
+        } else {
+            return ctx.error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+        }
+    } else if args.len() == 3 {
+        false
+    } else {
+        return ctx.error(
+            "ERR unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP.",
+        );
+    };
+    let target = u64::try_from(id)
+        .ok()
+        .and_then(|id| ctx.server.clients.get(id));
+    let waiter = target.and_then(|h| h.blocked.lock().clone());
+    match waiter {
+        Some(w) if w.claim() => {
+            use crate::db::blocking::Wake;
+            w.wake(if error { Wake::Error } else { Wake::Timeout });
+            ctx.out.int(1);
+        }
+        _ => ctx.out.int(0),
+    }
 }
 
 /// CLIENT ID.
@@ -703,6 +749,8 @@ const CLIENT_HELP: &[&str] = &[
     "    Control the replies sent to the current connection.",
     "SETNAME <name>",
     "    Assign the name <name> to the current connection.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
     "SETINFO <option> <value>",
     "    Set client meta attr. Options are:",
     "    * LIB-NAME: the client lib name.",

@@ -655,6 +655,21 @@ pub fn execute(
     let failed = ctx.failed;
     let end_us = crate::util::now_us();
     ctx.client.clock_us = end_us;
+    if !failed
+        && c.flags & flags::WRITE != 0
+        && c.acl & acl::LIST == 0
+        && crate::db::blocking::any_waiters()
+    {
+        // Keys created by commands outside the list family (RENAME, COPY,
+        // MOVE, SWAPDB...) may serve blocked clients (db/blocking.rs).
+        let keys: Vec<&[u8]> = c
+            .key_positions(args.len())
+            .into_iter()
+            .map(|i| args.get(i))
+            .collect();
+        let all = matches!(c.name, "move" | "swapdb" | "copy");
+        crate::db::blocking::signal_after_command(server, client.db, &keys, all, now);
+    }
     let us = end_us.saturating_sub(start_us);
     let cs = &stats.cmds[id];
     bump(&cs.calls, 1);

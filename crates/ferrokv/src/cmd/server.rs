@@ -970,7 +970,11 @@ fn info_clients(ctx: &Ctx<'_>, s: &mut Section) {
     s.kv("maxclients", srv.live.maxclients.load(Ordering::Relaxed));
     s.kv("client_recent_max_input_buffer", max_in);
     s.kv("client_recent_max_output_buffer", max_out);
-    s.kv("blocked_clients", 0);
+    let blocked = clients
+        .iter()
+        .filter(|c| c.blocked.lock().is_some())
+        .count();
+    s.kv("blocked_clients", blocked);
     s.kv("tracking_clients", 0);
     s.kv("clients_in_timeout_table", 0);
 }
@@ -1360,6 +1364,7 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
         Value::Str(StrValue::Int(i)) if (0..10000).contains(i) => (2147483647, 2),
         Value::Str(sv) => (1, rdb_string_len(sv)),
         Value::Hash(hv) => (1, hv.serialized_len() as u64),
+        Value::List(l) => (1, l.packed_bytes() as u64),
         #[allow(unreachable_patterns)]
         _ => (1, e.value.mem_usage() as u64),
     };
@@ -1370,7 +1375,7 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
     } else {
         clock + (1 << 24) - lru
     };
-    let line = format!(
+    let mut line = format!(
         "Value at:{:p} refcount:{} encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
         e as *const _,
         refcount,
@@ -1379,6 +1384,17 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
         lru,
         idle
     );
+    if let Value::List(l) = &e.value {
+        // Redis 7.0's quicklist details (debug.c); node sizes are ours.
+        let nodes = l.node_count();
+        line.push_str(&format!(
+            " ql_nodes:{} ql_avg_node:{:.2} ql_listpack_max:{} ql_compressed:0 ql_uncompressed_size:{}",
+            nodes,
+            l.len() as f64 / nodes.max(1) as f64,
+            ctx.server.live.list_max_listpack_size.load(Ordering::Relaxed),
+            l.packed_bytes()
+        ));
+    }
     drop(shard);
     ctx.out.simple(&line);
 }

@@ -14,6 +14,7 @@
 //! key first, so no command sees one) and active ([`Keyspace::active_expire_cycle`],
 //! modelled on Redis's `activeExpireCycle` in expire.c).
 
+use super::blocking::BlockedKeys;
 use super::dict::{hash_key, Dict};
 use super::value::Entry;
 use crate::util::rand_u64;
@@ -45,6 +46,10 @@ pub struct Shard {
     volatile: KeySet,
     /// Keys deleted by lazy expiry since the counter was last drained.
     expired: u64,
+    /// Clients blocked on keys of this shard (BLPOP...), per key, FIFO.
+    /// They stay with the shard's position, not its data: SWAPDB and
+    /// FLUSH* leave them in place.
+    pub blocked: BlockedKeys,
 }
 
 impl Shard {
@@ -135,6 +140,7 @@ impl Shard {
             dict: std::mem::take(&mut self.dict),
             volatile: std::mem::take(&mut self.volatile),
             expired: 0,
+            blocked: BlockedKeys::default(),
         }
     }
 
@@ -291,7 +297,11 @@ impl Keyspace {
             .iter()
             .map(|&(d, s)| self.dbs[d].shards[s].lock())
             .collect();
-        KeyLocks { ids, guards }
+        KeyLocks {
+            ks: self,
+            ids,
+            guards,
+        }
     }
 
     /// Swaps the contents of two databases atomically (SWAPDB).
@@ -303,7 +313,10 @@ impl Keyspace {
         let mut ga = self.dbs[lo].lock_all();
         let mut gb = self.dbs[hi].lock_all();
         for (x, y) in ga.iter_mut().zip(gb.iter_mut()) {
-            std::mem::swap(&mut **x, &mut **y);
+            // Data moves, blocked clients stay with their database.
+            std::mem::swap(&mut x.dict, &mut y.dict);
+            std::mem::swap(&mut x.volatile, &mut y.volatile);
+            std::mem::swap(&mut x.expired, &mut y.expired);
         }
     }
 
@@ -354,6 +367,7 @@ impl Keyspace {
 /// Guards over several shards, possibly of several databases, taken in
 /// global order by [`Keyspace::lock_keys`].
 pub struct KeyLocks<'a> {
+    ks: &'a Keyspace,
     ids: Vec<(usize, usize)>,
     guards: Vec<MutexGuard<'a, Shard>>,
 }
@@ -380,5 +394,39 @@ impl<'a> KeyLocks<'a> {
             .binary_search(&(db, shard_index(h)))
             .expect("shard locked by lock_keys");
         &self.guards[i]
+    }
+
+    /// True when the shard of key hash `h` in database `db` is held.
+    #[inline]
+    pub fn holds(&self, db: usize, h: u64) -> bool {
+        self.ids.binary_search(&(db, shard_index(h))).is_ok()
+    }
+
+    /// Adds the shard of key hash `h` in database `db` to the held set
+    /// without risking a deadlock: waits for it when it sorts after every
+    /// shard held (the global order), else only tries. Returns true when the
+    /// shard is held afterwards (used by blocked-client serving, see
+    /// db/blocking.rs).
+    pub fn acquire(&mut self, db: usize, h: u64) -> bool {
+        let id = (db, shard_index(h));
+        match self.ids.binary_search(&id) {
+            Ok(_) => true,
+            Err(pos) => {
+                let m = &self.ks.dbs[db].shards[id.1];
+                let g = if pos == self.ids.len() {
+                    Some(m.lock())
+                } else {
+                    m.try_lock()
+                };
+                match g {
+                    Some(g) => {
+                        self.ids.insert(pos, id);
+                        self.guards.insert(pos, g);
+                        true
+                    }
+                    None => false,
+                }
+            }
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! ([`keyspace`]), the hash table behind it ([`dict`]) and stored values
 //! ([`value`]).
 
+pub mod blocking;
 pub mod dict;
 pub mod hash;
 pub mod keyspace;

@@ -67,6 +67,10 @@ pub struct ClientHandle {
     pub monitor: AtomicBool,
     /// Shared facts.
     pub info: Mutex<ClientInfo>,
+    /// The client's registration while it is blocked on keys (BLPOP...):
+    /// CLIENT UNBLOCK wakes it through this, CLIENT LIST shows flag `b`,
+    /// INFO counts it in blocked_clients.
+    pub blocked: Mutex<Option<Arc<crate::db::blocking::Waiter>>>,
 }
 
 impl ClientHandle {
@@ -94,6 +98,9 @@ impl ClientHandle {
         // Flag letters set by other families (O, P, x, b...), then the ones
         // known here, in Redis's order; N when none.
         let mut flags = i.flags.clone();
+        if self.blocked.lock().is_some() {
+            flags.push('b');
+        }
         if self.unix {
             flags.push('U');
         }

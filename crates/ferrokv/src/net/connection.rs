@@ -49,6 +49,25 @@ pub struct Client {
     pub clock_us: u64,
     /// Set by MONITOR: the receiver of the monitor feed.
     pub monitor_rx: Option<tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>>,
+    /// Set by a blocking command (BLPOP...) that registered a waiter instead
+    /// of replying: the connection stops executing commands and waits for
+    /// the wake-up, the timeout or the socket closing.
+    pub blocked: Option<Blocked>,
+    /// When set (inside MULTI/EXEC, scripts), blocking commands must not
+    /// block: they behave as their non-blocking forms and reply null when
+    /// there is nothing to pop (Redis's CLIENT_DENY_BLOCKING).
+    pub deny_blocking: bool,
+}
+
+/// A client waiting on keys: its waiter, where the wake-up arrives and the
+/// deadline (None = forever).
+pub struct Blocked {
+    /// The registration (in the key queues and in the client handle).
+    pub waiter: Arc<crate::db::blocking::Waiter>,
+    /// Receives the served reply or a CLIENT UNBLOCK.
+    pub rx: tokio::sync::oneshot::Receiver<crate::db::blocking::Wake>,
+    /// When the wait times out.
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl Client {
@@ -65,6 +84,8 @@ impl Client {
             last_top: usize::MAX,
             clock_us: crate::util::now_us(),
             monitor_rx: None,
+            blocked: None,
+            deny_blocking: false,
         }
     }
 }
@@ -83,11 +104,16 @@ where
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = Out::new();
     let ncmds = cmd::table().all.len();
+    // Set after a blocked command was answered: commands already buffered
+    // run before the next read.
+    let mut resume = false;
     'conn: loop {
         if rbuf.capacity() - rbuf.len() < 1024 {
             rbuf.reserve(READ_CHUNK);
         }
-        let read = if client.monitor_rx.is_some() {
+        let read = if std::mem::take(&mut resume) {
+            Ok(1)
+        } else if client.monitor_rx.is_some() {
             match monitor_wait(&mut rd, &mut wr, &mut client, &mut rbuf).await {
                 MonitorEvent::Fed => continue,
                 MonitorEvent::Gone => break,
@@ -123,7 +149,7 @@ where
                         }
                     }
                     consumed += n;
-                    if client.close_after_reply {
+                    if client.close_after_reply || client.blocked.is_some() {
                         break;
                     }
                 }
@@ -179,6 +205,24 @@ where
         if client.close_after_reply || server.shutting_down.load(Ordering::Relaxed) {
             break;
         }
+        if let Some(b) = client.blocked.take() {
+            match block_wait(&server, &handle, &mut rd, &mut rbuf, b, &mut out).await {
+                true => {
+                    update_info(&client, &rbuf, &out);
+                    bump(&server.stats.local(ncmds).net_out, out.buf.len() as u64);
+                    if wr.write_all(&out.buf).await.is_err() {
+                        break 'conn;
+                    }
+                    out.buf.clear();
+                    resume = true;
+                }
+                false => break 'conn,
+            }
+        }
+    }
+    if let Some(b) = client.blocked.take() {
+        b.waiter.claim();
+        finish_block(&server, &b.waiter);
     }
     let _ = wr.shutdown().await;
     client.leave_monitor(&server);
@@ -197,6 +241,82 @@ fn update_info(client: &Client, rbuf: &BytesMut, out: &Out) {
             i.last_cmd.push_str(c.name);
         }
     }
+}
+
+/// Removes a finished waiter from its key queues and from the client
+/// handle.
+fn finish_block(server: &Server, w: &Arc<crate::db::blocking::Waiter>) {
+    crate::db::blocking::unregister(&server.keyspace, w);
+    let h = server.clients.get(w.client_id);
+    if let Some(h) = h {
+        h.blocked.lock().take();
+    }
+}
+
+/// Waits while the client is blocked on keys: for the served reply (or a
+/// CLIENT UNBLOCK), the deadline, or the socket closing. Input that arrives
+/// meanwhile stays buffered in `rbuf`. Writes the reply into `out` and
+/// returns true, or returns false when the connection is gone (the waiter
+/// is then removed, leaving nothing behind).
+async fn block_wait<R>(
+    server: &Server,
+    handle: &ClientHandle,
+    rd: &mut R,
+    rbuf: &mut BytesMut,
+    mut b: Blocked,
+    out: &mut Out,
+) -> bool
+where
+    R: AsyncRead + Unpin,
+{
+    use crate::db::blocking::Wake;
+    let limit = server
+        .live
+        .client_query_buffer_limit
+        .load(Ordering::Relaxed) as usize;
+    let sleep = async {
+        match b.deadline {
+            Some(d) => tokio::time::sleep_until(d.into()).await,
+            None => std::future::pending::<()>().await,
+        }
+    };
+    tokio::pin!(sleep);
+    let wake = loop {
+        if rbuf.capacity() - rbuf.len() < 1024 {
+            rbuf.reserve(READ_CHUNK);
+        }
+        tokio::select! {
+            w = &mut b.rx => break w.ok(),
+            _ = &mut sleep => {
+                if b.waiter.claim() {
+                    break Some(Wake::Timeout);
+                }
+                // Served just before the deadline: the reply is on its way.
+                break (&mut b.rx).await.ok();
+            }
+            r = rd.read_buf(rbuf) => {
+                let gone = !matches!(r, Ok(n) if n > 0)
+                    || handle.killed.load(Ordering::Relaxed)
+                    || rbuf.len() > limit;
+                if gone {
+                    b.waiter.claim();
+                    finish_block(server, &b.waiter);
+                    return false;
+                }
+            }
+        }
+    };
+    finish_block(server, &b.waiter);
+    match wake {
+        Some(Wake::Served(bytes)) => out.buf.extend_from_slice(&bytes),
+        Some(Wake::Error) => {
+            let msg = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+            out.error(msg);
+            server.stats.record_error(msg);
+        }
+        Some(Wake::Timeout) | None => out.null_array(),
+    }
+    true
 }
 
 enum MonitorEvent {
@@ -267,6 +387,7 @@ pub fn new_handle(
         last_ms: now.into(),
         killed: false.into(),
         monitor: false.into(),
+        blocked: parking_lot::Mutex::new(None),
         info: parking_lot::Mutex::new(ClientInfo {
             resp: 2,
             ..Default::default()

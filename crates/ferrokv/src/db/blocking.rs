@@ -1,0 +1,414 @@
+//! Clients blocked on keys (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP; later
+//! BZPOPMIN, BZPOPMAX, BZMPOP): the generic machinery, modelled on the
+//! behaviour of Redis's blocked.c (`blockForKeys`,
+//! `handleClientsBlockedOnKeys`, `replyToBlockedClientTimedOut`) with a
+//! multi-threaded hand-off.
+//!
+//! A [`Waiter`] records the database and keys a client waits on and a
+//! [`BlockOp`]: the type-specific code that tries to serve it from one of
+//! those keys (pop, move, ...) and encodes its reply. The waiter sits in a
+//! per-key FIFO inside the key's shard ([`BlockedKeys`], a field of
+//! [`Shard`]), so registering and serving happen under the shard lock:
+//!
+//! - the blocking command checks its keys and registers the waiter while
+//!   holding their shards, so no push can slip in between;
+//! - a command that adds data to a key (LPUSH, LMOVE's destination...)
+//!   calls [`serve`] before it releases its locks: the waiters of that key
+//!   are served first-come first-served, each one's element popped and its
+//!   reply sent through its channel, atomically with the push: no other
+//!   client can see the element in between;
+//! - a waiter on several keys (possibly in several shards) is claimed by a
+//!   small state machine (WAITING → BUSY → DONE), so exactly one key serves
+//!   it; the connection's timeout, CLIENT UNBLOCK and disconnect claim it
+//!   the same way (WAITING → DONE) and then remove it from every queue.
+//!
+//! Lock order is ascending (database, shard) everywhere. Serving a BLMOVE
+//! needs the destination's shard too: [`KeyLocks::acquire`] takes it at once
+//! when it sorts after every shard already held (blocking wait, deadlock
+//! free), else only with `try_lock`. When that fails, or when the front
+//! waiter is being served from another key by another thread, the key is
+//! *deferred*: the pusher releases its locks, then [`serve_deferred`] locks
+//! the key again together with what it needs and serves it. The only
+//! remaining window is there: between the push and the deferred serving
+//! another client may pop the new element (it is never lost or duplicated;
+//! the waiter simply keeps waiting). The same deferred path serves keys
+//! created by commands outside the list family (RENAME, COPY, MOVE,
+//! SWAPDB...), through [`signal_after_command`].
+
+use super::keyspace::{KeyLocks, Shard};
+use super::{hash_key, Keyspace};
+use crate::server::Server;
+use parking_lot::Mutex;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+const WAITING: u8 = 0;
+const BUSY: u8 = 1;
+const DONE: u8 = 2;
+
+/// How a blocked client is woken.
+#[derive(Debug)]
+pub enum Wake {
+    /// Served: the encoded reply.
+    Served(Vec<u8>),
+    /// CLIENT UNBLOCK id [TIMEOUT]: reply as on timeout.
+    Timeout,
+    /// CLIENT UNBLOCK id ERROR: "-UNBLOCKED client unblocked via CLIENT
+    /// UNBLOCK".
+    Error,
+}
+
+/// The result of one attempt to serve a waiter from a key.
+#[derive(Debug)]
+pub enum Attempt {
+    /// Served: the reply (RESP bytes in the waiter's protocol).
+    Served(Vec<u8>),
+    /// The key holds nothing for this waiter (missing, empty or of another
+    /// type): the waiter keeps waiting and so do the ones behind it.
+    NotReady,
+    /// The waiter needs a shard that could not be locked without risking a
+    /// deadlock: retry after the current locks are released.
+    Retry,
+}
+
+/// Type-specific serving code of a blocked command.
+pub trait BlockOp: Send + Sync {
+    /// Tries to serve the waiter from `key` (one of its keys, in database
+    /// `cx.db`, whose shard is held in `cx.locks`). On success the op has
+    /// applied its changes (pop, push to the destination, deletion of an
+    /// emptied key) and called [`ServeCx::signal`] for any key it added data
+    /// to.
+    fn serve(&self, cx: &mut ServeCx<'_, '_>, key: &[u8]) -> Attempt;
+}
+
+/// What a [`BlockOp`] gets to work with.
+pub struct ServeCx<'l, 'a> {
+    /// Shared server state (configuration, statistics).
+    pub server: &'a Server,
+    /// The shards held; more may be taken with [`KeyLocks::acquire`].
+    pub locks: &'l mut KeyLocks<'a>,
+    /// The waiter's database.
+    pub db: usize,
+    /// Current time, ms since the epoch (lazy expiry).
+    pub now: u64,
+    /// True when the waiter speaks RESP3.
+    pub resp3: bool,
+    work: &'l mut Vec<(usize, Box<[u8]>)>,
+}
+
+impl ServeCx<'_, '_> {
+    /// Notes that `key` of database `db` received data, so its own waiters
+    /// are served next (a BLMOVE's destination).
+    pub fn signal(&mut self, db: usize, key: &[u8]) {
+        self.work.push((db, key.into()));
+    }
+}
+
+/// A blocked client's registration.
+pub struct Waiter {
+    /// The client's id.
+    pub client_id: u64,
+    /// Database of the keys.
+    pub db: usize,
+    /// Distinct keys waited on, in the command's order.
+    pub keys: Vec<Box<[u8]>>,
+    /// RESP3 client.
+    pub resp3: bool,
+    /// The serving code.
+    pub op: Box<dyn BlockOp>,
+    state: AtomicU8,
+    tx: Mutex<Option<tokio::sync::oneshot::Sender<Wake>>>,
+}
+
+impl std::fmt::Debug for Waiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Waiter")
+            .field("client_id", &self.client_id)
+            .field("db", &self.db)
+            .field("state", &self.state.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// Number of registered waiters in the process (a fast "anyone blocked?"
+/// check for [`signal_after_command`]).
+static WAITERS: AtomicUsize = AtomicUsize::new(0);
+
+impl Waiter {
+    /// A new waiter and the receiver its wake-up arrives on. Duplicate keys
+    /// are dropped (a client waits once per key, as Redis's blockForKeys).
+    pub fn new(
+        client_id: u64,
+        db: usize,
+        keys: Vec<Box<[u8]>>,
+        resp3: bool,
+        op: Box<dyn BlockOp>,
+    ) -> (Arc<Waiter>, tokio::sync::oneshot::Receiver<Wake>) {
+        let mut uniq: Vec<Box<[u8]>> = Vec::with_capacity(keys.len());
+        for k in keys {
+            if !uniq.contains(&k) {
+                uniq.push(k);
+            }
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let w = Arc::new(Waiter {
+            client_id,
+            db,
+            keys: uniq,
+            resp3,
+            op,
+            state: AtomicU8::new(WAITING),
+            tx: Mutex::new(Some(tx)),
+        });
+        (w, rx)
+    }
+
+    /// Claims the waiter for a wake-up that is not a serve (timeout, CLIENT
+    /// UNBLOCK, disconnect). False when it was already served or claimed.
+    pub fn claim(&self) -> bool {
+        loop {
+            match self
+                .state
+                .compare_exchange(WAITING, DONE, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return true,
+                Err(DONE) => return false,
+                Err(_) => std::thread::yield_now(),
+            }
+        }
+    }
+
+    /// Sends a wake-up (after a successful [`Waiter::claim`] or serve).
+    pub fn wake(&self, w: Wake) {
+        if let Some(tx) = self.tx.lock().take() {
+            let _ = tx.send(w);
+        }
+    }
+
+    /// True once served or claimed.
+    pub fn is_done(&self) -> bool {
+        self.state.load(Ordering::Acquire) == DONE
+    }
+}
+
+/// The per-key FIFOs of waiters of one shard. Empty (one null pointer)
+/// unless some client blocks on a key of the shard.
+#[derive(Default)]
+pub struct BlockedKeys(Option<Box<WaitQueues>>);
+
+/// Key → FIFO of waiters.
+type WaitQueues = HashMap<Box<[u8]>, VecDeque<Arc<Waiter>>>;
+
+impl BlockedKeys {
+    /// True when some waiter is queued on `key`.
+    #[inline]
+    pub fn has(&self, key: &[u8]) -> bool {
+        self.0.as_ref().is_some_and(|m| m.contains_key(key))
+    }
+
+    /// Appends `w` to `key`'s queue.
+    pub fn add(&mut self, key: &[u8], w: Arc<Waiter>) {
+        self.0
+            .get_or_insert_with(Default::default)
+            .entry(key.into())
+            .or_default()
+            .push_back(w);
+        WAITERS.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Removes `w` from `key`'s queue (if present).
+    pub fn remove(&mut self, key: &[u8], w: &Arc<Waiter>) {
+        let Some(m) = self.0.as_mut() else { return };
+        if let Some(q) = m.get_mut(key) {
+            let before = q.len();
+            q.retain(|x| !Arc::ptr_eq(x, w));
+            WAITERS.fetch_sub(before - q.len(), Ordering::Relaxed);
+            if q.is_empty() {
+                m.remove(key);
+            }
+        }
+        if m.is_empty() {
+            self.0 = None;
+        }
+    }
+
+    fn front(&self, key: &[u8]) -> Option<Arc<Waiter>> {
+        self.0.as_ref()?.get(key)?.front().cloned()
+    }
+
+    fn pop_front(&mut self, key: &[u8]) {
+        let Some(m) = self.0.as_mut() else { return };
+        if let Some(q) = m.get_mut(key) {
+            if q.pop_front().is_some() {
+                WAITERS.fetch_sub(1, Ordering::Relaxed);
+            }
+            if q.is_empty() {
+                m.remove(key);
+            }
+        }
+        if m.is_empty() {
+            self.0 = None;
+        }
+    }
+
+    /// Number of keys with waiters.
+    pub fn key_count(&self) -> usize {
+        self.0.as_ref().map_or(0, |m| m.len())
+    }
+
+    /// Keys with waiters (SWAPDB re-check).
+    pub fn keys(&self) -> Vec<Box<[u8]>> {
+        self.0
+            .as_ref()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+/// Registers `w` on each of its keys. The caller holds every one of their
+/// shards (the same guards under which it found the keys empty).
+pub fn register(locks: &mut KeyLocks<'_>, w: &Arc<Waiter>) {
+    for k in &w.keys {
+        let h = hash_key(k);
+        locks.shard(w.db, h).blocked.add(k, w.clone());
+    }
+}
+
+/// Removes `w` from every queue it is in, locking one shard at a time.
+pub fn unregister(ks: &Keyspace, w: &Arc<Waiter>) {
+    for k in &w.keys {
+        let h = hash_key(k);
+        ks.db(w.db).lock(h).blocked.remove(k, w);
+    }
+}
+
+/// Keys to serve again once the current locks are released.
+pub type Deferred = Vec<(usize, Box<[u8]>)>;
+
+/// Serves the waiters of `key` (database `db`, shard held in `locks`)
+/// and, transitively, of any key their serving added data to. Keys that
+/// could not be served now are appended to `deferred`.
+pub fn serve<'a>(
+    server: &'a Server,
+    locks: &mut KeyLocks<'a>,
+    db: usize,
+    key: &[u8],
+    now: u64,
+    deferred: &mut Deferred,
+) {
+    if WAITERS.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let mut work: Vec<(usize, Box<[u8]>)> = vec![(db, key.into())];
+    while let Some((db, key)) = work.pop() {
+        let h = hash_key(&key);
+        if !locks.holds(db, h) {
+            deferred.push((db, key));
+            continue;
+        }
+        loop {
+            let Some(w) = locks.shard(db, h).blocked.front(&key) else {
+                break;
+            };
+            match w
+                .state
+                .compare_exchange(WAITING, BUSY, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Err(DONE) => {
+                    // Served from another key, timed out or unblocked: its
+                    // connection removes it from the other queues.
+                    locks.shard(db, h).blocked.pop_front(&key);
+                    continue;
+                }
+                Err(_) => {
+                    // Being served from another key by another thread.
+                    deferred.push((db, key.clone()));
+                    break;
+                }
+                Ok(_) => {}
+            }
+            let mut cx = ServeCx {
+                server,
+                locks: &mut *locks,
+                db,
+                now,
+                resp3: w.resp3,
+                work: &mut work,
+            };
+            match w.op.serve(&mut cx, &key) {
+                Attempt::Served(reply) => {
+                    w.state.store(DONE, Ordering::Release);
+                    locks.shard(db, h).blocked.pop_front(&key);
+                    w.wake(Wake::Served(reply));
+                }
+                Attempt::NotReady => {
+                    w.state.store(WAITING, Ordering::Release);
+                    break;
+                }
+                Attempt::Retry => {
+                    w.state.store(WAITING, Ordering::Release);
+                    deferred.push((db, key.clone()));
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Serves deferred keys after the caller released its locks, retrying
+/// (and yielding) until no key is left to serve.
+pub fn serve_deferred(server: &Server, mut deferred: Deferred, now: u64) {
+    let mut rounds = 0u32;
+    while !deferred.is_empty() {
+        let batch = std::mem::take(&mut deferred);
+        for (db, key) in batch {
+            let h = hash_key(&key);
+            let mut locks = server.keyspace.lock_keys(&[(db, h)]);
+            serve(server, &mut locks, db, &key, now, &mut deferred);
+        }
+        rounds += 1;
+        if !deferred.is_empty() {
+            if rounds > 64 {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// True when some client is blocked somewhere in the process.
+#[inline]
+pub fn any_waiters() -> bool {
+    WAITERS.load(Ordering::Relaxed) > 0
+}
+
+/// After a write command outside the blocking-aware families: serves the
+/// waiters of the keys it may have created. `keys` are the command's key
+/// arguments in database `db`; `all` asks for every key with waiters in
+/// every database (MOVE, SWAPDB, COPY ... DB, FLUSH*, where data can
+/// appear in another database). Not atomic with the command itself (see
+/// the module documentation).
+pub fn signal_after_command(server: &Server, db: usize, keys: &[&[u8]], all: bool, now: u64) {
+    if !any_waiters() {
+        return;
+    }
+    let mut deferred: Deferred = keys.iter().map(|k| (db, Box::from(*k))).collect();
+    if all {
+        for d in 0..server.keyspace.db_count() {
+            for i in 0..super::keyspace::SHARDS {
+                let ks = server.keyspace.db(d).shard_at(i).lock().blocked.keys();
+                deferred.extend(ks.into_iter().map(|k| (d, k)));
+            }
+        }
+    }
+    serve_deferred(server, deferred, now);
+}
+
+/// Convenience for callers that hold a single shard guard and a key they
+/// pushed to: whether any waiter could be interested (cheap check).
+#[inline]
+pub fn shard_has_waiters(shard: &Shard, key: &[u8]) -> bool {
+    shard.blocked.has(key)
+}
