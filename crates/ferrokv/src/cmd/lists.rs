@@ -371,7 +371,7 @@ fn push_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, end: End, xx: bool) {
                 l.push(end, v, fill);
             }
             let n = l.len();
-            shard.insert(h, key, Entry::new(Value::List(l), now));
+            shard.insert(h, key, Entry::new(Value::List(Box::new(l)), now));
             n
         }
     };
@@ -899,7 +899,7 @@ fn move_locked(
         _ => {
             let mut l = ListValue::new();
             l.push(to, &v, fill);
-            shard.insert(hd, dst, Entry::new(Value::List(l), now));
+            shard.insert(hd, dst, Entry::new(Value::List(Box::new(l)), now));
         }
     }
     MoveResult::Moved(v)

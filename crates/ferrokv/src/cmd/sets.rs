@@ -247,7 +247,7 @@ fn store_result(ctx: &mut Ctx<'_>, mut locks: KeyLocks<'_>, dst: &[u8], hd: u64,
     let n = result.len();
     let shard = locks.shard(db, hd);
     let old = if n > 0 {
-        shard.insert(hd, dst, Entry::new(Value::Set(result), ctx.now))
+        shard.insert(hd, dst, Entry::new(Value::Set(Box::new(result)), ctx.now))
     } else {
         shard.remove(hd, dst)
     };
@@ -275,7 +275,7 @@ fn sadd(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         Ok(None) => {
             let mut s = SetValue::for_member(args.get(2));
             let n = args.iter().skip(2).filter(|m| s.add(m, max)).count();
-            shard.insert(h, key, Entry::new(Value::Set(s), now));
+            shard.insert(h, key, Entry::new(Value::Set(Box::new(s)), now));
             n
         }
     };
@@ -666,7 +666,7 @@ fn smove(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     } else {
         let mut d = SetValue::for_member(m);
         d.add(m, max);
-        shard.insert(hd, dst, Entry::new(Value::Set(d), now));
+        shard.insert(hd, dst, Entry::new(Value::Set(Box::new(d)), now));
     }
     drop(locks);
     drop(old);

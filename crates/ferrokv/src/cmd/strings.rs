@@ -16,7 +16,6 @@
 //! set CLIENT NO-TOUCH.
 
 use super::{acl, cmd, err, flags::*, Command, Ctx};
-use crate::db::value::EMBSTR_SIZE_LIMIT;
 use crate::db::{hash_key, Entry, StrValue, Value};
 use crate::resp::{Args, Out};
 use std::sync::atomic::Ordering;
@@ -184,7 +183,7 @@ pub const ERR_TOO_BIG: &str = "ERR string exceeds maximum allowed size (proto-ma
 fn reply_str(out: &mut Out, s: &StrValue) {
     match s {
         StrValue::Int(n) => out.bulk_int(*n),
-        StrValue::Bytes { data, .. } => out.bulk(data),
+        other => out.bulk(other.as_slice().unwrap_or_default()),
     }
 }
 
@@ -220,8 +219,7 @@ fn too_big(ctx: &Ctx<'_>, size: u64, append: u64) -> bool {
 /// (never `int`: INCRBYFLOAT results stay strings).
 #[inline]
 fn plain_string(data: Vec<u8>) -> StrValue {
-    let raw = data.len() > EMBSTR_SIZE_LIMIT;
-    StrValue::Bytes { data, raw }
+    StrValue::plain(&data)
 }
 
 // ---------------------------------------------------------------- GET / SET
@@ -765,19 +763,10 @@ fn append(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         drop(shard);
         return ctx.error(ERR_TOO_BIG);
     }
-    let len = match s {
-        StrValue::Bytes { data, raw } => {
-            data.extend_from_slice(add);
-            *raw = true;
-            data.len()
-        }
-        StrValue::Int(_) => {
-            let mut data = std::mem::replace(s, StrValue::Int(0)).into_vec();
-            data.extend_from_slice(add);
-            let n = data.len();
-            *s = StrValue::raw(data);
-            n
-        }
+    let len = {
+        let data = s.make_raw();
+        data.extend_from_slice(add);
+        data.len()
     };
     drop(shard);
     ctx.out.int(len as i64);
@@ -824,7 +813,7 @@ fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], incr: i64) {
     touch(e, t);
     let old = match &e.value {
         Value::Str(StrValue::Int(n)) => Some(*n),
-        Value::Str(StrValue::Bytes { data, .. }) => crate::util::parse_i64(data),
+        Value::Str(other) => other.as_slice().and_then(crate::util::parse_i64),
         #[allow(unreachable_patterns)]
         _ => {
             drop(shard);

@@ -592,7 +592,7 @@ fn modify<R>(
         let Some(create) = create else {
             return Ok(None);
         };
-        shard.insert(h, key, Entry::new(Value::ZSet(create()), now));
+        shard.insert(h, key, Entry::new(Value::ZSet(Box::new(create())), now));
     }
     let Some(e) = shard.get(h, key, now) else {
         return Ok(None);
@@ -1052,7 +1052,7 @@ fn range_store(
     let shard = locks.shard(db, hd);
     let old = if n > 0 {
         let z = ZSetValue::from_sorted(&items, lim);
-        shard.insert(hd, dst, Entry::new(Value::ZSet(z), now))
+        shard.insert(hd, dst, Entry::new(Value::ZSet(Box::new(z)), now))
     } else {
         shard.remove(hd, dst)
     };
@@ -1605,7 +1605,7 @@ fn set_op(ctx: &mut Ctx<'_>, args: &Args<'_>, name: &str, op: SetOp, store: bool
         let shard = locks.shard(db, hd);
         let old = if n > 0 {
             let z = ZSetValue::from_sorted(&result, lim);
-            shard.insert(hd, dst, Entry::new(Value::ZSet(z), now))
+            shard.insert(hd, dst, Entry::new(Value::ZSet(Box::new(z)), now))
         } else {
             shard.remove(hd, dst)
         };

@@ -13,40 +13,85 @@ use crate::util::parse_i64;
 /// Longest string Redis stores as `embstr` (OBJ_ENCODING_EMBSTR_SIZE_LIMIT).
 pub const EMBSTR_SIZE_LIMIT: usize = 44;
 
-/// A string value.
+/// Longest `embstr` kept inline in the value itself, in bytes.
+pub const INLINE_STR_CAP: usize = 22;
+
+/// A string value, 24 bytes. Short strings live inside the value (no heap
+/// allocation), as Redis embeds them in the object header (embstr).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StrValue {
     /// `int` encoding.
     Int(i64),
-    /// `embstr` (`raw == false`) or `raw` encoding.
-    Bytes { data: Vec<u8>, raw: bool },
+    /// `embstr` of at most [`INLINE_STR_CAP`] bytes, stored in place.
+    Inline {
+        /// Bytes used in `buf`.
+        len: u8,
+        /// The bytes.
+        buf: [u8; INLINE_STR_CAP],
+    },
+    /// `embstr` of 23..=44 bytes.
+    Emb(Box<[u8]>),
+    /// `raw` as created (longer than 44 bytes), not yet modified in place.
+    RawFixed(Box<[u8]>),
+    /// `raw` modified in place (APPEND / SETRANGE), with spare capacity.
+    Raw(Box<Vec<u8>>),
 }
 
 impl StrValue {
     /// Encodes `s` as SET does: `int` when it is a canonical integer of at
     /// most 20 characters, else `embstr` up to 44 bytes, else `raw`.
+    #[inline]
     pub fn from_bytes(s: &[u8]) -> Self {
         if s.len() <= 20 {
             if let Some(n) = parse_i64(s) {
                 return StrValue::Int(n);
             }
         }
-        StrValue::Bytes {
-            data: s.to_vec(),
-            raw: s.len() > EMBSTR_SIZE_LIMIT,
+        Self::plain(s)
+    }
+
+    /// An `embstr` (up to 44 bytes) or `raw` string holding `s`, never `int`
+    /// (Redis's `createStringObject`).
+    #[inline]
+    pub fn plain(s: &[u8]) -> Self {
+        if s.len() <= INLINE_STR_CAP {
+            let mut buf = [0u8; INLINE_STR_CAP];
+            buf[..s.len()].copy_from_slice(s);
+            StrValue::Inline {
+                len: s.len() as u8,
+                buf,
+            }
+        } else if s.len() <= EMBSTR_SIZE_LIMIT {
+            StrValue::Emb(s.into())
+        } else {
+            StrValue::RawFixed(s.into())
         }
     }
 
     /// A `raw` string (the result of APPEND / SETRANGE).
     pub fn raw(data: Vec<u8>) -> Self {
-        StrValue::Bytes { data, raw: true }
+        StrValue::Raw(Box::new(data))
+    }
+
+    /// The bytes of a non-integer string; None for `int`.
+    #[inline]
+    pub fn as_slice(&self) -> Option<&[u8]> {
+        match self {
+            StrValue::Int(_) => None,
+            StrValue::Inline { len, buf } => Some(&buf[..*len as usize]),
+            StrValue::Emb(b) | StrValue::RawFixed(b) => Some(b),
+            StrValue::Raw(v) => Some(v),
+        }
     }
 
     /// Length in bytes of the string form.
     pub fn len(&self) -> usize {
-        match self {
-            StrValue::Int(n) => itoa::Buffer::new().format(*n).len(),
-            StrValue::Bytes { data, .. } => data.len(),
+        match self.as_slice() {
+            Some(s) => s.len(),
+            None => {
+                let StrValue::Int(n) = self else { return 0 };
+                itoa::Buffer::new().format(*n).len()
+            }
         }
     }
 
@@ -56,10 +101,11 @@ impl StrValue {
     }
 
     /// The string form, borrowed when possible (`tmp` holds an int's digits).
+    #[inline]
     pub fn as_bytes<'a>(&'a self, tmp: &'a mut itoa::Buffer) -> &'a [u8] {
         match self {
             StrValue::Int(n) => tmp.format(*n).as_bytes(),
-            StrValue::Bytes { data, .. } => data,
+            other => other.as_slice().unwrap_or_default(),
         }
     }
 
@@ -72,8 +118,21 @@ impl StrValue {
     /// Takes the bytes out for in-place modification (APPEND, SETRANGE).
     pub fn into_vec(self) -> Vec<u8> {
         match self {
-            StrValue::Int(n) => itoa::Buffer::new().format(n).as_bytes().to_vec(),
-            StrValue::Bytes { data, .. } => data,
+            StrValue::Raw(v) => *v,
+            other => other.to_vec(),
+        }
+    }
+
+    /// The bytes as a growable `raw` string, converting in place (APPEND,
+    /// SETRANGE: Redis turns the object into a raw sds first).
+    pub fn make_raw(&mut self) -> &mut Vec<u8> {
+        if !matches!(self, StrValue::Raw(_)) {
+            let v = self.to_vec();
+            *self = StrValue::Raw(Box::new(v));
+        }
+        match self {
+            StrValue::Raw(v) => v,
+            _ => unreachable!("converted to Raw above"),
         }
     }
 
@@ -81,8 +140,17 @@ impl StrValue {
     pub fn encoding(&self) -> &'static str {
         match self {
             StrValue::Int(_) => "int",
-            StrValue::Bytes { raw: false, .. } => "embstr",
-            StrValue::Bytes { raw: true, .. } => "raw",
+            StrValue::Inline { .. } | StrValue::Emb(_) => "embstr",
+            StrValue::RawFixed(_) | StrValue::Raw(_) => "raw",
+        }
+    }
+
+    /// Heap bytes owned by the value.
+    pub fn heap_size(&self) -> usize {
+        match self {
+            StrValue::Int(_) | StrValue::Inline { .. } => 0,
+            StrValue::Emb(b) | StrValue::RawFixed(b) => b.len(),
+            StrValue::Raw(v) => v.capacity() + 24,
         }
     }
 }
@@ -93,14 +161,15 @@ impl StrValue {
 pub enum Value {
     /// A string (`string` type).
     Str(StrValue),
-    /// A list (`list` type).
-    List(ListValue),
+    /// A list (`list` type). Collections are boxed so that a string key's
+    /// value stays 24 bytes.
+    List(Box<ListValue>),
     /// A hash (`hash` type).
-    Hash(HashValue),
+    Hash(Box<HashValue>),
     /// A set (`set` type).
-    Set(SetValue),
+    Set(Box<SetValue>),
     /// A sorted set (`zset` type).
-    ZSet(ZSetValue),
+    ZSet(Box<ZSetValue>),
 }
 
 impl Value {
@@ -129,8 +198,7 @@ impl Value {
     /// Approximate heap bytes used by the value (for INFO memory).
     pub fn mem_usage(&self) -> usize {
         match self {
-            Value::Str(StrValue::Int(_)) => 0,
-            Value::Str(StrValue::Bytes { data, .. }) => data.capacity(),
+            Value::Str(s) => s.heap_size(),
             Value::List(l) => l.mem_usage(),
             Value::Hash(h) => h.mem_usage(),
             Value::Set(s) => s.mem_usage(),
@@ -164,5 +232,27 @@ impl Entry {
     #[inline]
     pub fn is_expired(&self, now_ms: u64) -> bool {
         self.expire_at != 0 && self.expire_at <= now_ms
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+
+    #[test]
+    fn compact_layout() {
+        assert_eq!(std::mem::size_of::<StrValue>(), 24);
+        assert_eq!(std::mem::size_of::<Value>(), 24);
+        for n in [0usize, 5, 22, 23, 44, 45, 100] {
+            let v = vec![b'x'; n];
+            let s = StrValue::from_bytes(&v);
+            assert_eq!(s.as_slice(), Some(&v[..]));
+            assert_eq!(s.encoding(), if n <= 44 { "embstr" } else { "raw" });
+        }
+        let mut s = StrValue::from_bytes(b"12");
+        assert_eq!(s.encoding(), "int");
+        s.make_raw().extend_from_slice(b"3");
+        assert_eq!(s.to_vec(), b"123");
+        assert_eq!(s.encoding(), "raw");
     }
 }
