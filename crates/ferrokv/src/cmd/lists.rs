@@ -19,7 +19,7 @@
 //! families with blocking commands (BZPOPMIN, BZPOPMAX, BZMPOP).
 
 use super::{acl, cmd, err, flags::*, Command, Ctx};
-use crate::db::blocking::{self, Attempt, BlockOp, Deferred, ServeCx, Waiter};
+use crate::db::blocking::{self, serve_and_release, Attempt, BlockOp, ServeCx, Waiter};
 use crate::db::list::{Elem, End, ListValue};
 use crate::db::{hash_key, Entry, KeyLocks, Value};
 use crate::resp::{Args, Out};
@@ -306,29 +306,6 @@ pub fn block_on_keys(
         rx,
         deadline,
     });
-}
-
-/// Serves the waiters of `key` after data was added to it (the caller
-/// still holds its shard), then, after releasing `locks`, any key that had
-/// to be deferred.
-fn serve_and_release<'a>(
-    server: &'a Server,
-    mut locks: KeyLocks<'a>,
-    db: usize,
-    keys: &[&[u8]],
-    now: u64,
-) {
-    if !blocking::any_waiters() {
-        return;
-    }
-    let mut deferred: Deferred = Vec::new();
-    for k in keys {
-        blocking::serve(server, &mut locks, db, k, now, &mut deferred);
-    }
-    drop(locks);
-    if !deferred.is_empty() {
-        blocking::serve_deferred(server, deferred, now);
-    }
 }
 
 // ---------------------------------------------------------------- pushes
@@ -1115,8 +1092,10 @@ impl BlockOp for PopOp {
     fn serve(&self, cx: &mut ServeCx<'_, '_>, key: &[u8]) -> Attempt {
         let h = hash_key(key);
         let shard = cx.locks.shard(cx.db, h);
-        if !matches!(find(shard, h, key, cx.now), Found::List(_)) {
-            return Attempt::NotReady;
+        match find(shard, h, key, cx.now) {
+            Found::List(_) => {}
+            Found::Missing => return Attempt::NotReady,
+            Found::WrongType => return Attempt::Skip,
         }
         let mut out = Out {
             buf: Vec::new(),
@@ -1155,11 +1134,10 @@ struct MoveOp {
 impl BlockOp for MoveOp {
     fn serve(&self, cx: &mut ServeCx<'_, '_>, key: &[u8]) -> Attempt {
         let h = hash_key(key);
-        if !matches!(
-            find(cx.locks.shard(cx.db, h), h, key, cx.now),
-            Found::List(_)
-        ) {
-            return Attempt::NotReady;
+        match find(cx.locks.shard(cx.db, h), h, key, cx.now) {
+            Found::List(_) => {}
+            Found::Missing => return Attempt::NotReady,
+            Found::WrongType => return Attempt::Skip,
         }
         if !cx.locks.acquire(cx.db, hash_key(&self.dst)) {
             return Attempt::Retry;

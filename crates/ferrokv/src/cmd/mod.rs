@@ -657,11 +657,12 @@ pub fn execute(
     ctx.client.clock_us = end_us;
     if !failed
         && c.flags & flags::WRITE != 0
-        && c.acl & acl::LIST == 0
+        && c.acl & (acl::LIST | acl::SORTEDSET) == 0
         && crate::db::blocking::any_waiters()
     {
-        // Keys created by commands outside the list family (RENAME, COPY,
-        // MOVE, SWAPDB...) may serve blocked clients (db/blocking.rs).
+        // Keys created by commands outside the list and sorted-set families
+        // (which serve their waiters under their own locks): RENAME, COPY,
+        // MOVE, SWAPDB... may serve blocked clients (db/blocking.rs).
         let keys: Vec<&[u8]> = c
             .key_positions(args.len())
             .into_iter()

@@ -17,14 +17,18 @@
 //!
 //! Reads count keyspace hits and misses where Redis's `lookupKeyRead` does;
 //! writes look keys up without counting. An emptied sorted set is deleted.
-//! The blocking pops (BZPOPMIN/BZPOPMAX/BZMPOP) are built on
-//! [`ZSetValue::pop`] and [`pop_reply`].
+//! The blocking pops BZPOPMIN/BZPOPMAX/BZMPOP use the generic machinery of
+//! `db::blocking` (as BLPOP does): every command that gives a key members
+//! (ZADD, ZINCRBY, ZUNIONSTORE/ZINTERSTORE/ZDIFFSTORE, ZRANGESTORE) serves
+//! the key's waiters FIFO before releasing its shard lock.
 
 use super::{acl, arg_i64, cmd, err, flags::*, Command, Ctx};
+use crate::db::blocking::{self, Attempt, BlockOp, ServeCx};
 use crate::db::set::SetValue;
 use crate::db::zset::{cmp_entry, Limits, ZSetValue};
-use crate::db::{hash_key, Entry, Value};
+use crate::db::{hash_key, Entry, KeyLocks, Value};
 use crate::resp::{Args, Out};
+use crate::server::Server;
 use crate::util::{fmt_double_17g, glob_match, rand_u64};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -170,6 +174,50 @@ pub static COMMANDS: &[Command] = &[
         "sorted-set",
         "7.0.0",
         "Remove and return members with scores in a sorted set",
+        "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
+    ),
+    cmd(
+        "bzpopmin",
+        -3,
+        WRITE | NOSCRIPT | BLOCKING | FAST,
+        (1, -2, 1),
+        ZSET,
+        bzpopmin,
+    )
+    .doc(
+        "sorted-set",
+        "5.0.0",
+        "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available",
+        "O(log(N)) with N being the number of elements in the sorted set.",
+    )
+    .key_flags(&["RW", "access", "delete"]),
+    cmd(
+        "bzpopmax",
+        -3,
+        WRITE | NOSCRIPT | BLOCKING | FAST,
+        (1, -2, 1),
+        ZSET,
+        bzpopmax,
+    )
+    .doc(
+        "sorted-set",
+        "5.0.0",
+        "Remove and return the member with the highest score from one or more sorted sets, or block until one is available",
+        "O(log(N)) with N being the number of elements in the sorted set.",
+    )
+    .key_flags(&["RW", "access", "delete"]),
+    cmd(
+        "bzmpop",
+        -5,
+        WRITE | BLOCKING | MOVABLE_KEYS,
+        (0, 0, 0),
+        ZSET,
+        bzmpop,
+    )
+    .doc(
+        "sorted-set",
+        "7.0.0",
+        "Remove and return members with scores in a sorted set or block until one is available",
         "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
     ),
     cmd("zunion", -3, READONLY | MOVABLE_KEYS, (0, 0, 0), ZSET, zunion).doc(
@@ -608,8 +656,32 @@ fn modify<R>(
         let old = shard.remove(h, key);
         drop(shard);
         drop(old);
+    } else if blocking::any_waiters() && shard.blocked.has(key) {
+        // Members added (ZADD, ZINCRBY): serve BZPOP* waiters atomically.
+        let server: &Server = ctx.server;
+        let db = ctx.client.db;
+        let locks = server.keyspace.adopt(db, h, shard);
+        blocking::serve_and_release(server, locks, db, &[key], now);
     }
     Ok(Some(r))
+}
+
+/// Releases `locks` after a write to `dst`; when `added` (the key now holds
+/// a non-empty sorted set), first serves its blocked BZPOP* clients under
+/// the same locks.
+fn release_serving<'a>(
+    server: &'a Server,
+    locks: KeyLocks<'a>,
+    db: usize,
+    dst: &[u8],
+    added: bool,
+    now: u64,
+) {
+    if added {
+        blocking::serve_and_release(server, locks, db, &[dst], now);
+    } else {
+        drop(locks);
+    }
 }
 
 // ------------------------------------------------------------ ZADD / ZINCRBY
@@ -1056,7 +1128,7 @@ fn range_store(
     } else {
         shard.remove(hd, dst)
     };
-    drop(locks);
+    release_serving(ctx.server, locks, db, dst, n > 0, now);
     drop(old);
     ctx.hit(found);
     ctx.out.int(n as i64);
@@ -1283,6 +1355,120 @@ fn zmpop(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         return;
     };
     generic_pop(ctx, &keys, max, true, count, true, true);
+}
+
+// ------------------------------------------------------------ blocking pops
+
+/// BZPOPMIN key [key ...] timeout: `[key, member, score]` from the first
+/// non-empty key, else blocks (timeout parsed first).
+fn bzpopmin(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    bzpop_cmd(ctx, args, false);
+}
+
+/// BZPOPMAX key [key ...] timeout: as BZPOPMIN, highest score.
+fn bzpopmax(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    bzpop_cmd(ctx, args, true);
+}
+
+fn bzpop_cmd(ctx: &mut Ctx<'_>, args: &Args<'_>, max: bool) {
+    let Some(ms) = super::lists::parse_timeout(ctx, args.get(args.len() - 1)) else {
+        return;
+    };
+    let keys: Vec<&[u8]> = (1..args.len() - 1).map(|i| args.get(i)).collect();
+    bzpop_generic(ctx, &keys, max, None, ms);
+}
+
+/// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]: the ZMPOP
+/// arguments are parsed before the timeout (Redis 7.0's
+/// `zmpopGenericCommand` checks the timeout in the blocking part).
+fn bzmpop(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let Some((keys, max, count)) = parse_mpop(ctx, args, 2) else {
+        return;
+    };
+    let Some(ms) = super::lists::parse_timeout(ctx, args.get(1)) else {
+        return;
+    };
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    bzpop_generic(ctx, &keys, max, Some(count), ms);
+}
+
+/// Redis's `blockingGenericZpopCommand`: pops from the first existing key
+/// (a key of another type met first is WRONGTYPE), replying `[key, member,
+/// score]` (`count` None: BZPOPMIN/BZPOPMAX) or `[key, [[member, score],
+/// ...]]` (`count` Some: BZMPOP). When every key is missing the client
+/// blocks on all of them, or, inside MULTI / a script (`deny_blocking`),
+/// gets a null array.
+fn bzpop_generic(ctx: &mut Ctx<'_>, keys: &[&[u8]], max: bool, count: Option<usize>, ms: u64) {
+    let db = ctx.client.db;
+    let hashes: Vec<(usize, u64)> = keys.iter().map(|k| (db, hash_key(k))).collect();
+    let now = ctx.now;
+    let t = ctx.touch_time();
+    let server: &Server = ctx.server;
+    let mut locks = server.keyspace.lock_keys(&hashes);
+    for (i, key) in keys.iter().enumerate() {
+        let h = hashes[i].1;
+        let shard = locks.shard(db, h);
+        let Some(e) = shard.get(h, key, now) else {
+            continue;
+        };
+        if let Some(t) = t {
+            e.lru = t;
+        }
+        let Value::ZSet(z) = &mut e.value else {
+            drop(locks);
+            return ctx.wrongtype();
+        };
+        let items = z.pop(max, count.unwrap_or(1));
+        let old = if z.is_empty() {
+            shard.remove(h, key)
+        } else {
+            None
+        };
+        drop(locks);
+        drop(old);
+        return pop_reply(ctx.out, Some(key), &items, count.is_some());
+    }
+    if ctx.client.deny_blocking {
+        drop(locks);
+        return ctx.out.null_array();
+    }
+    let ks = keys.iter().map(|k| Box::from(*k)).collect();
+    let op = Box::new(ZPopOp { max, count });
+    super::lists::block_on_keys(ctx, &mut locks, ks, op, ms);
+}
+
+/// Serves a client blocked in BZPOPMIN/BZPOPMAX (`count` None) or BZMPOP
+/// (`count` Some) from a key that received members, with the reply of the
+/// immediate form (Redis 7.0's serveClientBlockedOnSortedSet).
+struct ZPopOp {
+    max: bool,
+    count: Option<usize>,
+}
+
+impl BlockOp for ZPopOp {
+    fn serve(&self, cx: &mut ServeCx<'_, '_>, key: &[u8]) -> Attempt {
+        let h = hash_key(key);
+        let shard = cx.locks.shard(cx.db, h);
+        let Some(e) = shard.get(h, key, cx.now) else {
+            return Attempt::NotReady;
+        };
+        let Value::ZSet(z) = &mut e.value else {
+            return Attempt::Skip;
+        };
+        if z.is_empty() {
+            return Attempt::NotReady;
+        }
+        let items = z.pop(self.max, self.count.unwrap_or(1));
+        if z.is_empty() {
+            shard.remove(h, key);
+        }
+        let mut out = Out {
+            buf: Vec::new(),
+            resp3: cx.resp3,
+        };
+        pop_reply(&mut out, Some(key), &items, self.count.is_some());
+        Attempt::Served(out.buf)
+    }
 }
 
 // ------------------------------------------------------------ set operations
@@ -1609,7 +1795,7 @@ fn set_op(ctx: &mut Ctx<'_>, args: &Args<'_>, name: &str, op: SetOp, store: bool
         } else {
             shard.remove(hd, dst)
         };
-        drop(locks);
+        release_serving(ctx.server, locks, db, dst, n > 0, now);
         drop(old);
         return ctx.out.int(n as i64);
     }

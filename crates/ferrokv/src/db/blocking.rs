@@ -1,4 +1,4 @@
-//! Clients blocked on keys (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP; later
+//! Clients blocked on keys (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP,
 //! BZPOPMIN, BZPOPMAX, BZMPOP): the generic machinery, modelled on the
 //! behaviour of Redis's blocked.c (`blockForKeys`,
 //! `handleClientsBlockedOnKeys`, `replyToBlockedClientTimedOut`) with a
@@ -16,7 +16,10 @@
 //!   calls [`serve`] before it releases its locks: the waiters of that key
 //!   are served first-come first-served, each one's element popped and its
 //!   reply sent through its channel, atomically with the push: no other
-//!   client can see the element in between;
+//!   client can see the element in between. A waiter for another type
+//!   (a BLPOP waiter on a key that became a sorted set) is skipped and the
+//!   ones behind it are still served, as Redis serves only the clients
+//!   blocked for the key's type;
 //! - a waiter on several keys (possibly in several shards) is claimed by a
 //!   small state machine (WAITING → BUSY → DONE), so exactly one key serves
 //!   it; the connection's timeout, CLIENT UNBLOCK and disconnect claim it
@@ -64,9 +67,13 @@ pub enum Wake {
 pub enum Attempt {
     /// Served: the reply (RESP bytes in the waiter's protocol).
     Served(Vec<u8>),
-    /// The key holds nothing for this waiter (missing, empty or of another
-    /// type): the waiter keeps waiting and so do the ones behind it.
+    /// The key holds nothing (missing or empty): the waiter keeps waiting
+    /// and so do the ones behind it.
     NotReady,
+    /// The key holds a value of a type this waiter does not pop from (a
+    /// list waiter on a sorted set): it keeps waiting, and the waiters
+    /// behind it are tried.
+    Skip,
     /// The waiter needs a shard that could not be locked without risking a
     /// deadlock: retry after the current locks are released.
     Retry,
@@ -233,14 +240,14 @@ impl BlockedKeys {
         }
     }
 
-    fn front(&self, key: &[u8]) -> Option<Arc<Waiter>> {
-        self.0.as_ref()?.get(key)?.front().cloned()
+    fn nth(&self, key: &[u8], i: usize) -> Option<Arc<Waiter>> {
+        self.0.as_ref()?.get(key)?.get(i).cloned()
     }
 
-    fn pop_front(&mut self, key: &[u8]) {
+    fn remove_at(&mut self, key: &[u8], i: usize) {
         let Some(m) = self.0.as_mut() else { return };
         if let Some(q) = m.get_mut(key) {
-            if q.pop_front().is_some() {
+            if q.remove(i).is_some() {
                 WAITERS.fetch_sub(1, Ordering::Relaxed);
             }
             if q.is_empty() {
@@ -307,8 +314,11 @@ pub fn serve<'a>(
             deferred.push((db, key));
             continue;
         }
+        // Index of the waiter tried next: waiters skipped (another type)
+        // stay in place, in order.
+        let mut i = 0;
         loop {
-            let Some(w) = locks.shard(db, h).blocked.front(&key) else {
+            let Some(w) = locks.shard(db, h).blocked.nth(&key, i) else {
                 break;
             };
             match w
@@ -318,7 +328,7 @@ pub fn serve<'a>(
                 Err(DONE) => {
                     // Served from another key, timed out or unblocked: its
                     // connection removes it from the other queues.
-                    locks.shard(db, h).blocked.pop_front(&key);
+                    locks.shard(db, h).blocked.remove_at(&key, i);
                     continue;
                 }
                 Err(_) => {
@@ -339,12 +349,16 @@ pub fn serve<'a>(
             match w.op.serve(&mut cx, &key) {
                 Attempt::Served(reply) => {
                     w.state.store(DONE, Ordering::Release);
-                    locks.shard(db, h).blocked.pop_front(&key);
+                    locks.shard(db, h).blocked.remove_at(&key, i);
                     w.wake(Wake::Served(reply));
                 }
                 Attempt::NotReady => {
                     w.state.store(WAITING, Ordering::Release);
                     break;
+                }
+                Attempt::Skip => {
+                    w.state.store(WAITING, Ordering::Release);
+                    i += 1;
                 }
                 Attempt::Retry => {
                     w.state.store(WAITING, Ordering::Release);
@@ -353,6 +367,29 @@ pub fn serve<'a>(
                 }
             }
         }
+    }
+}
+
+/// Serves the waiters of `keys` (database `db`) after data was added to
+/// them, while the caller's `locks` (holding their shards) are still held,
+/// then releases the locks and serves any key that had to be deferred.
+pub fn serve_and_release<'a>(
+    server: &'a Server,
+    mut locks: KeyLocks<'a>,
+    db: usize,
+    keys: &[&[u8]],
+    now: u64,
+) {
+    if !any_waiters() {
+        return;
+    }
+    let mut deferred: Deferred = Vec::new();
+    for k in keys {
+        serve(server, &mut locks, db, k, now, &mut deferred);
+    }
+    drop(locks);
+    if !deferred.is_empty() {
+        serve_deferred(server, deferred, now);
     }
 }
 

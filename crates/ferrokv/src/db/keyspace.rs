@@ -304,6 +304,17 @@ impl Keyspace {
         }
     }
 
+    /// Wraps a guard already held on the shard of key hash `h` in database
+    /// `db` (from [`Db::lock`]) as [`KeyLocks`], without unlocking it
+    /// (serving blocked clients after a single-key write).
+    pub fn adopt<'a>(&'a self, db: usize, h: u64, guard: MutexGuard<'a, Shard>) -> KeyLocks<'a> {
+        KeyLocks {
+            ks: self,
+            ids: vec![(db, shard_index(h))],
+            guards: vec![guard],
+        }
+    }
+
     /// Swaps the contents of two databases atomically (SWAPDB).
     pub fn swap_dbs(&self, a: usize, b: usize) {
         if a == b {
