@@ -49,7 +49,14 @@
 //! order and a `hashtable` set in ferrokv's hash order (Redis walks both in
 //! its dict's hash order), which only shows in the output order of a set
 //! with BY nosort and of ties under ALPHA BY. COMMAND GETKEYS reports only
-//! the source key (Redis also reports the STORE destination).
+//! the source key (Redis also reports the STORE destination), and COMMAND
+//! INFO shows one key spec (Redis: three). Redis checks `errno == ERANGE`
+//! after `strtod` without clearing errno, so after one overflowing value
+//! its numeric SORTs fail until some system call resets errno; ferrokv
+//! judges each value on its own. STORE adds 1 to the dirty counter
+//! (Redis: the number of stored elements). ALPHA comparison
+//! assumes the C or C.UTF-8 collation (redis-server under another
+//! LC_COLLATE orders ALPHA results differently).
 
 use super::{acl, cmd, err, flags::*, Command, Ctx};
 use crate::db::blocking::{self, Deferred};
