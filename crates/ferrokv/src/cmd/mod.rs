@@ -16,6 +16,7 @@ pub mod keys;
 pub mod lists;
 pub mod server;
 pub mod sets;
+pub mod sort;
 pub mod strings;
 pub mod zsets;
 
@@ -399,7 +400,7 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 8] = [
+        let families: [&'static [Command]; 9] = [
             connection::COMMANDS,
             strings::COMMANDS,
             keys::COMMANDS,
@@ -407,6 +408,7 @@ pub fn table() -> &'static Table {
             hashes::COMMANDS,
             sets::COMMANDS,
             zsets::COMMANDS,
+            sort::COMMANDS,
             server::COMMANDS,
         ];
         let mut t = Table {
