@@ -63,7 +63,7 @@ use crate::db::blocking::{self, Deferred};
 use crate::db::keyspace::{SHARDS, SHARD_BITS};
 use crate::db::list::{End, ListValue};
 use crate::db::zset::Limits as ZLimits;
-use crate::db::{hash_key, Entry, KeyLocks, StrValue, Value, ZSetValue};
+use crate::db::{hash_key, Entry, KeyLocks, Value, ZSetValue};
 use crate::resp::Args;
 use crate::server::Server;
 use crate::util::parse_i64;
@@ -670,10 +670,7 @@ fn lookup(
     }
     match (&e.value, field) {
         (Value::Hash(hv), Some(f)) => hv.get(f).map(<[u8]>::to_vec),
-        (Value::Str(s), None) => Some(match s {
-            StrValue::Int(n) => itoa::Buffer::new().format(*n).as_bytes().to_vec(),
-            StrValue::Bytes { data, .. } => data.clone(),
-        }),
+        (Value::Str(s), None) => Some(s.to_vec()),
         _ => None,
     }
 }
@@ -740,7 +737,7 @@ fn load(
                             max_entries: 0,
                             max_value: 0,
                         };
-                        *z = ZSetValue::from_sorted(&all, lim);
+                        **z = ZSetValue::from_sorted(&all, lim);
                     }
                     Kind::ZSet
                 }
@@ -977,7 +974,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, readonly: bool) {
     }
     let shard = locks.shard(db, hd);
     let old = if outputlen > 0 {
-        shard.insert(hd, dst, Entry::new(Value::List(list), now))
+        shard.insert(hd, dst, Entry::new(Value::List(Box::new(list)), now))
     } else {
         shard.remove(hd, dst)
     };
