@@ -331,7 +331,11 @@ impl RequestParser {
     }
 
     fn parse_inline(&mut self, buf: &[u8]) -> Result<Parsed, ProtocolError> {
-        let Some(nl) = memchr(b'\n', buf) else {
+        // Redis finds the end of the line with strchr(), which stops at a NUL
+        // byte: a NUL before the newline makes the request look incomplete,
+        // so it waits for more bytes until the 64 KiB inline limit.
+        let nl = memchr(b'\n', buf).filter(|&nl| memchr::memchr(0, &buf[..nl]).is_none());
+        let Some(nl) = nl else {
             if buf.len() > PROTO_INLINE_MAX_SIZE {
                 return Err(ProtocolError::TooBigInline);
             }
@@ -399,6 +403,11 @@ pub fn split_args(
     out: &mut Vec<u8>,
     ranges: &mut Vec<(u32, u32)>,
 ) -> Result<(), ProtocolError> {
+    // sdssplitargs reads a C string: a NUL byte ends the input.
+    let line = match memchr::memchr(0, line) {
+        Some(z) => &line[..z],
+        None => line,
+    };
     let mut i = 0;
     let n = line.len();
     loop {
@@ -467,7 +476,7 @@ pub fn split_args(
                     break;
                 }
                 match line[i] {
-                    b' ' | b'\n' | b'\r' | b'\t' | 0 => {
+                    b' ' | b'\n' | b'\r' | b'\t' => {
                         break;
                     }
                     b'"' => inq = true,
@@ -599,6 +608,28 @@ mod tests {
         assert_eq!(
             p.parse(b"*1\r\n$16385\r\n"),
             Err(ProtocolError::UnauthenticatedBulkLength)
+        );
+    }
+
+    #[test]
+    fn inline_nul_byte() {
+        // A NUL before the newline: incomplete, as Redis's strchr() sees it
+        // (this used to loop forever pushing empty arguments).
+        let mut p = RequestParser::default();
+        assert_eq!(
+            p.parse(b"'' \x00 \"a b\"\r\nPING\r\n"),
+            Ok(Parsed::Incomplete)
+        );
+        let mut big = b"PING \x00\n".to_vec();
+        big.extend(vec![b'a'; PROTO_INLINE_MAX_SIZE]);
+        assert_eq!(p.parse(&big), Err(ProtocolError::TooBigInline));
+        // split_args (also used for config lines) stops at a NUL.
+        let (mut out, mut ranges) = (Vec::new(), Vec::new());
+        split_args(b"a \x00 b", &mut out, &mut ranges).unwrap();
+        assert_eq!(ranges.len(), 1);
+        assert_eq!(
+            split_args(b"\"a\x00\"", &mut out, &mut ranges),
+            Err(ProtocolError::UnbalancedQuotes)
         );
     }
 
