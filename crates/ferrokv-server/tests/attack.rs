@@ -51,3 +51,59 @@ fn inline_nul_byte_does_not_loop() {
     let _ = s.read_to_end(&mut got);
     assert_eq!(got, b"-ERR Protocol error: too big inline request\r\n");
 }
+
+/// Sends `payload` on a fresh connection and returns what came back until
+/// the server closed the connection or stayed silent for `idle`.
+fn exchange(port: u16, payload: &[u8], idle: Duration) -> (Vec<u8>, bool) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(idle)).unwrap();
+    let _ = s.write_all(payload);
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return (got, true),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return (got, true),
+            Err(_) => return (got, false),
+        }
+    }
+}
+
+/// Inputs found by the protocol fuzzer where ferrokv's reply differed from
+/// redis-server 7.0.15: unknown-command errors echo the client's bytes as
+/// C's `%.128s` does (raw, not UTF-8-replaced, and cut at a NUL byte), and
+/// a NUL inside a `*`/`$` length line leaves it incomplete (strchr).
+#[test]
+fn differential_protocol_fuzz_findings() {
+    let Some(pair) = Pair::start() else { return };
+    let cases: &[&[u8]] = &[
+        b"*1\r\n$4\r\nPIN\xd3\r\n*1\r\n$4\r\nPING\r\n",
+        b"\xff2147483648\\x41\n",
+        b"*1\r\n$3\r\n\x00\r\n\r 1\n*1\r\n$4\r\nPING\r\n",
+        b"*3\r\n$3\r\n\x00\r\n\r\n$3\r\nS*1\r\n$4\r\nPING\r\n",
+        b"*3\r\n$3\r\nfoo\r\n$4\r\na\x00bc\r\n$2\r\n\xfe\xff\r\n",
+        b"*2\r\n$6\r\nCONFIG\r\n$5\r\nx\x00\xffyz\r\n",
+        b"*2\r\n$6\r\nconfig\r\n$3\r\n\xe9\xe9\xe9\r\n",
+        b"*\x00\r\n$2147483647\r\n-\r\n",
+        b"*1\r\n$\x004\r\nPING\r\n",
+        b"\"\x00\" ECHO\nPING\r\n",
+    ];
+    for &c in cases {
+        let idle = Duration::from_millis(200);
+        let ours = exchange(pair.ours.port, c, idle);
+        let theirs = exchange(pair.redis.port, c, idle);
+        assert_eq!(
+            (String::from_utf8_lossy(&ours.0), ours.1),
+            (String::from_utf8_lossy(&theirs.0), theirs.1),
+            "input {:?}",
+            String::from_utf8_lossy(c)
+        );
+        assert_eq!(
+            ours.0,
+            theirs.0,
+            "bytes differ for {:?}",
+            String::from_utf8_lossy(c)
+        );
+    }
+}

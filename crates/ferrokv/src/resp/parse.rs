@@ -260,7 +260,7 @@ impl RequestParser {
                 return self.parse_inline(buf);
             }
             // Multibulk header.
-            let Some(cr) = memchr(b'\r', buf) else {
+            let Some(cr) = find_cr(buf) else {
                 if buf.len() > PROTO_INLINE_MAX_SIZE {
                     return Err(ProtocolError::TooBigMbulkCount);
                 }
@@ -292,7 +292,7 @@ impl RequestParser {
                 Some(l) => l,
                 None => {
                     let rest = &buf[self.offset..];
-                    let Some(cr) = memchr(b'\r', rest) else {
+                    let Some(cr) = find_cr(rest) else {
                         if rest.len() > PROTO_INLINE_MAX_SIZE {
                             return Err(ProtocolError::TooBigBulkCount);
                         }
@@ -351,6 +351,24 @@ impl RequestParser {
         split_args(line, &mut self.scratch, &mut self.ranges)?;
         Ok(Parsed::Request(nl + 1))
     }
+}
+
+/// The CR ending a `*` or `$` length line. Redis finds it with strchr(),
+/// which stops at a NUL byte: a NUL before the CR leaves the line
+/// "incomplete" (None), up to the 64 KiB limit.
+#[inline]
+fn find_cr(s: &[u8]) -> Option<usize> {
+    let head = s.len().min(24);
+    for (i, &b) in s[..head].iter().enumerate() {
+        if b == b'\r' {
+            return Some(i);
+        }
+        if b == 0 {
+            return None;
+        }
+    }
+    let i = memchr::memchr2(b'\r', 0, &s[head..])? + head;
+    (s[i] == b'\r').then_some(i)
 }
 
 #[inline]
@@ -630,6 +648,23 @@ mod tests {
         assert_eq!(
             split_args(b"\"a\x00\"", &mut out, &mut ranges),
             Err(ProtocolError::UnbalancedQuotes)
+        );
+    }
+
+    #[test]
+    fn nul_in_length_line_waits() {
+        let mut p = RequestParser::default();
+        assert_eq!(p.parse(b"*\x00\r\n$1\r\n"), Ok(Parsed::Incomplete));
+        let mut p = RequestParser::default();
+        assert_eq!(p.parse(b"*1\r\n$\x001\r\na\r\n"), Ok(Parsed::Incomplete));
+        let mut big = b"*1\r\n$\x00".to_vec();
+        big.extend(vec![b'1'; PROTO_INLINE_MAX_SIZE + 1]);
+        let mut p = RequestParser::default();
+        assert_eq!(p.parse(&big), Err(ProtocolError::TooBigBulkCount));
+        // A NUL after the CR (in the data) is fine.
+        assert_eq!(
+            parse_all(b"*1\r\n$3\r\n\x00\r\n\r\n").unwrap(),
+            vec![vec![b"\x00\r\n".to_vec()]]
         );
     }
 
