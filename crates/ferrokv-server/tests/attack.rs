@@ -107,3 +107,26 @@ fn differential_protocol_fuzz_findings() {
         );
     }
 }
+
+/// Errors that quote a client argument: Redis formats it with `%s`, so the
+/// bytes come back unchanged (not replaced by U+FFFD) and end at a NUL.
+#[test]
+fn differential_errors_quote_raw_bytes() {
+    let Some(mut p) = Pair::start() else { return };
+    p.check(&[b"SET", b"k", b"v"]);
+    let cases: &[&[&[u8]]] = &[
+        &[b"EXPIRE", b"k", b"10", b"\xff\xfe"],
+        &[b"PEXPIREAT", b"k", b"1", b"b\xa4\x00c"],
+        &[b"OBJECT", b"\x00"],
+        &[b"OBJECT", b"\xee\xd3L+"],
+        &[b"SLOWLOG", b"\xcc\x8f\x00<", b"x"],
+        &[b"CONFIG", b"\xfd\xe2"],
+        &[b"CLIENT", b"KILL", b"TYPE", b"\xff\x00x"],
+        &[b"HELLO", b"3", b"\xe9t\xe9"],
+        &[b"\xe9t\xe9", b"a\x00b", b"\xff"],
+    ];
+    for c in cases {
+        let (x, y) = p.both(c);
+        assert_eq!(x, y, "{:?}", String::from_utf8_lossy(&y));
+    }
+}

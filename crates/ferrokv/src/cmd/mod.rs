@@ -479,6 +479,17 @@ impl<'a> Ctx<'a> {
         self.failed = true;
     }
 
+    /// An error quoting a client argument the way Redis's `%s` does: the
+    /// bytes as they are (not UTF-8-replaced), up to the first NUL byte.
+    pub fn error_with(&mut self, prefix: &str, arg: &[u8], suffix: &str) {
+        let mut msg = prefix.as_bytes().to_vec();
+        msg.extend_from_slice(c_str(arg, usize::MAX));
+        msg.extend_from_slice(suffix.as_bytes());
+        self.out.error_bytes(&msg);
+        self.server.stats.record_error(prefix);
+        self.failed = true;
+    }
+
     /// WRONGTYPE error.
     pub fn wrongtype(&mut self) {
         self.error(err::WRONGTYPE);
@@ -542,7 +553,7 @@ pub fn arg_i64(ctx: &mut Ctx<'_>, a: &[u8]) -> Option<i64> {
 
 /// An argument as C's `%.Ns` prints it: up to the first NUL byte, at most
 /// `max` bytes.
-fn c_str(a: &[u8], max: usize) -> &[u8] {
+pub fn c_str(a: &[u8], max: usize) -> &[u8] {
     let a = match a.iter().position(|&b| b == 0) {
         Some(z) => &a[..z],
         None => a,
