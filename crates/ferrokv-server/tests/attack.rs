@@ -130,3 +130,23 @@ fn differential_errors_quote_raw_bytes() {
         assert_eq!(x, y, "{:?}", String::from_utf8_lossy(&y));
     }
 }
+
+/// ZINCRBY goes through Redis's ZADD flag parsing: a flag in the increment
+/// position makes the element count odd, a syntax error (ferrokv answered
+/// "value is not a valid float").
+#[test]
+fn differential_zincrby_flag_as_increment() {
+    let Some(mut p) = Pair::start() else { return };
+    p.check_line("ZADD z 1 a");
+    for line in [
+        "ZINCRBY z GT a",
+        "ZINCRBY z nx a",
+        "ZINCRBY z incr incr",
+        "ZINCRBY z ch 1",
+        "ZINCRBY missing XX m",
+        "ZINCRBY z abc a",
+        "ZINCRBY z 2 a",
+    ] {
+        p.check_line(line);
+    }
+}
