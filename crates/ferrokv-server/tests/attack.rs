@@ -150,3 +150,94 @@ fn differential_zincrby_flag_as_increment() {
         p.check_line(line);
     }
 }
+
+/// `KEYS *a*a*...*b` against a long key used to take exponential time
+/// (hours for a 60-byte key) while holding every shard lock of the
+/// database, freezing all clients of that database. Redis's
+/// `stringmatchlen` stops retrying earlier stars once the rest of the
+/// pattern failed everywhere (skipLongerMatches); the port does too.
+#[test]
+fn keys_pathological_pattern_is_fast() {
+    let srv = Server::start(&[]);
+    let mut r = srv.raw();
+    let key = "a".repeat(300);
+    assert_eq!(r.cmd(&[b"SET", key.as_bytes(), b"1"]), b"+OK\r\n");
+    let pat = format!("{}*b", "*a".repeat(30));
+    let t = std::time::Instant::now();
+    assert_eq!(r.cmd(&[b"KEYS", pat.as_bytes()]), b"*0\r\n");
+    let pat = format!("{}*", "*a".repeat(30));
+    assert_eq!(r.cmd(&[b"KEYS", pat.as_bytes()]).len(), 4 + 6 + 300 + 2);
+    let scan = r.cmd(&[
+        b"SCAN",
+        b"0",
+        b"MATCH",
+        format!("{}*b", "*a".repeat(30)).as_bytes(),
+    ]);
+    assert!(
+        scan.ends_with(b"*0\r\n"),
+        "{:?}",
+        String::from_utf8_lossy(&scan)
+    );
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    // A pattern nested deeper than the recursion cap answers, not crashes.
+    let deep = "*a".repeat(200_000);
+    assert_eq!(r.cmd(&[b"KEYS", deep.as_bytes()]), b"*0\r\n");
+    assert_eq!(r.cmds("PING"), b"+PONG\r\n");
+}
+
+/// Glob edge cases compared with redis-server 7.0.15's KEYS.
+#[test]
+fn differential_glob_edge_cases() {
+    let Some(mut p) = Pair::start() else { return };
+    let keys: &[&[u8]] = &[
+        b"a", b"b", b"z", b"]", b"^", b"-", b"ab", b"A", b"\xff", b"\xfe", b"\\", b"[", b"a[", b"",
+        b"x*", b"xy",
+    ];
+    for k in keys {
+        p.check(&[b"SET", k, b"1"]);
+    }
+    let pats: &[&[u8]] = &[
+        b"[^a-]",
+        b"[a-]",
+        b"[a",
+        b"[^a",
+        b"[",
+        b"a[",
+        b"[]",
+        b"[]]",
+        b"[\\]]",
+        b"[a-\xff]",
+        b"[\xfe-a]",
+        b"[\\",
+        b"\\",
+        b"\\\\",
+        b"x\\*",
+        b"x\\",
+        b"**",
+        b"?",
+        b"*?*",
+        b"[z-a]",
+        b"[-a]",
+        b"[a-c-z]",
+        b"[^]",
+        b"*[",
+        b"[[]",
+        b"a*[",
+        b"?*",
+        b"[!a]",
+    ];
+    for pat in pats {
+        let (x, y) = p.both(&[b"KEYS", pat]);
+        let sort = |r: &[u8]| {
+            let mut v: Vec<Vec<u8>> = r.split(|&c| c == b'\n').map(|l| l.to_vec()).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            sort(&x),
+            sort(&y),
+            "KEYS {:?}",
+            String::from_utf8_lossy(pat)
+        );
+    }
+}
