@@ -241,3 +241,25 @@ fn differential_glob_edge_cases() {
         );
     }
 }
+
+/// Database index arguments past 32 bits: Redis parses them with
+/// getIntFromObjectOrReply (SELECT answered "DB index is out of range").
+#[test]
+fn differential_db_index_range() {
+    let Some(mut p) = Pair::start() else { return };
+    p.check_line("SET k v");
+    for line in [
+        "SELECT 9223372036854775807",
+        "SELECT 2147483648",
+        "SELECT -2147483649",
+        "SELECT 2147483647",
+        "SELECT -1",
+        "SELECT x",
+        "MOVE k 4294967296",
+        "COPY k k2 DB 2147483648",
+        "SWAPDB 0 4294967296",
+        "SELECT 0",
+    ] {
+        p.check_line(line);
+    }
+}

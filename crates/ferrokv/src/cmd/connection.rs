@@ -190,6 +190,10 @@ fn select(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let Some(i) = crate::util::parse_i64(args.get(1)) else {
         return ctx.not_int();
     };
+    // getIntFromObjectOrReply: a 64-bit value outside int range.
+    if i32::try_from(i).is_err() {
+        return ctx.error(super::keys::INT_RANGE);
+    }
     if i < 0 || i as usize >= ctx.server.keyspace.db_count() {
         return ctx.error(err::DB_RANGE);
     }
