@@ -187,25 +187,33 @@ pub fn fmt_double_human(v: f64) -> Vec<u8> {
     s
 }
 
-/// Glob-style matching with Redis's `stringmatchlen` rules: `*`, `?`,
-/// `[...]` classes with ranges and `^` negation, and `\` escapes.
-/// `nocase` folds ASCII case.
+/// Glob-style matching with Redis's `stringmatchlen` rules (util.c,
+/// 7.0.15), ported step by step: `*`, `?`, `[...]` classes with ranges
+/// (bounds compared as C's signed `char`), `^` negation and `\` escapes; an
+/// unterminated class still applies; `*` never matches an empty rest of
+/// the string inside the loop. As in Redis, once the rest of the pattern
+/// after a `*` has failed at every position, earlier stars do not retry
+/// longer matches (`skipLongerMatches`), which keeps patterns such as
+/// `*a*a*a*...*b` polynomial instead of exponential. `nocase` folds ASCII
+/// case. Recursion (one level per non-consecutive `*`) stops at 1000
+/// levels with "no match", so a huge pattern cannot overflow the stack.
 pub fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
-    glob_inner(pattern, string, nocase, 0)
+    let mut skip_longer = false;
+    glob_inner(pattern, string, nocase, &mut skip_longer, 0)
 }
 
-fn glob_inner(mut p: &[u8], mut s: &[u8], nocase: bool, depth: usize) -> bool {
+fn glob_inner(
+    mut p: &[u8],
+    mut s: &[u8],
+    nocase: bool,
+    skip_longer: &mut bool,
+    depth: usize,
+) -> bool {
     if depth > 1000 {
         return false;
     }
-    let eq = |a: u8, b: u8| {
-        if nocase {
-            a.eq_ignore_ascii_case(&b)
-        } else {
-            a == b
-        }
-    };
-    while !p.is_empty() && !s.is_empty() || (!p.is_empty() && p[0] == b'*') {
+    let lower = |c: u8| if nocase { c.to_ascii_lowercase() } else { c };
+    while !p.is_empty() && !s.is_empty() {
         match p[0] {
             b'*' => {
                 while p.len() > 1 && p[1] == b'*' {
@@ -214,27 +222,33 @@ fn glob_inner(mut p: &[u8], mut s: &[u8], nocase: bool, depth: usize) -> bool {
                 if p.len() == 1 {
                     return true;
                 }
-                let mut i = 0;
-                while i <= s.len() {
-                    if glob_inner(&p[1..], &s[i..], nocase, depth + 1) {
+                while !s.is_empty() {
+                    if glob_inner(&p[1..], s, nocase, skip_longer, depth + 1) {
                         return true;
                     }
-                    i += 1;
+                    if *skip_longer {
+                        return false;
+                    }
+                    s = &s[1..];
                 }
+                *skip_longer = true;
                 return false;
             }
-            b'?' => {
-                s = &s[1..];
-            }
+            b'?' => s = &s[1..],
             b'[' => {
                 p = &p[1..];
-                let not = !p.is_empty() && p[0] == b'^';
+                let not = p.first() == Some(&b'^');
                 if not {
                     p = &p[1..];
                 }
                 let mut matched = false;
+                // `p` keeps at least one byte after the class so that the
+                // common `p = &p[1..]` below can step over it (Redis steps
+                // back one byte for an unterminated class).
+                let mut at_end = false;
                 loop {
                     if p.is_empty() {
+                        at_end = true;
                         break;
                     }
                     if p[0] == b'\\' && p.len() >= 2 {
@@ -245,28 +259,32 @@ fn glob_inner(mut p: &[u8], mut s: &[u8], nocase: bool, depth: usize) -> bool {
                     } else if p[0] == b']' {
                         break;
                     } else if p.len() >= 3 && p[1] == b'-' {
-                        let (mut start, mut end) = (p[0], p[2]);
-                        let mut c = s[0];
+                        // C's `int start = pattern[0]` sign-extends.
+                        let (mut start, mut end) = (p[0] as i8 as i32, p[2] as i8 as i32);
+                        let mut c = s[0] as i8 as i32;
                         if start > end {
                             std::mem::swap(&mut start, &mut end);
                         }
                         if nocase {
-                            start = start.to_ascii_lowercase();
-                            end = end.to_ascii_lowercase();
-                            c = c.to_ascii_lowercase();
+                            let lo = |v: i32| {
+                                if (b'A' as i32..=b'Z' as i32).contains(&v) {
+                                    v + 32
+                                } else {
+                                    v
+                                }
+                            };
+                            start = lo(start);
+                            end = lo(end);
+                            c = lo(c);
                         }
                         p = &p[2..];
                         if c >= start && c <= end {
                             matched = true;
                         }
-                    } else if eq(p[0], s[0]) {
+                    } else if lower(p[0]) == lower(s[0]) {
                         matched = true;
                     }
                     p = &p[1..];
-                }
-                if p.is_empty() {
-                    // Redis: unterminated class, step back to the last char.
-                    return false;
                 }
                 if not {
                     matched = !matched;
@@ -275,16 +293,19 @@ fn glob_inner(mut p: &[u8], mut s: &[u8], nocase: bool, depth: usize) -> bool {
                     return false;
                 }
                 s = &s[1..];
-            }
-            b'\\' if p.len() >= 2 => {
-                p = &p[1..];
-                if !eq(p[0], s[0]) {
-                    return false;
+                if at_end {
+                    // Unterminated class: the pattern is used up.
+                    return s.is_empty();
                 }
-                s = &s[1..];
             }
             c => {
-                if !eq(c, s[0]) {
+                let c = if c == b'\\' && p.len() >= 2 {
+                    p = &p[1..];
+                    p[0]
+                } else {
+                    c
+                };
+                if lower(c) != lower(s[0]) {
                     return false;
                 }
                 s = &s[1..];
@@ -292,7 +313,7 @@ fn glob_inner(mut p: &[u8], mut s: &[u8], nocase: bool, depth: usize) -> bool {
         }
         p = &p[1..];
         if s.is_empty() {
-            while !p.is_empty() && p[0] == b'*' {
+            while p.first() == Some(&b'*') {
                 p = &p[1..];
             }
             break;
@@ -367,6 +388,37 @@ mod tests {
         assert!(glob_match(b"FOO", b"foo", true));
         assert!(glob_match(b"a*", b"a", false));
         assert!(!glob_match(b"a?", b"a", false));
+    }
+
+    #[test]
+    fn glob_redis_edge_cases() {
+        // Answers of redis-server 7.0.15 (KEYS / stringmatchlen).
+        // "[^a-]": the range runs from 'a' to ']' and eats the bracket.
+        assert!(glob_match(b"[^a-]", b"z", false));
+        assert!(!glob_match(b"[^a-]", b"a", false));
+        assert!(!glob_match(b"[^a-]", b"zz", false));
+        // Unterminated classes still apply.
+        assert!(glob_match(b"[a", b"a", false));
+        assert!(!glob_match(b"[a", b"b", false));
+        assert!(!glob_match(b"[a", b"ab", false));
+        // '*' does not match an empty string on its own (KEYS special-cases "*").
+        assert!(!glob_match(b"**", b"", false));
+        assert!(glob_match(b"a**", b"a", false));
+        // Ranges compare signed chars: [a-\xff] is -1..97.
+        assert!(glob_match(b"[a-\xff]", b"\xff", false));
+        assert!(!glob_match(b"[a-\xff]", b"\xfe", false));
+        assert!(glob_match(b"[a-\xff]", b"A", false));
+        // Many stars before a failing tail: polynomial, not exponential.
+        let s = vec![b'a'; 300];
+        let mut pat = b"*a".repeat(40);
+        pat.extend_from_slice(b"*b");
+        let t = std::time::Instant::now();
+        assert!(!glob_match(&pat, &s, false));
+        assert!(glob_match(&b"*a".repeat(40), &s, false));
+        assert!(t.elapsed() < std::time::Duration::from_secs(1));
+        // Deep nesting is refused rather than overflowing the stack.
+        let deep = b"*a".repeat(100_000);
+        assert!(!glob_match(&deep, &vec![b'a'; 200_000], false));
     }
 
     #[test]

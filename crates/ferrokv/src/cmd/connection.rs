@@ -196,6 +196,10 @@ fn select(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let Some(i) = crate::util::parse_i64(args.get(1)) else {
         return ctx.not_int();
     };
+    // getIntFromObjectOrReply: a 64-bit value outside int range.
+    if i32::try_from(i).is_err() {
+        return ctx.error(super::keys::INT_RANGE);
+    }
     if i < 0 || i as usize >= ctx.server.keyspace.db_count() {
         return ctx.error(err::DB_RANGE);
     }
@@ -298,11 +302,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             name = Some(args.get(j + 1));
             j += 2;
         } else {
-            let msg = format!(
-                "ERR Syntax error in HELLO option '{}'",
-                String::from_utf8_lossy(opt)
-            );
-            return ctx.error(&msg);
+            return ctx.error_with("ERR Syntax error in HELLO option '", opt, "'");
         }
     }
     if let Some((user, pass)) = creds {
@@ -462,8 +462,7 @@ fn client_type(h: &ClientHandle) -> ClientType {
 }
 
 fn unknown_type(ctx: &mut Ctx<'_>, t: &[u8]) {
-    let msg = format!("ERR Unknown client type '{}'", String::from_utf8_lossy(t));
-    ctx.error(&msg);
+    ctx.error_with("ERR Unknown client type '", t, "'");
 }
 
 /// Brings the calling client's shared info up to date, so that its own
@@ -576,8 +575,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 laddr = Some(val);
             } else if opt.eq_ignore_ascii_case(b"user") {
                 if val != b"default" {
-                    let msg = format!("ERR No such user '{}'", String::from_utf8_lossy(val));
-                    return ctx.error(&msg);
+                    return ctx.error_with("ERR No such user '", val, "'");
                 }
             } else if opt.eq_ignore_ascii_case(b"skipme") {
                 if val.eq_ignore_ascii_case(b"yes") {
@@ -641,11 +639,7 @@ fn client_setinfo(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let val = args.get(3);
     let lib_name = attr.eq_ignore_ascii_case(b"lib-name");
     if !lib_name && !attr.eq_ignore_ascii_case(b"lib-ver") {
-        let msg = format!(
-            "ERR Unrecognized option '{}'",
-            String::from_utf8_lossy(attr)
-        );
-        return ctx.error(&msg);
+        return ctx.error_with("ERR Unrecognized option '", attr, "'");
     }
     if !valid_attr(val) {
         let msg = format!(

@@ -500,8 +500,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, relative: bool, ms: bool) 
         } else if o.eq_ignore_ascii_case(b"lt") {
             lt = true;
         } else {
-            let msg = format!("ERR Unsupported option {}", String::from_utf8_lossy(o));
-            return ctx.error(&msg);
+            return ctx.error_with("ERR Unsupported option ", o, "");
         }
     }
     if nx && (xx || gt || lt) {

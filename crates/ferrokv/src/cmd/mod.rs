@@ -481,6 +481,17 @@ impl<'a> Ctx<'a> {
         self.failed = true;
     }
 
+    /// An error quoting a client argument the way Redis's `%s` does: the
+    /// bytes as they are (not UTF-8-replaced), up to the first NUL byte.
+    pub fn error_with(&mut self, prefix: &str, arg: &[u8], suffix: &str) {
+        let mut msg = prefix.as_bytes().to_vec();
+        msg.extend_from_slice(c_str(arg, usize::MAX));
+        msg.extend_from_slice(suffix.as_bytes());
+        self.out.error_bytes(&msg);
+        self.server.stats.record_error(prefix);
+        self.failed = true;
+    }
+
     /// WRONGTYPE error.
     pub fn wrongtype(&mut self) {
         self.error(err::WRONGTYPE);
@@ -542,22 +553,35 @@ pub fn arg_i64(ctx: &mut Ctx<'_>, a: &[u8]) -> Option<i64> {
     v
 }
 
-fn unknown_command(args: &Args<'_>) -> String {
-    let mut list = String::new();
+/// An argument as C's `%.Ns` prints it: up to the first NUL byte, at most
+/// `max` bytes.
+pub fn c_str(a: &[u8], max: usize) -> &[u8] {
+    let a = match a.iter().position(|&b| b == 0) {
+        Some(z) => &a[..z],
+        None => a,
+    };
+    &a[..a.len().min(max)]
+}
+
+/// Redis's "unknown command" error (server.c processCommand), byte for
+/// byte: the name and the arguments are printed with `%.128s` / `%.*s`, so
+/// they end at a NUL byte and non-UTF-8 bytes are echoed unchanged.
+fn unknown_command(args: &Args<'_>) -> Vec<u8> {
+    let mut list = Vec::new();
     for a in args.iter().skip(1) {
         if list.len() >= 128 {
             break;
         }
         let room = 128 - list.len();
-        let s = String::from_utf8_lossy(a);
-        let cut: String = s.chars().take(room).collect();
-        list.push('\'');
-        list.push_str(&cut);
-        list.push_str("' ");
+        list.push(b'\'');
+        list.extend_from_slice(c_str(a, room));
+        list.extend_from_slice(b"' ");
     }
-    let name = String::from_utf8_lossy(args.get(0));
-    let name: String = name.chars().take(128).collect();
-    format!("ERR unknown command '{name}', with args beginning with: {list}")
+    let mut msg = b"ERR unknown command '".to_vec();
+    msg.extend_from_slice(c_str(args.get(0), 128));
+    msg.extend_from_slice(b"', with args beginning with: ");
+    msg.extend_from_slice(&list);
+    msg
 }
 
 /// Executes one request and writes its reply into `out`.
@@ -586,8 +610,8 @@ pub fn execute(
     };
     let Some(mut id) = found else {
         let msg = unknown_command(args);
-        out.error(&msg);
-        server.stats.record_error(&msg);
+        out.error_bytes(&msg);
+        server.stats.record_error("ERR");
         finish_reply(client, out, reply_start);
         return;
     };
@@ -603,17 +627,13 @@ pub fn execute(
                 c = t.all[s];
             }
             None => {
-                let sub: String = String::from_utf8_lossy(args.get(1))
-                    .chars()
-                    .take(128)
-                    .collect();
-                let msg = format!(
-                    "ERR unknown subcommand '{}'. Try {} HELP.",
-                    sub,
-                    c.name.to_ascii_uppercase()
-                );
-                out.error(&msg);
-                server.stats.record_error(&msg);
+                let mut msg = b"ERR unknown subcommand '".to_vec();
+                msg.extend_from_slice(c_str(args.get(1), 128));
+                msg.extend_from_slice(b"'. Try ");
+                msg.extend_from_slice(c.name.to_ascii_uppercase().as_bytes());
+                msg.extend_from_slice(b" HELP.");
+                out.error_bytes(&msg);
+                server.stats.record_error("ERR");
                 finish_reply(client, out, reply_start);
                 return;
             }

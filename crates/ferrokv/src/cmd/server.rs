@@ -1296,10 +1296,11 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             .store(on, Ordering::Relaxed);
         ctx.out.ok();
     } else {
-        ctx.error(&format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-            lossy(sub)
-        ));
+        ctx.error_with(
+            "ERR unknown subcommand or wrong number of arguments for '",
+            sub,
+            "'. Try DEBUG HELP.",
+        );
     }
 }
 
@@ -1439,10 +1440,11 @@ fn slowlog_get(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     } else if args.len() == 2 {
         10
     } else {
-        ctx.error(&format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try SLOWLOG HELP.",
-            lossy(args.get(1))
-        ));
+        ctx.error_with(
+            "ERR unknown subcommand or wrong number of arguments for '",
+            args.get(1),
+            "'. Try SLOWLOG HELP.",
+        );
         return;
     };
     let entries: Vec<_> = {

@@ -701,27 +701,27 @@ fn zincrby(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 fn zadd_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, zincrby: bool) {
     let (mut nx, mut xx, mut gt, mut lt, mut ch, mut incr) =
         (false, false, false, false, false, zincrby);
+    // Redis parses the ZADD flags for ZINCRBY too (zaddGenericCommand):
+    // `ZINCRBY key GT member` is a syntax error, not a bad float.
     let mut idx = 2;
-    if !zincrby {
-        while idx < args.len() {
-            let a = args.get(idx);
-            if a.eq_ignore_ascii_case(b"nx") {
-                nx = true;
-            } else if a.eq_ignore_ascii_case(b"xx") {
-                xx = true;
-            } else if a.eq_ignore_ascii_case(b"ch") {
-                ch = true;
-            } else if a.eq_ignore_ascii_case(b"incr") {
-                incr = true;
-            } else if a.eq_ignore_ascii_case(b"gt") {
-                gt = true;
-            } else if a.eq_ignore_ascii_case(b"lt") {
-                lt = true;
-            } else {
-                break;
-            }
-            idx += 1;
+    while idx < args.len() {
+        let a = args.get(idx);
+        if a.eq_ignore_ascii_case(b"nx") {
+            nx = true;
+        } else if a.eq_ignore_ascii_case(b"xx") {
+            xx = true;
+        } else if a.eq_ignore_ascii_case(b"ch") {
+            ch = true;
+        } else if a.eq_ignore_ascii_case(b"incr") {
+            incr = true;
+        } else if a.eq_ignore_ascii_case(b"gt") {
+            gt = true;
+        } else if a.eq_ignore_ascii_case(b"lt") {
+            lt = true;
+        } else {
+            break;
         }
+        idx += 1;
     }
     let elements = args.len() - idx;
     if !elements.is_multiple_of(2) || elements == 0 {

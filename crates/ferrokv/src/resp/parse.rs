@@ -260,7 +260,7 @@ impl RequestParser {
                 return self.parse_inline(buf);
             }
             // Multibulk header.
-            let Some(cr) = memchr(b'\r', buf) else {
+            let Some(cr) = find_cr(buf) else {
                 if buf.len() > PROTO_INLINE_MAX_SIZE {
                     return Err(ProtocolError::TooBigMbulkCount);
                 }
@@ -292,7 +292,7 @@ impl RequestParser {
                 Some(l) => l,
                 None => {
                     let rest = &buf[self.offset..];
-                    let Some(cr) = memchr(b'\r', rest) else {
+                    let Some(cr) = find_cr(rest) else {
                         if rest.len() > PROTO_INLINE_MAX_SIZE {
                             return Err(ProtocolError::TooBigBulkCount);
                         }
@@ -331,7 +331,11 @@ impl RequestParser {
     }
 
     fn parse_inline(&mut self, buf: &[u8]) -> Result<Parsed, ProtocolError> {
-        let Some(nl) = memchr(b'\n', buf) else {
+        // Redis finds the end of the line with strchr(), which stops at a NUL
+        // byte: a NUL before the newline makes the request look incomplete,
+        // so it waits for more bytes until the 64 KiB inline limit.
+        let nl = memchr(b'\n', buf).filter(|&nl| memchr::memchr(0, &buf[..nl]).is_none());
+        let Some(nl) = nl else {
             if buf.len() > PROTO_INLINE_MAX_SIZE {
                 return Err(ProtocolError::TooBigInline);
             }
@@ -347,6 +351,24 @@ impl RequestParser {
         split_args(line, &mut self.scratch, &mut self.ranges)?;
         Ok(Parsed::Request(nl + 1))
     }
+}
+
+/// The CR ending a `*` or `$` length line. Redis finds it with strchr(),
+/// which stops at a NUL byte: a NUL before the CR leaves the line
+/// "incomplete" (None), up to the 64 KiB limit.
+#[inline]
+fn find_cr(s: &[u8]) -> Option<usize> {
+    let head = s.len().min(24);
+    for (i, &b) in s[..head].iter().enumerate() {
+        if b == b'\r' {
+            return Some(i);
+        }
+        if b == 0 {
+            return None;
+        }
+    }
+    let i = memchr::memchr2(b'\r', 0, &s[head..])? + head;
+    (s[i] == b'\r').then_some(i)
 }
 
 #[inline]
@@ -399,6 +421,11 @@ pub fn split_args(
     out: &mut Vec<u8>,
     ranges: &mut Vec<(u32, u32)>,
 ) -> Result<(), ProtocolError> {
+    // sdssplitargs reads a C string: a NUL byte ends the input.
+    let line = match memchr::memchr(0, line) {
+        Some(z) => &line[..z],
+        None => line,
+    };
     let mut i = 0;
     let n = line.len();
     loop {
@@ -467,7 +494,7 @@ pub fn split_args(
                     break;
                 }
                 match line[i] {
-                    b' ' | b'\n' | b'\r' | b'\t' | 0 => {
+                    b' ' | b'\n' | b'\r' | b'\t' => {
                         break;
                     }
                     b'"' => inq = true,
@@ -599,6 +626,45 @@ mod tests {
         assert_eq!(
             p.parse(b"*1\r\n$16385\r\n"),
             Err(ProtocolError::UnauthenticatedBulkLength)
+        );
+    }
+
+    #[test]
+    fn inline_nul_byte() {
+        // A NUL before the newline: incomplete, as Redis's strchr() sees it
+        // (this used to loop forever pushing empty arguments).
+        let mut p = RequestParser::default();
+        assert_eq!(
+            p.parse(b"'' \x00 \"a b\"\r\nPING\r\n"),
+            Ok(Parsed::Incomplete)
+        );
+        let mut big = b"PING \x00\n".to_vec();
+        big.extend(vec![b'a'; PROTO_INLINE_MAX_SIZE]);
+        assert_eq!(p.parse(&big), Err(ProtocolError::TooBigInline));
+        // split_args (also used for config lines) stops at a NUL.
+        let (mut out, mut ranges) = (Vec::new(), Vec::new());
+        split_args(b"a \x00 b", &mut out, &mut ranges).unwrap();
+        assert_eq!(ranges.len(), 1);
+        assert_eq!(
+            split_args(b"\"a\x00\"", &mut out, &mut ranges),
+            Err(ProtocolError::UnbalancedQuotes)
+        );
+    }
+
+    #[test]
+    fn nul_in_length_line_waits() {
+        let mut p = RequestParser::default();
+        assert_eq!(p.parse(b"*\x00\r\n$1\r\n"), Ok(Parsed::Incomplete));
+        let mut p = RequestParser::default();
+        assert_eq!(p.parse(b"*1\r\n$\x001\r\na\r\n"), Ok(Parsed::Incomplete));
+        let mut big = b"*1\r\n$\x00".to_vec();
+        big.extend(vec![b'1'; PROTO_INLINE_MAX_SIZE + 1]);
+        let mut p = RequestParser::default();
+        assert_eq!(p.parse(&big), Err(ProtocolError::TooBigBulkCount));
+        // A NUL after the CR (in the data) is fine.
+        assert_eq!(
+            parse_all(b"*1\r\n$3\r\n\x00\r\n\r\n").unwrap(),
+            vec![vec![b"\x00\r\n".to_vec()]]
         );
     }
 

@@ -65,6 +65,17 @@ impl Out {
         self.crlf();
     }
 
+    /// [`Self::error`] for a message that is not UTF-8 (it echoes client
+    /// bytes as they are, as Redis's `%s` does).
+    pub fn error_bytes(&mut self, msg: &[u8]) {
+        self.buf.push(b'-');
+        self.buf.extend(msg.iter().map(|&b| match b {
+            b'\r' | b'\n' => b' ',
+            b => b,
+        }));
+        self.crlf();
+    }
+
     /// An integer (`:n`).
     #[inline]
     pub fn int(&mut self, n: i64) {
