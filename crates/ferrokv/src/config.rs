@@ -76,6 +76,7 @@ pub static DIRECTIVES: &[Directive] = &[
     ),
     d("daemonize", Kind::Enum(YESNO_ONLY_NO), "no", false),
     d("dir", Kind::Str, ".", true),
+    d("disable-thp", Kind::Bool, "yes", false),
     d(
         "enable-debug-command",
         Kind::Enum(ENABLE_PROTECTED),

@@ -43,6 +43,9 @@ pub fn thread_count(config: &Config) -> usize {
 /// Starts the server with `config` and blocks until SHUTDOWN, SIGTERM or
 /// SIGINT. Errors: binding a listener failed.
 pub fn run(config: Config) -> std::io::Result<()> {
+    if config.get("disable-thp") == "yes" {
+        disable_thp();
+    }
     let threads = thread_count(&config);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
@@ -54,6 +57,23 @@ pub fn run(config: Config) -> std::io::Result<()> {
     // hold the exit back.
     rt.shutdown_timeout(Duration::from_millis(500));
     r
+}
+
+/// Turns transparent huge pages off for this process (`disable-thp yes`,
+/// the default, as Redis does on Linux). With THP on, mimalloc's arenas are
+/// backed by 2 MiB pages, so every client that declares a large bulk string
+/// (the read buffer is reserved for it up front, as in Redis) costs its
+/// whole reservation in resident memory as soon as a byte arrives: 100
+/// clients sending `$536870912` used 330 MB RSS (Redis: 13 MB).
+fn disable_thp() {
+    // SAFETY: prctl with integer arguments only changes a process flag.
+    let r = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+    if r != 0 {
+        tracing::warn!(
+            "failed to disable transparent huge pages: {}",
+            std::io::Error::last_os_error()
+        );
+    }
 }
 
 /// The async body of [`run`].
