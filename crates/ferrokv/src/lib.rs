@@ -47,10 +47,13 @@ pub fn run(config: Config) -> std::io::Result<()> {
         disable_thp();
     }
     let threads = thread_count(&config);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
+    // The main runtime accepts connections and runs the cron and signal
+    // handling; clients are served by `threads` worker runtimes (one thread
+    // each, see net::listener::start_workers).
+    net::listener::start_workers(threads)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .thread_name("ferrokv-io")
+        .thread_name("ferrokv-main")
         .build()?;
     let r = rt.block_on(serve(config, threads));
     // Connections still inside a blocking section (DEBUG SLEEP) must not

@@ -93,6 +93,68 @@ fn over_limit(server: &Server) -> bool {
     server.clients.len() as u64 >= server.live.maxclients.load(Ordering::Relaxed)
 }
 
+/// The I/O worker threads: one current-thread tokio runtime per thread,
+/// each owning the connections handed to it (thread per core, no work
+/// stealing: a connection's reads, commands and writes stay on one thread,
+/// so no request costs a cross-thread wake-up). New connections are dealt
+/// round-robin.
+struct Workers {
+    handles: Vec<tokio::runtime::Handle>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+static WORKERS: std::sync::OnceLock<Workers> = std::sync::OnceLock::new();
+
+/// Starts `n` I/O worker threads (`io-threads`). Call once before
+/// accepting; later calls do nothing. Errors: a thread or runtime could not
+/// be created.
+pub fn start_workers(n: usize) -> std::io::Result<()> {
+    if WORKERS.get().is_some() {
+        return Ok(());
+    }
+    let mut handles = Vec::with_capacity(n.max(1));
+    for i in 0..n.max(1) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name(format!("ferrokv-io-{i}"))
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = tx.send(Ok(rt.handle().clone()));
+                rt.block_on(std::future::pending::<()>());
+            })?;
+        let h = rx
+            .recv()
+            .map_err(|_| std::io::Error::other("I/O worker thread exited"))??;
+        handles.push(h);
+    }
+    let _ = WORKERS.set(Workers {
+        handles,
+        next: std::sync::atomic::AtomicUsize::new(0),
+    });
+    Ok(())
+}
+
+/// The runtime of the next worker (round-robin), or the current runtime
+/// when no workers were started (tests that embed the server).
+fn next_worker() -> tokio::runtime::Handle {
+    match WORKERS.get() {
+        Some(w) => {
+            let i = w.next.fetch_add(1, Ordering::Relaxed) % w.handles.len();
+            w.handles[i].clone()
+        }
+        None => tokio::runtime::Handle::current(),
+    }
+}
+
 /// Accepts TCP clients forever.
 pub async fn accept_tcp(server: Arc<Server>, listener: TcpListener) {
     loop {
@@ -125,7 +187,18 @@ pub async fn accept_tcp(server: Arc<Server>, listener: TcpListener) {
         let handle = new_handle(&server, peer.to_string(), laddr, fd, false);
         server.clients.add(handle.clone());
         let s = server.clone();
-        tokio::spawn(serve(s, sock, handle));
+        // Hand the socket to a worker: it must be registered with that
+        // worker's reactor, so move it as a std socket.
+        let Ok(std_sock) = sock.into_std() else {
+            server.clients.remove(handle.id);
+            continue;
+        };
+        next_worker().spawn(async move {
+            match tokio::net::TcpStream::from_std(std_sock) {
+                Ok(sock) => serve(s, sock, handle).await,
+                Err(_) => s.clients.remove(handle.id),
+            }
+        });
     }
 }
 
@@ -169,6 +242,15 @@ pub async fn accept_unix(server: Arc<Server>, listener: UnixListener, path: Stri
         let handle = new_handle(&server, format!("{path}:0"), format!("{path}:0"), fd, true);
         server.clients.add(handle.clone());
         let s = server.clone();
-        tokio::spawn(serve(s, sock, handle));
+        let Ok(std_sock) = sock.into_std() else {
+            server.clients.remove(handle.id);
+            continue;
+        };
+        next_worker().spawn(async move {
+            match tokio::net::UnixStream::from_std(std_sock) {
+                Ok(sock) => serve(s, sock, handle).await,
+                Err(_) => s.clients.remove(handle.id),
+            }
+        });
     }
 }
