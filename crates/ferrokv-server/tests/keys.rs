@@ -951,26 +951,6 @@ fn differential_keyspace_commands() {
     p.check(&[b"KEYS", b"*\x00*"]);
 }
 
-/// A deterministic xorshift generator (seeded, so failures reproduce).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
-        v[self.below(v.len())]
-    }
-}
-
 /// How a command's replies are compared.
 #[derive(Clone, Copy, PartialEq)]
 enum Cmp {

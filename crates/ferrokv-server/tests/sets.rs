@@ -723,26 +723,6 @@ fn diff_keyspace_stats() {
 
 // ------------------------------------------------------- random commands
 
-/// xorshift64*: a tiny seeded generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len())]
-    }
-}
-
 const KEYS: &[&str] = &["s0", "s1", "s2", "s3"];
 const MEMBERS: &[&str] = &[
     "0",

@@ -998,24 +998,6 @@ fn shared_cases_pass() {
     assert!(String::from_utf8_lossy(&info).contains("errorstat_ERR:count="));
 }
 
-/// xorshift64*: a tiny seeded generator for the random differential test.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len())]
-    }
-}
-
 const ZKEYS: &[&str] = &["z1", "z2", "z3", "dst"];
 const MEMBERS: &[&str] = &[
     "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "aa", "ab", "1", "2", "10", "-1", "",
