@@ -15,30 +15,6 @@ fn s(r: &[u8]) -> String {
     String::from_utf8_lossy(r).into_owned()
 }
 
-fn info_field(c: &mut Raw, section: &str, field: &str) -> String {
-    let r = s(&c.cmds(&format!("INFO {section}")));
-    r.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or("")
-        .trim()
-        .to_string()
-}
-
-/// Waits until INFO reports `n` blocked clients.
-fn wait_blocked(c: &mut Raw, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let b: usize = info_field(c, "clients", "blocked_clients")
-            .parse()
-            .unwrap_or(0);
-        if b == n {
-            return;
-        }
-        assert!(Instant::now() < deadline, "blocked_clients {b}, want {n}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 fn client_id(c: &mut Raw) -> String {
     s(&c.cmds("CLIENT ID"))
         .trim_start_matches(':')
@@ -136,7 +112,7 @@ fn errors_and_timeouts() {
         b"-ERR wrong number of arguments for 'bzpopmin' command\r\n"
     );
     assert_eq!(c.cmds("EXISTS nokey a b k"), b":0\r\n");
-    wait_blocked(&mut c, 0);
+    c.wait_blocked(0);
 }
 
 #[test]
@@ -150,7 +126,7 @@ fn blocked_clients_are_served_fifo() {
             1 => c.send_cmd(&[b"BZPOPMAX", b"z", b"0"]),
             _ => c.send_cmd(&[b"BZMPOP", b"0", b"1", b"z", b"MIN"]),
         }
-        wait_blocked(&mut ctl, i + 1);
+        ctl.wait_blocked(i + 1);
     }
     let flagged = s(&ctl.cmds("CLIENT LIST")).matches("flags=b").count();
     assert_eq!(flagged, 3, "CLIENT LIST shows flag b");
@@ -165,7 +141,7 @@ fn blocked_clients_are_served_fifo() {
         assert_eq!(s(&c.reply()), want, "waiter {i}");
         assert_eq!(ctl.cmds("EXISTS z"), b":0\r\n");
     }
-    wait_blocked(&mut ctl, 0);
+    ctl.wait_blocked(0);
     // One ZADD of several members serves several waiters in order, each
     // with its own direction and count.
     for (i, c) in w.iter_mut().enumerate() {
@@ -174,7 +150,7 @@ fn blocked_clients_are_served_fifo() {
             1 => c.send_cmd(&[b"BZMPOP", b"5", b"1", b"z", b"MIN", b"COUNT", b"2"]),
             _ => c.send_cmd(&[b"BZPOPMIN", b"z", b"5"]),
         }
-        wait_blocked(&mut ctl, i + 1);
+        ctl.wait_blocked(i + 1);
     }
     assert_eq!(ctl.cmds("ZADD z 1 a 2 b 3 c 4 d 5 e"), b":5\r\n");
     assert_eq!(w[0].reply(), b"*3\r\n$1\r\nz\r\n$1\r\ne\r\n$1\r\n5\r\n");
@@ -184,7 +160,7 @@ fn blocked_clients_are_served_fifo() {
     );
     assert_eq!(w[2].reply(), b"*3\r\n$1\r\nz\r\n$1\r\nc\r\n$1\r\n3\r\n");
     assert_eq!(ctl.cmds("ZRANGE z 0 -1"), b"*1\r\n$1\r\nd\r\n");
-    wait_blocked(&mut ctl, 0);
+    ctl.wait_blocked(0);
 }
 
 #[test]
@@ -194,13 +170,13 @@ fn wake_ups_by_writes_of_other_commands() {
     let mut a = srv.raw();
     let check = |a: &mut Raw, ctl: &mut Raw, setup: &[&str], key: &str, want: &str| {
         a.send_cmd(&[b"BZPOPMIN", key.as_bytes(), b"0"]);
-        wait_blocked(ctl, 1);
+        ctl.wait_blocked(1);
         for l in setup {
             let r = ctl.cmds(l);
             assert!(!r.starts_with(b"-"), "{l}: {}", s(&r));
         }
         assert_eq!(s(&a.reply()), want, "{setup:?}");
-        wait_blocked(ctl, 0);
+        ctl.wait_blocked(0);
     };
     let r = |k: &str, m: &str, sc: &str| {
         format!(
@@ -275,7 +251,7 @@ fn wake_ups_by_writes_of_other_commands() {
     // An empty *STORE result does not wake anyone; writes of other types
     // do not serve the zset waiter.
     a.send_cmd(&[b"BZPOPMIN", b"e", b"0.3"]);
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     assert_eq!(ctl.cmds("ZINTERSTORE e 2 s1 nokey"), b":0\r\n");
     assert_eq!(ctl.cmds("SET e v"), b"+OK\r\n");
     assert_eq!(ctl.cmds("DEL e"), b":1\r\n");
@@ -292,21 +268,21 @@ fn waiters_of_another_type_are_skipped() {
     let mut l = srv.raw();
     let mut z = srv.raw();
     l.send_cmd(&[b"BLPOP", b"k", b"0"]);
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     z.send_cmd(&[b"BZPOPMIN", b"k", b"0"]);
-    wait_blocked(&mut ctl, 2);
+    ctl.wait_blocked(2);
     assert_eq!(ctl.cmds("ZADD k 1 a"), b":1\r\n");
     assert_eq!(z.reply(), b"*3\r\n$1\r\nk\r\n$1\r\na\r\n$1\r\n1\r\n");
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     assert_eq!(ctl.cmds("EXISTS k"), b":0\r\n");
     z.send_cmd(&[b"BZPOPMAX", b"k", b"0"]);
-    wait_blocked(&mut ctl, 2);
+    ctl.wait_blocked(2);
     assert_eq!(ctl.cmds("RPUSH k x"), b":1\r\n");
     assert_eq!(l.reply(), b"*2\r\n$1\r\nk\r\n$1\r\nx\r\n");
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     assert_eq!(ctl.cmds("ZADD k 2 b"), b":1\r\n");
     assert_eq!(z.reply(), b"*3\r\n$1\r\nk\r\n$1\r\nb\r\n$1\r\n2\r\n");
-    wait_blocked(&mut ctl, 0);
+    ctl.wait_blocked(0);
 }
 
 #[test]
@@ -318,9 +294,9 @@ fn resp3_served_replies() {
     a.cmds("HELLO 3");
     b.cmds("HELLO 3");
     a.send_cmd(&[b"BZPOPMAX", b"r", b"0"]);
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     b.send_cmd(&[b"BZMPOP", b"0", b"2", b"x", b"r", b"MAX", b"COUNT", b"5"]);
-    wait_blocked(&mut ctl, 2);
+    ctl.wait_blocked(2);
     ctl.cmds("ZADD r 1 a -2.25 b 3 c");
     assert_eq!(a.reply(), b"*3\r\n$1\r\nr\r\n$1\r\nc\r\n,3\r\n");
     assert_eq!(
@@ -337,12 +313,12 @@ fn disconnect_while_blocked_leaves_nothing() {
     {
         let mut a = srv.raw();
         a.send_cmd(&[b"BZPOPMIN", b"q", b"q2", b"0"]);
-        wait_blocked(&mut ctl, 1);
+        ctl.wait_blocked(1);
         let mut b = srv.raw();
         b.send_cmd(&[b"BZMPOP", b"0", b"1", b"q", b"MAX"]);
-        wait_blocked(&mut ctl, 2);
+        ctl.wait_blocked(2);
     }
-    wait_blocked(&mut ctl, 0);
+    ctl.wait_blocked(0);
     assert_eq!(ctl.cmds("ZADD q 1 keep"), b":1\r\n");
     assert_eq!(ctl.cmds("ZADD q2 1 keep"), b":1\r\n");
     assert_eq!(ctl.cmds("ZCARD q"), b":1\r\n");
@@ -351,12 +327,12 @@ fn disconnect_while_blocked_leaves_nothing() {
     let mut b = srv.raw();
     let id = client_id(&mut b);
     b.send_cmd(&[b"BZPOPMAX", b"q3", b"0"]);
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     assert_eq!(
         ctl.cmd(&[b"CLIENT", b"KILL", b"ID", id.as_bytes()]),
         b":1\r\n"
     );
-    wait_blocked(&mut ctl, 0);
+    ctl.wait_blocked(0);
     assert_eq!(ctl.cmds("ZADD q3 1 keep"), b":1\r\n");
     assert_eq!(ctl.cmds("ZCARD q3"), b":1\r\n");
 }
@@ -368,12 +344,12 @@ fn client_unblock() {
     let mut a = srv.raw();
     let id = client_id(&mut a);
     a.send_cmd(&[b"BZPOPMIN", b"q", b"0"]);
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     assert_eq!(ctl.cmd(&[b"CLIENT", b"UNBLOCK", id.as_bytes()]), b":1\r\n");
     assert_eq!(a.reply(), b"*-1\r\n");
     assert_eq!(ctl.cmd(&[b"CLIENT", b"UNBLOCK", id.as_bytes()]), b":0\r\n");
     a.send_cmd(&[b"BZMPOP", b"0", b"1", b"q", b"MIN"]);
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     assert_eq!(
         ctl.cmd(&[b"CLIENT", b"UNBLOCK", id.as_bytes(), b"ERROR"]),
         b":1\r\n"
@@ -384,13 +360,13 @@ fn client_unblock() {
     );
     a.cmds("HELLO 3");
     a.send_cmd(&[b"BZPOPMAX", b"q", b"0"]);
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     assert_eq!(
         ctl.cmd(&[b"CLIENT", b"UNBLOCK", id.as_bytes(), b"TIMEOUT"]),
         b":1\r\n"
     );
     assert_eq!(a.reply(), b"_\r\n");
-    wait_blocked(&mut ctl, 0);
+    ctl.wait_blocked(0);
     assert_eq!(ctl.cmds("ZADD q 1 v"), b":1\r\n");
     assert_eq!(ctl.cmds("ZCARD q"), b":1\r\n");
 }
@@ -483,7 +459,7 @@ fn stress_every_member_received_once() {
     got.dedup();
     assert_eq!(got.len(), total, "every member received once");
     assert_eq!(ctl.cmds("EXISTS z0 z1 z2"), b":0\r\n");
-    wait_blocked(&mut ctl, 0);
+    ctl.wait_blocked(0);
 }
 
 // ------------------------------------------------------------------ differential
@@ -607,7 +583,7 @@ fn diff_served_replies() {
             }
             let parts: Vec<&[u8]> = block.split_whitespace().map(str::as_bytes).collect();
             c.send_cmd(&parts);
-            wait_blocked(&mut ctl, 1);
+            ctl.wait_blocked(1);
             let mut line = String::new();
             for w in writes.iter() {
                 line.push_str(&s(&ctl.cmds(w)));
@@ -615,7 +591,7 @@ fn diff_served_replies() {
             line.push_str(&s(&c.reply()));
             line.push_str(&s(&ctl.cmds("ZRANGE k 0 -1 WITHSCORES")));
             res.push(line);
-            wait_blocked(&mut ctl, 0);
+            ctl.wait_blocked(0);
         }
         outs.push(res);
     }

@@ -21,31 +21,6 @@ fn int_reply(r: &[u8]) -> i64 {
         .expect("integer reply")
 }
 
-/// The value of one INFO field.
-fn info_field(c: &mut Raw, section: &str, field: &str) -> String {
-    let r = s(&c.cmds(&format!("INFO {section}")));
-    r.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or("")
-        .trim()
-        .to_string()
-}
-
-/// Waits until INFO reports `n` blocked clients.
-fn wait_blocked(c: &mut Raw, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let b: usize = info_field(c, "clients", "blocked_clients")
-            .parse()
-            .unwrap_or(0);
-        if b == n {
-            return;
-        }
-        assert!(Instant::now() < deadline, "blocked_clients {b}, want {n}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 fn client_id(c: &mut Raw) -> i64 {
     int_reply(&c.cmds("CLIENT ID"))
 }
@@ -195,7 +170,7 @@ fn blocked_clients_are_served_fifo() {
     let mut w: Vec<Raw> = (0..3).map(|_| srv.raw()).collect();
     for (i, c) in w.iter_mut().enumerate() {
         c.send_cmd(&[b"BLPOP", b"q", b"0"]);
-        wait_blocked(&mut ctl, i + 1);
+        ctl.wait_blocked(i + 1);
     }
     let ids: Vec<String> = ctl
         .cmds("CLIENT LIST")
@@ -218,7 +193,7 @@ fn blocked_clients_are_served_fifo() {
         );
         assert_eq!(ctl.cmds("EXISTS q"), b":0\r\n");
     }
-    wait_blocked(&mut ctl, 0);
+    ctl.wait_blocked(0);
 }
 
 #[test]
@@ -230,11 +205,11 @@ fn one_push_of_several_elements_serves_several_waiters() {
     let mut c = srv.raw();
     a.cmds("HELLO 3");
     a.send_cmd(&[b"BLPOP", b"x", b"q", b"5"]);
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     b.send_cmd(&[b"BRPOP", b"q", b"5"]);
-    wait_blocked(&mut ctl, 2);
+    ctl.wait_blocked(2);
     c.send_cmd(&[b"BLMPOP", b"5", b"1", b"q", b"LEFT", b"COUNT", b"5"]);
-    wait_blocked(&mut ctl, 3);
+    ctl.wait_blocked(3);
     assert_eq!(ctl.cmds("RPUSH q 1 2 3 4 5"), b":5\r\n");
     assert_eq!(a.reply(), b"*2\r\n$1\r\nq\r\n$1\r\n1\r\n");
     assert_eq!(b.reply(), b"*2\r\n$1\r\nq\r\n$1\r\n5\r\n");
@@ -243,7 +218,7 @@ fn one_push_of_several_elements_serves_several_waiters() {
         b"*2\r\n$1\r\nq\r\n*3\r\n$1\r\n2\r\n$1\r\n3\r\n$1\r\n4\r\n"
     );
     assert_eq!(ctl.cmds("EXISTS q"), b":0\r\n");
-    wait_blocked(&mut ctl, 0);
+    ctl.wait_blocked(0);
 }
 
 #[test]
@@ -289,7 +264,7 @@ fn pipelined_commands_wait_for_the_blocked_one() {
     batch.extend(encode(&[b"ECHO", b"after"]));
     c.send(&batch);
     assert_eq!(c.reply(), b"+PONG\r\n", "earlier replies are flushed");
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     ctl.cmds("RPUSH q a b");
     assert_eq!(c.reply(), b"*2\r\n$1\r\nq\r\n$1\r\na\r\n");
     assert_eq!(c.reply(), b":1\r\n", "LLEN ran after the wake-up");
@@ -304,9 +279,9 @@ fn blmove_hand_off_and_chains() {
     let mut b = srv.raw();
     // a waits on src1 and moves to src2, b waits on src2 and moves to dst.
     a.send_cmd(&[b"BLMOVE", b"src1", b"src2", b"RIGHT", b"LEFT", b"0"]);
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     b.send_cmd(&[b"BRPOPLPUSH", b"src2", b"dst", b"0"]);
-    wait_blocked(&mut ctl, 2);
+    ctl.wait_blocked(2);
     assert_eq!(ctl.cmds("LPUSH src1 x"), b":1\r\n");
     assert_eq!(a.reply(), b"$1\r\nx\r\n");
     assert_eq!(b.reply(), b"$1\r\nx\r\n");
@@ -315,9 +290,9 @@ fn blmove_hand_off_and_chains() {
     // Served BLMOVE whose destination became another type: WRONGTYPE and
     // the element stays for the next waiter.
     a.send_cmd(&[b"BLMOVE", b"s", b"str", b"LEFT", b"LEFT", b"0"]);
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     b.send_cmd(&[b"BLPOP", b"s", b"0"]);
-    wait_blocked(&mut ctl, 2);
+    ctl.wait_blocked(2);
     ctl.cmds("SET str v");
     ctl.cmds("RPUSH s e");
     assert_eq!(
@@ -327,16 +302,16 @@ fn blmove_hand_off_and_chains() {
     assert_eq!(b.reply(), b"*2\r\n$1\r\ns\r\n$1\r\ne\r\n");
     // LMOVE into a waited key serves the waiter.
     a.send_cmd(&[b"BLPOP", b"t", b"0"]);
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     ctl.cmds("RPUSH from 1 2");
     assert_eq!(ctl.cmds("LMOVE from t LEFT LEFT"), b"$1\r\n1\r\n");
     assert_eq!(a.reply(), b"*2\r\n$1\r\nt\r\n$1\r\n1\r\n");
     // RENAME / COPY creating a waited key serve it too.
     a.send_cmd(&[b"BLPOP", b"r", b"0"]);
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     assert_eq!(ctl.cmds("RENAME from r"), b"+OK\r\n");
     assert_eq!(a.reply(), b"*2\r\n$1\r\nr\r\n$1\r\n2\r\n");
-    wait_blocked(&mut ctl, 0);
+    ctl.wait_blocked(0);
 }
 
 #[test]
@@ -346,21 +321,21 @@ fn disconnect_while_blocked_leaves_nothing() {
     {
         let mut a = srv.raw();
         a.send_cmd(&[b"BLPOP", b"q", b"0"]);
-        wait_blocked(&mut ctl, 1);
+        ctl.wait_blocked(1);
     }
-    wait_blocked(&mut ctl, 0);
+    ctl.wait_blocked(0);
     assert_eq!(ctl.cmds("LPUSH q keep"), b":1\r\n");
     assert_eq!(ctl.cmds("LRANGE q 0 -1"), b"*1\r\n$4\r\nkeep\r\n");
     // CLIENT KILL of a blocked client also cleans up.
     let mut b = srv.raw();
     let id = client_id(&mut b);
     b.send_cmd(&[b"BLPOP", b"q2", b"0"]);
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     assert_eq!(
         ctl.cmd(&[b"CLIENT", b"KILL", b"ID", id.to_string().as_bytes()]),
         b":1\r\n"
     );
-    wait_blocked(&mut ctl, 0);
+    ctl.wait_blocked(0);
     assert_eq!(ctl.cmds("LPUSH q2 keep"), b":1\r\n");
     assert_eq!(ctl.cmds("LLEN q2"), b":1\r\n");
 }
@@ -372,12 +347,12 @@ fn client_unblock() {
     let mut a = srv.raw();
     let id = client_id(&mut a).to_string();
     a.send_cmd(&[b"BLPOP", b"q", b"0"]);
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     assert_eq!(ctl.cmd(&[b"CLIENT", b"UNBLOCK", id.as_bytes()]), b":1\r\n");
     assert_eq!(a.reply(), b"*-1\r\n");
     assert_eq!(ctl.cmd(&[b"CLIENT", b"UNBLOCK", id.as_bytes()]), b":0\r\n");
     a.send_cmd(&[b"BLMOVE", b"q", b"d", b"LEFT", b"LEFT", b"0"]);
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     assert_eq!(
         ctl.cmd(&[b"CLIENT", b"UNBLOCK", id.as_bytes(), b"ERROR"]),
         b":1\r\n"
@@ -387,7 +362,7 @@ fn client_unblock() {
         b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"
     );
     a.send_cmd(&[b"BLPOP", b"q", b"0"]);
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     assert_eq!(
         ctl.cmd(&[b"CLIENT", b"UNBLOCK", id.as_bytes(), b"timeout"]),
         b":1\r\n"
@@ -401,7 +376,7 @@ fn client_unblock() {
         ctl.cmds("CLIENT UNBLOCK abc"),
         b"-ERR value is not an integer or out of range\r\n"
     );
-    wait_blocked(&mut ctl, 0);
+    ctl.wait_blocked(0);
     // Nothing stays registered: a push keeps its element.
     assert_eq!(ctl.cmds("LPUSH q v"), b":1\r\n");
     assert_eq!(ctl.cmds("LLEN q"), b":1\r\n");
@@ -509,7 +484,7 @@ fn stress_no_element_lost_or_duplicated() {
     got.dedup();
     assert_eq!(got.len(), total, "every element received once");
     assert_eq!(ctl.cmds("EXISTS s0 s1 s2"), b":0\r\n");
-    wait_blocked(&mut ctl, 0);
+    ctl.wait_blocked(0);
 }
 
 #[test]
@@ -1033,19 +1008,19 @@ fn swapdb_and_move_serve_waiters_and_idle_timeout_spares_blocked() {
     let mut ctl = srv.raw();
     let mut a = srv.raw();
     a.send_cmd(&[b"BLPOP", b"w", b"0"]);
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     // Blocked clients are not closed by the idle timeout (Redis's
     // clientsCronHandleTimeout skips them).
     std::thread::sleep(Duration::from_millis(2500));
     let mut ctl = srv.raw(); // the idle control connection was closed
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     ctl.cmds("SELECT 1");
     ctl.cmds("RPUSH w x y");
     assert_eq!(ctl.cmds("SWAPDB 0 1"), b"+OK\r\n");
     assert_eq!(a.reply(), b"*2\r\n$1\r\nw\r\n$1\r\nx\r\n");
     // MOVE into the waited database.
     a.send_cmd(&[b"BLPOP", b"m", b"0"]);
-    wait_blocked(&mut ctl, 1);
+    ctl.wait_blocked(1);
     ctl.cmds("RPUSH m z");
     assert_eq!(ctl.cmds("MOVE m 0"), b":1\r\n");
     assert_eq!(a.reply(), b"*2\r\n$1\r\nm\r\n$1\r\nz\r\n");

@@ -195,6 +195,32 @@ impl Raw {
         Ok(out)
     }
 
+    /// The value of `field` in `INFO section` ("" when absent).
+    pub fn info_field(&mut self, section: &str, field: &str) -> String {
+        let r = String::from_utf8_lossy(&self.cmds(&format!("INFO {section}"))).into_owned();
+        r.lines()
+            .find_map(|l| l.strip_prefix(&format!("{field}:")))
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    }
+
+    /// Waits (up to 5 s, else panics) until INFO reports `n` blocked clients.
+    pub fn wait_blocked(&mut self, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let b: usize = self
+                .info_field("clients", "blocked_clients")
+                .parse()
+                .unwrap_or(0);
+            if b == n {
+                return;
+            }
+            assert!(Instant::now() < deadline, "blocked_clients {b}, want {n}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// Sets the read timeout.
     pub fn set_timeout(&mut self, d: Duration) {
         self.w.set_read_timeout(Some(d)).expect("timeout");
