@@ -140,6 +140,7 @@ pub static DIRECTIVES: &[Directive] = &[
         "10000",
         true,
     ),
+    d("notify-keyspace-events", Kind::Str, "", true),
     d("pidfile", Kind::Str, "", false),
     d("port", Kind::Int { min: 0, max: 65535 }, "6379", false),
     d(
@@ -329,6 +330,7 @@ pub fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
                 ))
             }
         }
+        Kind::Str if d.name == "notify-keyspace-events" => crate::events::normalise(&args[0]),
         Kind::Str => Ok(args[0].clone()),
         Kind::Octal => {
             let v = u32::from_str_radix(&args[0], 8)

@@ -11,11 +11,13 @@
 pub mod cmd;
 pub mod config;
 pub mod db;
+pub mod events;
 pub mod ldouble;
 pub mod net;
 pub mod resp;
 pub mod server;
 pub mod stats;
+pub mod tx;
 pub mod util;
 
 use config::Config;
@@ -177,7 +179,10 @@ async fn cron(server: Arc<Server>) {
         let s = server.clone();
         let budget = period / 4;
         let _ = tokio::task::spawn_blocking(move || {
-            s.keyspace.active_expire_cycle(util::now_ms(), budget);
+            s.keyspace
+                .active_expire_cycle(util::now_ms(), budget, &mut |f| {
+                    tx::background_step(&s, f)
+                });
         })
         .await;
         if tick.is_multiple_of(hz) {

@@ -195,6 +195,9 @@ impl Server {
             .store(u("latency-monitor-threshold"), Ordering::Relaxed);
         l.requirepass_set
             .store(!c.get("requirepass").is_empty(), Ordering::Relaxed);
+        crate::events::set_flags(
+            crate::events::parse_flags(c.get("notify-keyspace-events")).unwrap_or(0),
+        );
         drop(c);
         let max = l.slowlog_max_len.load(Ordering::Relaxed) as usize;
         let mut sl = self.slowlog.lock();

@@ -350,6 +350,8 @@ fn hello(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 fn reset(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     let server = ctx.server;
     ctx.client.leave_monitor(server);
+    ctx.client.multi = None;
+    crate::tx::unwatch_all(&mut ctx.client.watch);
     ctx.client.db = 0;
     ctx.client.reply_mode = ReplyMode::On;
     ctx.client.no_touch = false;

@@ -1038,7 +1038,11 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     };
     let mut taken = Vec::new();
     {
+        let mut reg = crate::tx::lock_registry();
         let mut guards = ctx.db().lock_all();
+        if let Some(r) = reg.as_mut() {
+            crate::tx::touch_db(r, ctx.client.db, &guards, None, ctx.now);
+        }
         for g in guards.iter_mut() {
             taken.push(g.take());
         }
@@ -1060,7 +1064,13 @@ fn flushall(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let ks = &srv(ctx).keyspace;
     let mut taken = Vec::new();
     {
+        let mut reg = crate::tx::lock_registry();
         let mut all: Vec<_> = (0..ks.db_count()).map(|d| ks.db(d).lock_all()).collect();
+        if let Some(r) = reg.as_mut() {
+            for (d, guards) in all.iter().enumerate() {
+                crate::tx::touch_db(r, d, guards, None, ctx.now);
+            }
+        }
         for guards in all.iter_mut() {
             for g in guards.iter_mut() {
                 if !g.is_empty() {
@@ -1092,7 +1102,16 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if a < 0 || b < 0 || a as usize >= n || b as usize >= n {
         return ctx.error(err::DB_RANGE);
     }
-    srv(ctx).keyspace.swap_dbs(a as usize, b as usize);
+    let (a, b, now) = (a as usize, b as usize, ctx.now);
+    let mut reg = crate::tx::lock_registry();
+    srv(ctx).keyspace.swap_dbs_with(a, b, |lo, hi| {
+        if let Some(r) = reg.as_mut() {
+            let (l, h) = (a.min(b), a.max(b));
+            crate::tx::touch_db(r, l, lo, Some(hi), now);
+            crate::tx::touch_db(r, h, hi, Some(lo), now);
+        }
+    });
+    drop(reg);
     ctx.out.ok();
 }
 

@@ -18,6 +18,7 @@ pub mod server;
 pub mod sets;
 pub mod sort;
 pub mod strings;
+pub mod tx;
 pub mod zsets;
 
 use crate::db::{hash_key, Db, Shard};
@@ -350,6 +351,8 @@ pub struct Table {
     subs: Vec<Vec<usize>>,
     /// Longest top-level name, bytes.
     max_name: usize,
+    /// Id of EXEC (dispatched without the shared exec gate).
+    pub exec_id: usize,
 }
 
 impl Table {
@@ -400,8 +403,9 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 9] = [
+        let families: [&'static [Command]; 10] = [
             connection::COMMANDS,
+            tx::COMMANDS,
             strings::COMMANDS,
             keys::COMMANDS,
             lists::COMMANDS,
@@ -416,6 +420,7 @@ pub fn table() -> &'static Table {
             by_name: HashMap::default(),
             subs: Vec::new(),
             max_name: 0,
+            exec_id: usize::MAX,
         };
         for fam in families {
             for c in fam {
@@ -432,6 +437,7 @@ pub fn table() -> &'static Table {
                 }
             }
         }
+        t.exec_id = t.lookup(b"exec").unwrap_or(usize::MAX);
         t
     })
 }
@@ -521,6 +527,29 @@ impl<'a> Ctx<'a> {
         (h, self.db().lock(h))
     }
 
+    /// `key` of the selected database was modified: touches its watchers
+    /// and emits keyspace event `event` of `class` (Redis's
+    /// `signalModifiedKey` + `notifyKeyspaceEvent`; see events.rs). One
+    /// atomic load when nothing is watched and notifications are off.
+    #[inline]
+    pub fn modified(&self, key: &[u8], class: u32, event: &'static str) {
+        crate::events::modified(self.client.db, key, class, event);
+    }
+
+    /// Emits keyspace event `event` of `class` for `key` of the selected
+    /// database, without touching watchers (`notifyKeyspaceEvent` alone).
+    #[inline]
+    pub fn notify(&self, key: &[u8], class: u32, event: &'static str) {
+        crate::events::notify(self.client.db, key, class, event);
+    }
+
+    /// Touches the watchers of `key` of the selected database without a
+    /// notification (`signalModifiedKey` alone).
+    #[inline]
+    pub fn touch_key(&self, key: &[u8]) {
+        crate::events::touch(self.client.db, key);
+    }
+
     /// Counts a keyspace hit or miss (INFO keyspace_hits / keyspace_misses).
     #[inline]
     pub fn hit(&self, found: bool) {
@@ -587,7 +616,10 @@ fn unknown_command(args: &Args<'_>) -> Vec<u8> {
 /// Executes one request and writes its reply into `out`.
 ///
 /// Order of checks as Redis's `processCommand` (server.c): lookup (unknown
-/// command / unknown subcommand), arity, authentication; then the handler.
+/// command / unknown subcommand), arity, authentication; then, inside
+/// MULTI, the `no-multi` flag and queuing (a rejected command flags the
+/// transaction; a rejected EXEC aborts it); then the handler, inside the
+/// exec gate (tx.rs).
 pub fn execute(
     server: &Arc<Server>,
     client: &mut Client,
@@ -612,6 +644,7 @@ pub fn execute(
         let msg = unknown_command(args);
         out.error_bytes(&msg);
         server.stats.record_error("ERR");
+        flag_transaction(client);
         finish_reply(client, out, reply_start);
         return;
     };
@@ -634,15 +667,17 @@ pub fn execute(
                 msg.extend_from_slice(b" HELP.");
                 out.error_bytes(&msg);
                 server.stats.record_error("ERR");
+                flag_transaction(client);
                 finish_reply(client, out, reply_start);
                 return;
             }
         }
     }
+    let is_exec = id == t.exec_id;
     let argc = args.len() as i32;
     if (c.arity > 0 && argc != c.arity) || argc < -c.arity {
         let msg = format!("ERR wrong number of arguments for '{}' command", c.name);
-        reject(server, out, stats, id, &msg);
+        reject_in_multi(server, client, out, stats, id, &msg, is_exec);
         finish_reply(client, out, reply_start);
         return;
     }
@@ -650,10 +685,47 @@ pub fn execute(
         && c.flags & flags::NO_AUTH == 0
         && server.live.requirepass_set.load(Ordering::Relaxed)
     {
-        reject(server, out, stats, id, err::NOAUTH);
+        reject_in_multi(server, client, out, stats, id, err::NOAUTH, is_exec);
         finish_reply(client, out, reply_start);
         return;
     }
+    if client.multi.is_some() && !tx::runs_inside_multi(t.all[client.last_top].name) {
+        if c.flags & flags::NO_MULTI != 0 {
+            let msg = "ERR Command not allowed inside a transaction";
+            reject_in_multi(server, client, out, stats, id, msg, false);
+        } else if let Some(m) = client.multi.as_mut() {
+            m.queued
+                .push((id, crate::resp::parse::OwnedArgs::from_args(args)));
+            out.simple("QUEUED");
+        }
+        finish_reply(client, out, reply_start);
+        return;
+    }
+    if is_exec {
+        // EXEC takes the whole gate itself.
+        let mode = client.reply_mode;
+        run(server, client, out, args, stats, id);
+        finish_exec_reply(client, out, reply_start, mode);
+        return;
+    }
+    let gate = crate::tx::gate_shared();
+    run(server, client, out, args, stats, id);
+    drop(gate);
+    finish_reply(client, out, reply_start);
+}
+
+/// Runs command `id` (looked up and checked by [`execute`], or queued by
+/// MULTI): MONITOR feed, the handler, blocked-client signalling, key
+/// events, statistics, slow log and latency. The caller holds the exec gate.
+pub fn run(
+    server: &Arc<Server>,
+    client: &mut Client,
+    out: &mut Out,
+    args: &Args<'_>,
+    stats: &ThreadStats,
+    id: usize,
+) {
+    let c = table().all[id];
     if server.monitor_count.load(Ordering::Relaxed) > 0
         && c.flags & (flags::SKIP_MONITOR | flags::ADMIN) == 0
     {
@@ -693,6 +765,9 @@ pub fn execute(
         let all = matches!(c.name, "move" | "swapdb" | "copy");
         crate::db::blocking::signal_after_command(server, client.db, &keys, all, now);
     }
+    if crate::events::pending() {
+        crate::events::drain(server);
+    }
     let us = end_us.saturating_sub(start_us);
     let cs = &stats.cmds[id];
     bump(&cs.calls, 1);
@@ -718,8 +793,67 @@ pub fn execute(
         };
         server.latency_sample(event, us / 1000);
     }
-    finish_reply(client, out, reply_start);
 }
+
+/// Marks the transaction of a client inside MULTI as failed (multi.c
+/// `flagTransaction`): its EXEC will reply EXECABORT.
+#[inline]
+fn flag_transaction(client: &mut Client) {
+    if let Some(m) = client.multi.as_mut() {
+        m.dirty_exec = true;
+    }
+}
+
+/// A command refused before running (server.c `rejectCommand`): inside
+/// MULTI it flags the transaction; a refused EXEC aborts the transaction
+/// with "EXECABORT Transaction discarded because of: <reason>".
+fn reject_in_multi(
+    server: &Server,
+    client: &mut Client,
+    out: &mut Out,
+    stats: &ThreadStats,
+    id: usize,
+    msg: &str,
+    is_exec: bool,
+) {
+    if is_exec && client.multi.is_some() {
+        client.multi = None;
+        crate::tx::unwatch_all(&mut client.watch);
+        let reason = msg.strip_prefix("ERR ").unwrap_or(msg);
+        let full = format!("EXECABORT Transaction discarded because of: {reason}");
+        reject(server, out, stats, id, &full);
+        return;
+    }
+    flag_transaction(client);
+    reject(server, out, stats, id, msg);
+}
+
+/// CLIENT REPLY around EXEC: the mode in force when EXEC started decides
+/// whether its reply is sent; a CLIENT REPLY SKIP inside the transaction
+/// skips the command after EXEC (Redis resets the skip flags once per
+/// top-level command).
+fn finish_exec_reply(client: &mut Client, out: &mut Out, reply_start: usize, before: ReplyModeT) {
+    use crate::net::connection::ReplyMode;
+    let after = client.reply_mode;
+    match before {
+        ReplyMode::On => {
+            if after == ReplyMode::SkipNext {
+                client.reply_mode = ReplyMode::Skip;
+            }
+        }
+        ReplyMode::Off => out.buf.truncate(reply_start),
+        ReplyMode::Skip | ReplyMode::SkipNext => {
+            out.buf.truncate(reply_start);
+            client.reply_mode = match after {
+                ReplyMode::SkipNext => ReplyMode::Skip,
+                ReplyMode::Skip => ReplyMode::On,
+                m => m,
+            };
+        }
+    }
+}
+
+type ReplyModeT = crate::net::connection::ReplyMode;
 
 fn reject(server: &Server, out: &mut Out, stats: &ThreadStats, id: usize, msg: &str) {
     out.error(msg);

@@ -1405,6 +1405,10 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
 /// MONITOR: turns this connection into a monitor: it receives every
 /// command other clients run (fed by `cmd::feed_monitors`) until it closes.
 fn monitor(ctx: &mut Ctx<'_>, _: &Args<'_>) {
+    if ctx.client.deny_blocking {
+        // Inside MULTI/EXEC (Redis's CLIENT_DENY_BLOCKING).
+        return ctx.error("ERR MONITOR isn't allowed for DENY BLOCKING client");
+    }
     if ctx.client.monitor_rx.is_some() {
         ctx.out.ok();
         return;

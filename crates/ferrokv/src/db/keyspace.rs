@@ -50,6 +50,9 @@ pub struct Shard {
     /// They stay with the shard's position, not its data: SWAPDB and
     /// FLUSH* leave them in place.
     pub blocked: BlockedKeys,
+    /// Index of the database this shard belongs to (for expiry events;
+    /// positional like `blocked`).
+    db: u32,
 }
 
 impl Shard {
@@ -75,9 +78,24 @@ impl Shard {
         if self.dict.get(h, key).is_some_and(|e| e.is_expired(now)) {
             self.remove(h, key);
             self.expired += 1;
+            crate::events::expired(self.db as usize, key);
             return None;
         }
         self.dict.get_mut(h, key)
+    }
+
+    /// True when `key` is in the table, expired or not (Redis's `dictFind`
+    /// on the main dict, used by WATCH's flush rules).
+    #[inline]
+    pub fn contains_raw(&self, h: u64, key: &[u8]) -> bool {
+        self.dict.get(h, key).is_some()
+    }
+
+    /// True when `key` is in the table but logically expired at `now`
+    /// (Redis's `keyIsExpired`).
+    #[inline]
+    pub fn raw_expired(&self, h: u64, key: &[u8], now: u64) -> bool {
+        self.dict.get(h, key).is_some_and(|e| e.is_expired(now))
     }
 
     /// Read-only lookup that treats an expired key as absent without
@@ -141,6 +159,7 @@ impl Shard {
             volatile: std::mem::take(&mut self.volatile),
             expired: 0,
             blocked: BlockedKeys::default(),
+            db: self.db,
         }
     }
 
@@ -192,6 +211,7 @@ impl Shard {
                 let h = hash_key(&key);
                 if self.dict.get(h, &key).is_some_and(|e| e.is_expired(now)) {
                     self.remove(h, &key);
+                    crate::events::expired(self.db as usize, &key);
                     round_expired += 1;
                 }
             }
@@ -211,9 +231,16 @@ pub struct Db {
 }
 
 impl Db {
-    fn new() -> Self {
+    fn new(index: usize) -> Self {
         Db {
-            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            shards: (0..SHARDS)
+                .map(|_| {
+                    Mutex::new(Shard {
+                        db: index as u32,
+                        ..Shard::default()
+                    })
+                })
+                .collect(),
         }
     }
 
@@ -267,7 +294,7 @@ impl Keyspace {
     /// `n` empty databases (the `databases` directive).
     pub fn new(n: usize) -> Self {
         Keyspace {
-            dbs: (0..n.max(1)).map(|_| Db::new()).collect(),
+            dbs: (0..n.max(1)).map(Db::new).collect(),
             active_expired: AtomicU64::new(0),
             active_expire_enabled: AtomicBool::new(true),
             expire_time_cap_reached: AtomicU64::new(0),
@@ -317,12 +344,25 @@ impl Keyspace {
 
     /// Swaps the contents of two databases atomically (SWAPDB).
     pub fn swap_dbs(&self, a: usize, b: usize) {
+        self.swap_dbs_with(a, b, |_, _| {});
+    }
+
+    /// SWAPDB with a hook: `before(lower, higher)` runs with every shard of
+    /// both databases held, just before their contents are exchanged (WATCH
+    /// uses it to see what each side holds).
+    pub fn swap_dbs_with(
+        &self,
+        a: usize,
+        b: usize,
+        before: impl FnOnce(&[MutexGuard<'_, Shard>], &[MutexGuard<'_, Shard>]),
+    ) {
         if a == b {
             return;
         }
         let (lo, hi) = (a.min(b), a.max(b));
         let mut ga = self.dbs[lo].lock_all();
         let mut gb = self.dbs[hi].lock_all();
+        before(&ga, &gb);
         for (x, y) in ga.iter_mut().zip(gb.iter_mut()) {
             // Data moves, blocked clients stay with their database.
             std::mem::swap(&mut x.dict, &mut y.dict);
@@ -343,8 +383,15 @@ impl Keyspace {
     }
 
     /// One active expiry cycle over all databases, bounded by `budget` of
-    /// wall time; continues next time from where it stopped.
-    pub fn active_expire_cycle(&self, now: u64, budget: Duration) {
+    /// wall time; continues next time from where it stopped. Each shard's
+    /// pass runs inside `step` (the caller wraps it in the exec gate and
+    /// applies the expiry events it queued, see tx.rs).
+    pub fn active_expire_cycle(
+        &self,
+        now: u64,
+        budget: Duration,
+        step: &mut dyn FnMut(&mut dyn FnMut()),
+    ) {
         if !self.active_expire_enabled.load(Ordering::Relaxed) {
             return;
         }
@@ -356,13 +403,11 @@ impl Keyspace {
             let pos = (start + i) % total;
             let db = &self.dbs[(pos / SHARDS as u64) as usize];
             let shard = &db.shards[(pos % SHARDS as u64) as usize];
-            let mut g = shard.lock();
-            if g.volatile_len() > 0 {
-                let (_, exp) = g.expire_pass(now, deadline);
-                drop(g);
-                self.active_expired.fetch_add(exp as u64, Ordering::Relaxed);
-            } else {
-                drop(g);
+            if shard.lock().volatile_len() > 0 {
+                step(&mut || {
+                    let (_, exp) = shard.lock().expire_pass(now, deadline);
+                    self.active_expired.fetch_add(exp as u64, Ordering::Relaxed);
+                });
             }
             i += 1;
             if Instant::now() >= deadline {

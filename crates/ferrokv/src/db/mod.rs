@@ -14,7 +14,7 @@ pub mod zset;
 
 pub use dict::{hash_key, Dict};
 pub use hash::HashValue;
-pub use keyspace::{Db, KeyLocks, Keyspace, Shard};
+pub use keyspace::{shard_index, Db, KeyLocks, Keyspace, Shard};
 pub use list::ListValue;
 pub use set::SetValue;
 pub use value::{Entry, StrValue, Value};

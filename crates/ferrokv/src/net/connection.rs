@@ -57,6 +57,10 @@ pub struct Client {
     /// block: they behave as their non-blocking forms and reply null when
     /// there is nothing to pop (Redis's CLIENT_DENY_BLOCKING).
     pub deny_blocking: bool,
+    /// MULTI state: Some between MULTI and EXEC/DISCARD (tx.rs).
+    pub multi: Option<crate::tx::MultiState>,
+    /// Keys watched by WATCH (tx.rs).
+    pub watch: Option<Box<crate::tx::Watching>>,
 }
 
 /// A client waiting on keys: its waiter, where the wake-up arrives and the
@@ -86,6 +90,8 @@ impl Client {
             monitor_rx: None,
             blocked: None,
             deny_blocking: false,
+            multi: None,
+            watch: None,
         }
     }
 }
@@ -226,6 +232,7 @@ where
     }
     let _ = wr.shutdown().await;
     client.leave_monitor(&server);
+    crate::tx::unwatch_all(&mut client.watch);
     server.clients.remove(handle.id);
 }
 

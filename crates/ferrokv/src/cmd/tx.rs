@@ -1,0 +1,154 @@
+//! Transaction commands: MULTI, EXEC, DISCARD, WATCH, UNWATCH (Redis 7.0
+//! multi.c). Queuing itself happens in [`super::execute`]: inside MULTI
+//! every command except EXEC, DISCARD, MULTI, WATCH, QUIT and RESET is
+//! checked (unknown command, arity, authentication, `no-multi` flag: a
+//! failure flags the transaction so EXEC replies EXECABORT) and queued with
+//! +QUEUED. EXEC runs the queue under the exclusive exec gate (tx.rs), so
+//! the transaction is atomic for every other connection on every core;
+//! a runtime error of one queued command does not stop the others.
+
+use super::{acl, cmd, flags::*, Command, Ctx};
+use crate::net::connection::ReplyMode;
+use crate::resp::Args;
+
+const TX_FLAGS: u64 = NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY;
+
+/// Transaction commands.
+pub static COMMANDS: &[Command] = &[
+    cmd("multi", 1, TX_FLAGS, (0, 0, 0), acl::TRANSACTION, multi).doc(
+        "transactions",
+        "1.2.0",
+        "Mark the start of a transaction block",
+        "O(1)",
+    ),
+    cmd(
+        "exec",
+        1,
+        NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG,
+        (0, 0, 0),
+        acl::TRANSACTION,
+        exec,
+    )
+    .doc(
+        "transactions",
+        "1.2.0",
+        "Execute all commands issued after MULTI",
+        "Depends on commands in the transaction",
+    ),
+    cmd("discard", 1, TX_FLAGS, (0, 0, 0), acl::TRANSACTION, discard).doc(
+        "transactions",
+        "2.0.0",
+        "Discard all commands issued after MULTI",
+        "O(N), when N is the number of queued commands",
+    ),
+    cmd("watch", -2, TX_FLAGS, (1, -1, 1), acl::TRANSACTION, watch)
+        .doc(
+            "transactions",
+            "2.2.0",
+            "Watch the given keys to determine execution of the MULTI/EXEC block",
+            "O(1) for every key.",
+        )
+        .key_flags(&["RO"]),
+    cmd("unwatch", 1, TX_FLAGS, (0, 0, 0), acl::TRANSACTION, unwatch).doc(
+        "transactions",
+        "2.2.0",
+        "Forget about all watched keys",
+        "O(1)",
+    ),
+];
+
+/// True for the commands that run at once inside MULTI instead of being
+/// queued (server.c processCommand).
+pub fn runs_inside_multi(name: &str) -> bool {
+    matches!(
+        name,
+        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+    )
+}
+
+/// MULTI: +OK and start queuing; "ERR MULTI calls can not be nested".
+fn multi(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
+    if ctx.client.multi.is_some() {
+        return ctx.error("ERR MULTI calls can not be nested");
+    }
+    ctx.client.multi = Some(Default::default());
+    ctx.out.ok();
+}
+
+/// DISCARD: drops the queue and every watched key; "ERR DISCARD without
+/// MULTI".
+fn discard(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
+    if ctx.client.multi.take().is_none() {
+        return ctx.error("ERR DISCARD without MULTI");
+    }
+    crate::tx::unwatch_all(&mut ctx.client.watch);
+    ctx.out.ok();
+}
+
+/// WATCH key [key ...]: +OK; "ERR WATCH inside MULTI is not allowed".
+fn watch(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    if ctx.client.multi.is_some() {
+        return ctx.error("ERR WATCH inside MULTI is not allowed");
+    }
+    let keys: Vec<&[u8]> = args.iter().skip(1).collect();
+    let db = ctx.client.db;
+    crate::tx::watch(ctx.server, &mut ctx.client.watch, db, &keys, ctx.now);
+    ctx.out.ok();
+}
+
+/// UNWATCH: +OK, forgets every watched key.
+fn unwatch(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
+    crate::tx::unwatch_all(&mut ctx.client.watch);
+    ctx.out.ok();
+}
+
+/// EXEC: runs the queued commands atomically and replies with an array of
+/// their replies; a null array when a watched key changed (or expired);
+/// "EXECABORT Transaction discarded because of previous errors." when
+/// queuing failed; "ERR EXEC without MULTI".
+///
+/// Blocking commands inside behave as their non-blocking forms (Redis's
+/// CLIENT_DENY_BLOCKING). CLIENT REPLY inside the transaction acts as in
+/// Redis: OFF drops the replies that follow (the array header stays), SKIP
+/// applies to the command after EXEC.
+fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
+    let Some(m) = ctx.client.multi.take() else {
+        return ctx.error("ERR EXEC without MULTI");
+    };
+    if m.dirty_exec {
+        crate::tx::unwatch_all(&mut ctx.client.watch);
+        return ctx.error("EXECABORT Transaction discarded because of previous errors.");
+    }
+    // Every other command on every core finishes before this line returns
+    // and none starts until `gate` drops.
+    let gate = crate::tx::gate_exclusive();
+    let now = crate::util::now_ms();
+    if crate::tx::watch_failed(ctx.server, &ctx.client.watch, now) {
+        crate::tx::unwatch_all(&mut ctx.client.watch);
+        drop(gate);
+        ctx.out.null_array();
+        return;
+    }
+    crate::tx::unwatch_all(&mut ctx.client.watch);
+    ctx.out.array(m.queued.len());
+    let deny = std::mem::replace(&mut ctx.client.deny_blocking, true);
+    let mut skip_after = false;
+    for (id, args) in m.queued.iter() {
+        let start = ctx.out.buf.len();
+        super::run(ctx.server, ctx.client, ctx.out, &args.args(), ctx.stats, *id);
+        match ctx.client.reply_mode {
+            ReplyMode::Off => ctx.out.buf.truncate(start),
+            ReplyMode::SkipNext => {
+                ctx.out.buf.truncate(start);
+                ctx.client.reply_mode = ReplyMode::On;
+                skip_after = true;
+            }
+            _ => {}
+        }
+    }
+    ctx.client.deny_blocking = deny;
+    if skip_after && ctx.client.reply_mode == ReplyMode::On {
+        ctx.client.reply_mode = ReplyMode::SkipNext;
+    }
+    drop(gate);
+}
