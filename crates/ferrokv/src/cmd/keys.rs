@@ -21,6 +21,7 @@
 //!   (TOUCH, EXPIRE*, PERSIST, RENAME, MOVE, COPY's source) refreshes the
 //!   entry's LRU time; EXISTS, TTL, TYPE, OBJECT, KEYS and SCAN do not.
 
+use crate::events::{GENERIC, NEW};
 use super::{acl, cmd, container, err, flags::*, Command, Ctx};
 use crate::db::keyspace::{SHARDS, SHARD_BITS};
 use crate::db::{hash_key, Entry, Shard, StrValue, Value};
@@ -378,6 +379,7 @@ fn remove_keys(ctx: &mut Ctx<'_>, args: &Args<'_>) -> (i64, Vec<Entry>) {
         if shard.get(h, key, ctx.now).is_some() {
             if let Some(e) = shard.remove(h, key) {
                 freed.push(e);
+                crate::events::modified(db, key, GENERIC, "del");
             }
         }
     }
@@ -550,9 +552,11 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, relative: bool, ms: bool) 
         return ctx.out.int(0);
     }
     let old = if when <= now as i64 {
+        ctx.modified(key, GENERIC, "del");
         shard.remove(h, key)
     } else {
         shard.set_expire(h, key, when as u64);
+        ctx.modified(key, GENERIC, "expire");
         None
     };
     drop(shard);
@@ -630,6 +634,7 @@ fn persist(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     };
     if had {
         shard.set_expire(h, key, 0);
+        ctx.modified(key, GENERIC, "persist");
     }
     drop(shard);
     ctx.out.int(had as i64);
@@ -694,6 +699,11 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, nx: bool) {
     let old = locks.shard(db, hd).insert(hd, dst, e);
     drop(locks);
     drop(old);
+    ctx.notify(dst, NEW, "new");
+    ctx.touch_key(src);
+    ctx.touch_key(dst);
+    ctx.notify(src, GENERIC, "rename_from");
+    ctx.notify(dst, GENERIC, "rename_to");
     if nx {
         ctx.out.int(1)
     } else {
@@ -757,6 +767,8 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let old = shard.insert(hd, dst, copy);
     drop(locks);
     drop(old);
+    crate::events::notify(dst_db, dst, NEW, "new");
+    crate::events::modified(dst_db, dst, GENERIC, "copy_to");
     ctx.out.int(1);
 }
 
@@ -797,6 +809,11 @@ fn move_cmd(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     };
     locks.shard(dst_db, h).insert(h, key, e);
     drop(locks);
+    crate::events::notify(dst_db, key, NEW, "new");
+    crate::events::touch(src_db, key);
+    crate::events::touch(dst_db, key);
+    crate::events::notify(src_db, key, GENERIC, "move_from");
+    crate::events::notify(dst_db, key, GENERIC, "move_to");
     ctx.out.int(1);
 }
 

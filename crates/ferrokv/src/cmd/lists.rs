@@ -18,6 +18,26 @@
 //! [`parse_timeout`] and [`block_on_keys`] are public for the other
 //! families with blocking commands (BZPOPMIN, BZPOPMAX, BZMPOP).
 
+use crate::events::{self, GENERIC, LIST, NEW};
+
+/// The keyspace event of a push at `end` ("lpush" / "rpush").
+fn push_event(end: End) -> &'static str {
+    if end == End::Left {
+        "lpush"
+    } else {
+        "rpush"
+    }
+}
+
+/// The keyspace event of a pop at `end` ("lpop" / "rpop").
+fn pop_event(end: End) -> &'static str {
+    if end == End::Left {
+        "lpop"
+    } else {
+        "rpop"
+    }
+}
+
 use super::{acl, cmd, err, flags::*, Command, Ctx};
 use crate::db::blocking::{self, serve_and_release, Attempt, BlockOp, ServeCx, Waiter};
 use crate::db::list::{Elem, End, ListValue};
@@ -349,9 +369,11 @@ fn push_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, end: End, xx: bool) {
             }
             let n = l.len();
             shard.insert(h, key, Entry::new(Value::List(Box::new(l)), now));
+            ctx.notify(key, NEW, "new");
             n
         }
     };
+    ctx.modified(key, LIST, push_event(end));
     ctx.out.int(len as i64);
     serve_and_release(server, locks, db, &[key], now);
 }
@@ -411,6 +433,7 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, end: End) {
         Found::List(e) => {
             touch(e, t);
             let l = list_mut(e);
+            let mut popped = true;
             match count {
                 None => {
                     let v = l.pop(end).expect("lists are never empty");
@@ -418,6 +441,7 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, end: End) {
                 }
                 Some(n) => {
                     let n = (n as usize).min(l.len());
+                    popped = n > 0;
                     ctx.out.array(n);
                     for _ in 0..n {
                         let v = l.pop(end).expect("counted");
@@ -425,8 +449,15 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, end: End) {
                     }
                 }
             }
+            if popped {
+                ctx.notify(key, LIST, pop_event(end));
+            }
             if l.is_empty() {
                 shard.remove(h, key);
+                ctx.notify(key, GENERIC, "del");
+            }
+            if popped {
+                ctx.touch_key(key);
             }
         }
     }
@@ -695,6 +726,7 @@ fn lset(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 Some(p) => {
                     l.set(p, args.get(3), fill);
                     drop(shard);
+                    ctx.modified(key, LIST, "lset");
                     ctx.out.ok();
                 }
                 None => {
@@ -739,6 +771,7 @@ fn linsert(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                     l.insert(if after { p + 1 } else { p }, args.get(4), fill);
                     let n = l.len();
                     drop(shard);
+                    ctx.modified(key, LIST, "linsert");
                     ctx.out.int(n as i64);
                 }
                 None => {
@@ -774,8 +807,16 @@ fn lrem(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             let l = list_mut(e);
             let limit = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
             let n = l.remove_matching(args.get(3), limit, count < 0);
-            if l.is_empty() {
+            let emptied = l.is_empty();
+            if emptied {
                 shard.remove(h, key);
+            }
+            if n > 0 {
+                ctx.notify(key, LIST, "lrem");
+                if emptied {
+                    ctx.notify(key, GENERIC, "del");
+                }
+                ctx.touch_key(key);
             }
             drop(shard);
             ctx.out.int(n as i64);
@@ -811,9 +852,12 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 Some((s, e)) => l.retain_range(s, e + 1),
                 None => l.retain_range(0, 0),
             }
+            ctx.notify(key, LIST, "ltrim");
             if l.is_empty() {
                 shard.remove(h, key);
+                ctx.notify(key, GENERIC, "del");
             }
+            ctx.touch_key(key);
             drop(shard);
             ctx.out.ok();
         }
@@ -864,7 +908,8 @@ fn move_locked(
     };
     let l = list_mut(e);
     let v = l.pop(from).expect("lists are never empty");
-    if l.is_empty() {
+    let emptied = l.is_empty();
+    if emptied {
         shard.remove(hs, src);
     }
     let shard = locks.shard(db, hd);
@@ -877,8 +922,17 @@ fn move_locked(
             let mut l = ListValue::new();
             l.push(to, &v, fill);
             shard.insert(hd, dst, Entry::new(Value::List(Box::new(l)), now));
+            events::notify(db, dst, NEW, "new");
         }
     }
+    // Redis's lmoveGenericCommand order: the push, then the pop, then the
+    // deletion of an emptied source.
+    events::modified(db, dst, LIST, push_event(to));
+    events::notify(db, src, LIST, pop_event(from));
+    if emptied {
+        events::notify(db, src, GENERIC, "del");
+    }
+    events::touch(db, src);
     MoveResult::Moved(v)
 }
 
@@ -984,7 +1038,9 @@ fn parse_mpop(ctx: &mut Ctx<'_>, args: &Args<'_>, at: usize) -> Option<MpopArgs>
 /// Pops up to `count` from the list at `key` and writes the LMPOP reply
 /// `[key, [elements]]`, deleting an emptied list. The caller checked that
 /// the key holds a list.
+#[allow(clippy::too_many_arguments)]
 fn mpop_from(
+    db: usize,
     shard: &mut crate::db::Shard,
     h: u64,
     key: &[u8],
@@ -1005,9 +1061,12 @@ fn mpop_from(
         let v = l.pop(end).expect("counted");
         out.bulk(&v);
     }
+    events::notify(db, key, LIST, pop_event(end));
     if l.is_empty() {
         shard.remove(h, key);
+        events::notify(db, key, GENERIC, "del");
     }
+    events::touch(db, key);
 }
 
 /// The first key among `keys` holding a list, or Err(()) after the first
@@ -1053,6 +1112,7 @@ fn mpop_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, m: MpopArgs, timeout: Option
         Ok(Some(i)) => {
             let h = hashes[i].1;
             mpop_from(
+                db,
                 locks.shard(db, h),
                 h,
                 keys[i],
@@ -1102,16 +1162,19 @@ impl BlockOp for PopOp {
             resp3: cx.resp3,
         };
         match self.count {
-            Some(n) => mpop_from(shard, h, key, self.end, n, cx.now, &mut out),
+            Some(n) => mpop_from(cx.db, shard, h, key, self.end, n, cx.now, &mut out),
             None => {
                 let Found::List(e) = find(shard, h, key, cx.now) else {
                     unreachable!()
                 };
                 let l = list_mut(e);
                 let v = l.pop(self.end).expect("lists are never empty");
+                events::notify(cx.db, key, LIST, pop_event(self.end));
                 if l.is_empty() {
                     shard.remove(h, key);
+                    events::notify(cx.db, key, GENERIC, "del");
                 }
+                events::touch(cx.db, key);
                 out.array(2);
                 out.bulk(key);
                 out.bulk(&v);
@@ -1192,9 +1255,12 @@ fn bpop_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, end: End) {
             };
             let l = list_mut(e);
             let v = l.pop(end).expect("lists are never empty");
+            ctx.notify(key, LIST, pop_event(end));
             if l.is_empty() {
                 shard.remove(h, key);
+                ctx.notify(key, GENERIC, "del");
             }
+            ctx.touch_key(key);
             drop(locks);
             ctx.out.array(2);
             ctx.out.bulk(key);

@@ -15,6 +15,7 @@
 //! GETSET); every lookup refreshes the entry's LRU clock unless the client
 //! set CLIENT NO-TOUCH.
 
+use crate::events::{GENERIC, NEW, STRING};
 use super::{acl, cmd, err, flags::*, Command, Ctx};
 use crate::db::{hash_key, Entry, StrValue, Value};
 use crate::resp::{Args, Out};
@@ -454,8 +455,16 @@ fn set_generic(ctx: &mut Ctx<'_>, key: &[u8], val: &[u8], spec: SetSpec) {
         None if spec.keepttl => old_ttl,
         None => 0,
     };
+    let has_ttl = spec.expire_at.is_some();
     shard.insert(h, key, entry);
     drop(shard);
+    if !found {
+        ctx.notify(key, NEW, "new");
+    }
+    ctx.modified(key, STRING, "set");
+    if has_ttl {
+        ctx.notify(key, GENERIC, "expire");
+    }
     if !spec.get {
         if spec.int_reply {
             ctx.out.int(1);
@@ -568,6 +577,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             shard.remove(h, key);
             drop(shard);
             ctx.hit(true);
+            ctx.modified(key, GENERIC, "del");
         }
     }
 }
@@ -619,12 +629,17 @@ fn getex(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     match o.expire {
         Some((k, _)) if k.absolute() && at <= now => {
             shard.remove(h, key);
+            ctx.modified(key, GENERIC, "del");
         }
         Some(_) => {
             shard.set_expire(h, key, at);
+            ctx.modified(key, GENERIC, "expire");
         }
         None if o.persist => {
-            shard.set_expire(h, key, 0);
+            if shard.get(h, key, now).is_some_and(|e| e.expire_at != 0) {
+                shard.set_expire(h, key, 0);
+                ctx.modified(key, GENERIC, "persist");
+            }
         }
         None => {}
     }
@@ -707,7 +722,10 @@ fn mset_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, nx: bool) {
         // Expire a stale entry first so expired_keys counts it, as Redis's
         // lookup inside setKey does.
         shard.get(h, key, now);
-        shard.insert(h, key, Entry::new(Value::Str(v), now));
+        if shard.insert(h, key, Entry::new(Value::Str(v), now)).is_none() {
+            ctx.notify(key, NEW, "new");
+        }
+        ctx.modified(key, STRING, "set");
     }
     drop(locks);
     if nx {
@@ -748,6 +766,8 @@ fn append(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             Entry::new(Value::Str(StrValue::from_bytes(add)), now),
         );
         drop(shard);
+        ctx.notify(key, NEW, "new");
+        ctx.modified(key, STRING, "append");
         return ctx.out.int(add.len() as i64);
     };
     touch(e, t);
@@ -769,6 +789,7 @@ fn append(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         data.len()
     };
     drop(shard);
+    ctx.modified(key, STRING, "append");
     ctx.out.int(len as i64);
 }
 
@@ -808,6 +829,8 @@ fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], incr: i64) {
     let Some(e) = shard.get(h, key, now) else {
         shard.insert(h, key, Entry::new(Value::Str(StrValue::Int(incr)), now));
         drop(shard);
+        ctx.notify(key, NEW, "new");
+        ctx.modified(key, STRING, "incrby");
         return ctx.out.int(incr);
     };
     touch(e, t);
@@ -830,6 +853,7 @@ fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], incr: i64) {
     };
     e.value = Value::Str(StrValue::Int(new));
     drop(shard);
+    ctx.modified(key, STRING, "incrby");
     ctx.out.int(new);
 }
 
@@ -906,8 +930,10 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         None => {
             ctx.out.bulk(&sum);
             shard.insert(h, key, Entry::new(Value::Str(plain_string(sum)), now));
+            ctx.notify(key, NEW, "new");
         }
     }
+    ctx.modified(key, STRING, "incrbyfloat");
 }
 
 // ---------------------------------------------------------------- ranges
@@ -1006,6 +1032,8 @@ fn setrange(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         let n = data.len();
         shard.insert(h, key, Entry::new(Value::Str(StrValue::raw(data)), now));
         drop(shard);
+        ctx.notify(key, NEW, "new");
+        ctx.modified(key, STRING, "setrange");
         return ctx.out.int(n as i64);
     };
     touch(e, t);
@@ -1035,6 +1063,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let n = data.len();
     *s = StrValue::raw(data);
     drop(shard);
+    ctx.modified(key, STRING, "setrange");
     ctx.out.int(n as i64);
 }
 
