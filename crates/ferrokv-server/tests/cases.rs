@@ -23,10 +23,6 @@ use std::time::{Duration, Instant};
 /// Cases waiting for a command family, with what will enable them.
 const PENDING: &[(&str, &str)] = &[
     (
-        "018-multi-queue-time-errors",
-        "transactions (MULTI/EXEC/WATCH) and lists",
-    ),
-    (
         "025-ping-in-subscribed-mode",
         "pub/sub family (SUBSCRIBE, subscribed-mode PING)",
     ),

@@ -1,0 +1,717 @@
+//! MULTI / EXEC / DISCARD / WATCH / UNWATCH end to end: the behaviours of
+//! Redis 7.0's tests/unit/multi.tcl played differentially against
+//! redis-server, a seeded random differential of transaction sequences over
+//! two connections, atomicity and WATCH under concurrency across cores, and
+//! a Python `redis` client using pipeline(transaction=True) with WATCH.
+
+mod common;
+use common::*;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// ferrokv and redis-server with DEBUG enabled, two raw connections each.
+struct Duo {
+    _ours: Server,
+    _redis: Server,
+    a: [Raw; 2],
+    b: [Raw; 2],
+}
+
+fn duo() -> Option<Duo> {
+    let dbg = ["--enable-debug-command", "yes"];
+    let redis = match Server::start_redis(&dbg) {
+        Some(r) => r,
+        None => {
+            if std::env::var_os("FERROKV_REQUIRE_REDIS").is_some() {
+                panic!("redis-server not installed but FERROKV_REQUIRE_REDIS is set");
+            }
+            eprintln!("redis-server not installed: differential test skipped");
+            return None;
+        }
+    };
+    let ours = Server::start(&dbg);
+    Some(Duo {
+        a: [ours.raw(), ours.raw()],
+        b: [redis.raw(), redis.raw()],
+        _ours: ours,
+        _redis: redis,
+    })
+}
+
+impl Duo {
+    /// Runs a script on both servers and compares every reply. A line is a
+    /// command (`@2 ` sends it on the second connection, a leading `~` skips
+    /// the comparison), `sleep MS`, or `#` comment.
+    fn script(&mut self, text: &str) {
+        for line in text.lines().map(str::trim) {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            if let Some(ms) = line.strip_prefix("sleep ") {
+                std::thread::sleep(Duration::from_millis(ms.parse().unwrap()));
+                continue;
+            }
+            let (c, line) = match line.strip_prefix("@2 ") {
+                Some(rest) => (1, rest),
+                None => (0, line),
+            };
+            // `~cmd`: sent to both, replies not compared (HELLO's client id).
+            let (compare, line) = match line.strip_prefix('~') {
+                Some(rest) => (false, rest),
+                None => (true, line),
+            };
+            let args: Vec<&[u8]> = line.split_whitespace().map(str::as_bytes).collect();
+            let x = self.a[c].cmd(&args);
+            let y = self.b[c].cmd(&args);
+            if !compare {
+                continue;
+            }
+            assert_eq!(
+                String::from_utf8_lossy(&x),
+                String::from_utf8_lossy(&y),
+                "reply differs for {line:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn multi_tcl_behaviours_match_redis() {
+    let Some(mut d) = duo() else { return };
+    d.script(
+        "
+        # MULTI / EXEC basics, DISCARD, nesting
+        rpush mylist a
+        rpush mylist b
+        multi
+        lrange mylist 0 -1
+        ping
+        exec
+        multi
+        del mylist
+        discard
+        lrange mylist 0 -1
+        multi
+        multi
+        exec
+        # commands altering argv
+        sadd myset a
+        multi
+        spop myset
+        exec
+        exists myset
+        # WATCH inside MULTI
+        multi
+        watch x
+        exec
+        # errors while queueing
+        multi
+        set foo1 bar1
+        non-existing-command
+        set foo2 bar2
+        exec
+        exists foo1 foo2
+        ping
+        multi
+        mget
+        set a 1
+        exec
+        get a
+        # arity error on EXEC itself
+        multi
+        set a 1
+        exec extra
+        get a
+        exec
+        discard
+        # no-multi commands
+        multi
+        set foo bar
+        shutdown
+        exec
+        get foo
+        # WATCH basics
+        watch x y z
+        watch k
+        multi
+        ping
+        exec
+        set x 30
+        watch x
+        set x 40
+        multi
+        ping
+        exec
+        set x 30
+        watch a b x k z
+        set x 40
+        multi
+        ping
+        exec
+        # after EXEC nothing is watched
+        set x 30
+        watch x
+        multi
+        ping
+        exec
+        set x 40
+        multi
+        ping
+        exec
+        set x 30
+        watch x
+        set x 40
+        multi
+        ping
+        exec
+        set x 40
+        multi
+        ping
+        exec
+        set x 30
+        watch x
+        set x 40
+        unwatch
+        multi
+        ping
+        exec
+        unwatch
+        # another client's change fails the EXEC
+        watch x
+        @2 set x 50
+        multi
+        get x
+        exec
+        watch x
+        @2 get x
+        multi
+        get x
+        exec
+        # DEL of a missing key is no change
+        del nokey
+        watch nokey
+        @2 del nokey
+        multi
+        ping
+        exec
+        # SET NX that does not write is no change
+        watch x
+        @2 set x 1 nx
+        multi
+        ping
+        exec
+        # EXPIRE touches
+        set x foo
+        watch x
+        expire x 10
+        multi
+        ping
+        exec
+        persist x
+        watch x
+        persist x
+        multi
+        ping
+        exec
+        # DISCARD clears the dirty flag and unwatches
+        watch x
+        set x 10
+        multi
+        discard
+        multi
+        incr x
+        exec
+        watch x
+        set x 10
+        multi
+        discard
+        set x 10
+        multi
+        incr x
+        exec
+        # FLUSHALL / FLUSHDB
+        set x 30
+        watch x
+        flushall
+        multi
+        ping
+        exec
+        del x
+        watch x
+        flushall
+        multi
+        ping
+        exec
+        set x 30
+        watch x
+        flushdb
+        multi
+        ping
+        exec
+        del x
+        watch x
+        flushdb
+        multi
+        ping
+        exec
+        flushall
+        mset a a b b
+        watch b a
+        flushall
+        ping
+        multi
+        exec
+        # WATCH remembers the database
+        select 5
+        set x 30
+        watch x
+        select 1
+        set x 10
+        select 5
+        multi
+        ping
+        exec
+        select 0
+        # SWAPDB
+        flushall
+        set x 30
+        watch x
+        swapdb 0 1
+        multi
+        ping
+        exec
+        flushall
+        select 1
+        set x 30
+        select 0
+        watch x
+        swapdb 0 1
+        multi
+        ping
+        exec
+        flushall
+        # blocking commands inside MULTI do not block
+        multi
+        blpop empty_list 0
+        brpop empty_list 0
+        brpoplpush empty_list1 empty_list2 0
+        blmove empty_list1 empty_list2 LEFT LEFT 0
+        bzpopmin empty_zset 0
+        bzpopmax empty_zset 0
+        blmpop 0 1 empty_list LEFT
+        bzmpop 0 1 empty_zset MIN
+        exec
+        # runtime errors do not stop the rest
+        set s str
+        multi
+        incr s
+        set b 2
+        lpush s x
+        get b
+        exec
+        # SELECT inside the transaction stays
+        multi
+        select 3
+        set q 1
+        exec
+        get q
+        select 0
+        get q
+        # MONITOR inside EXEC
+        multi
+        monitor
+        exec
+        # RESET leaves MULTI
+        multi
+        reset
+        exec
+        # QUIT / RESET are not queued, UNWATCH is
+        multi
+        unwatch
+        exec
+        # RESP3 replies
+        ~hello 3
+        multi
+        set a 1
+        get a
+        exec
+        watch a
+        @2 set a 2
+        multi
+        get a
+        exec
+        multi
+        foo
+        exec
+        ~hello 2
+        ",
+    );
+}
+
+#[test]
+fn watch_of_stale_and_expiring_keys_matches_redis() {
+    let Some(mut d) = duo() else { return };
+    d.script(
+        "
+        # a key that expires after WATCH fails EXEC (lazy expiry)
+        debug set-active-expire 0
+        set key 1 px 50
+        watch key
+        sleep 80
+        multi
+        incr key
+        exec
+        # WATCH of an already expired key: no change
+        del x
+        set x foo px 1
+        sleep 5
+        watch x
+        multi
+        ping
+        exec
+        # deleting a watched stale key: no change
+        set x foo px 1
+        sleep 5
+        watch x
+        exists x
+        multi
+        ping
+        exec
+        # FLUSHDB of a watched stale key: no change
+        set x foo px 1
+        sleep 5
+        watch x
+        flushdb
+        multi
+        ping
+        exec
+        # a stale key that gets a new value: change
+        set x foo px 1
+        sleep 5
+        watch x
+        exists x
+        set x bar
+        multi
+        ping
+        exec
+        # SWAPDB: stale key replaced by nothing, nothing replaced by a
+        # stale key, stale replaced by stale
+        flushall
+        select 1
+        set x foo px 1
+        sleep 5
+        watch x
+        swapdb 0 1
+        multi
+        ping
+        exec
+        flushall
+        select 0
+        set x foo px 1
+        sleep 5
+        select 1
+        watch x
+        swapdb 0 1
+        multi
+        ping
+        exec
+        flushall
+        select 1
+        set x foo px 1
+        select 0
+        set x bar px 1
+        sleep 5
+        select 1
+        watch x
+        swapdb 0 1
+        multi
+        ping
+        exec
+        select 0
+        debug set-active-expire 1
+        # active expiry of a watched key
+        flushall
+        set x foo
+        pexpire x 100
+        watch x
+        sleep 400
+        dbsize
+        multi
+        ping
+        exec
+        ",
+    );
+}
+
+#[test]
+fn case_018_queue_time_errors_exact() {
+    let s = Server::start(&[]);
+    let mut r = s.raw();
+    assert_eq!(r.cmds("MULTI"), b"+OK\r\n");
+    assert_eq!(
+        r.cmds("MGET"),
+        b"-ERR wrong number of arguments for 'mget' command\r\n"
+    );
+    assert_eq!(r.cmds("SET a 1"), b"+QUEUED\r\n");
+    assert_eq!(
+        r.cmds("EXEC"),
+        b"-EXECABORT Transaction discarded because of previous errors.\r\n"
+    );
+    assert_eq!(r.cmds("GET a"), b"$-1\r\n");
+    // Queued commands count in INFO commandstats only when EXEC runs them.
+    assert_eq!(r.cmds("MULTI"), b"+OK\r\n");
+    assert_eq!(r.cmds("INCR n"), b"+QUEUED\r\n");
+    assert_eq!(r.cmds("EXEC"), b"*1\r\n:1\r\n");
+    let stats = String::from_utf8(r.cmds("INFO commandstats")).unwrap();
+    assert!(stats.contains("cmdstat_incr:calls=1"), "{stats}");
+    assert!(stats.contains("cmdstat_mget:calls=0"), "{stats}");
+    assert!(stats.contains("rejected_calls=1"), "{stats}");
+}
+
+/// Seeded random transaction sequences over two connections, compared with
+/// redis-server reply by reply (FERROKV_SEED replays one).
+#[test]
+fn random_transactions_match_redis() {
+    let Some(mut d) = duo() else { return };
+    let seed = std::env::var("FERROKV_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| std::process::id() as u64 * 7919 + 17);
+    eprintln!("FERROKV_SEED={seed}");
+    let mut rng = Rng(seed);
+    let keys = ["k1", "k2", "k3", "l1"];
+    let mut script = String::new();
+    for _ in 0..3000 {
+        let conn = if rng.below(3) == 0 { "@2 " } else { "" };
+        let k = rng.pick(&keys);
+        let k2 = rng.pick(&keys);
+        let cmd = match rng.below(22) {
+            0 | 1 => format!("watch {k}"),
+            2 => format!("watch {k} {k2}"),
+            3 => "unwatch".to_string(),
+            4 | 5 => "multi".to_string(),
+            6 | 7 => "exec".to_string(),
+            8 => "discard".to_string(),
+            9 => format!("set {k} {}", rng.below(5)),
+            10 => format!("set {k} v nx"),
+            11 => format!("incr {k}"),
+            12 => format!("del {k}"),
+            13 => format!("get {k}"),
+            14 => format!("lpush {k} x"),
+            15 => format!("rpop {k}"),
+            16 => format!("expire {k} 100"),
+            17 => format!("persist {k}"),
+            18 => format!("rename {k} {k2}"),
+            19 => format!("select {}", rng.below(2)),
+            20 => match rng.below(3) {
+                0 => "swapdb 0 1".to_string(),
+                1 => "flushdb".to_string(),
+                _ => format!("mset {k} 1 {k2} 2"),
+            },
+            _ => "nosuchcommand".to_string(),
+        };
+        script.push_str(conn);
+        script.push_str(&cmd);
+        script.push('\n');
+    }
+    d.script(&script);
+}
+
+fn incr_counter(r: &mut Raw) {
+    r.send(&encode(&[b"MULTI"]));
+    r.send(&encode(&[b"INCR", b"a"]));
+    r.send(&encode(&[b"INCR", b"b"]));
+    r.send(&encode(&[b"EXEC"]));
+    assert_eq!(r.reply(), b"+OK\r\n");
+    assert_eq!(r.reply(), b"+QUEUED\r\n");
+    assert_eq!(r.reply(), b"+QUEUED\r\n");
+    let e = r.reply();
+    assert!(e.starts_with(b"*2\r\n:"), "{}", String::from_utf8_lossy(&e));
+}
+
+/// Parses `*2\r\n$n\r\nA\r\n$m\r\nB\r\n` into (A, B) (missing = 0).
+fn two_ints(reply: &[u8]) -> (i64, i64) {
+    let s = String::from_utf8_lossy(reply);
+    let vals: Vec<i64> = s
+        .split("\r\n")
+        .skip(1)
+        .filter(|l| !l.starts_with('$') && !l.is_empty())
+        .map(|l| l.parse().unwrap_or(-1))
+        .collect();
+    let a = if s.contains("*2\r\n$-1\r\n") { 0 } else { vals[0] };
+    let b = if s.ends_with("$-1\r\n") { 0 } else { *vals.last().unwrap() };
+    (a, b)
+}
+
+/// Atomicity across cores: writers run MULTI INCR a / INCR b / EXEC while
+/// readers (on other I/O threads) MGET a b and must never see a != b; WATCH
+/// based optimistic increments from many clients must lose no update. The
+/// keys live in different shards, so without the exec gate a reader
+/// regularly sees the transaction half done. Repeated
+/// FERROKV_TX_ROUNDS times (default 30).
+#[test]
+fn exec_is_atomic_across_cores_and_watch_loses_nothing() {
+    let rounds: usize = std::env::var("FERROKV_TX_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(30);
+    let s = Server::start(&["--io-threads", "4"]);
+    let port = s.port;
+    let mut total_checks = 0u64;
+    for round in 0..rounds {
+        let mut c = s.raw();
+        c.cmds("FLUSHALL");
+        let stop = Arc::new(AtomicBool::new(false));
+        let checks = Arc::new(AtomicU64::new(0));
+        let mut readers = Vec::new();
+        for _ in 0..8 {
+            let stop = stop.clone();
+            let checks = checks.clone();
+            readers.push(std::thread::spawn(move || {
+                let mut r = Raw::connect(port);
+                while !stop.load(Ordering::Relaxed) {
+                    let rep = r.cmd(&[b"MGET", b"a", b"b"]);
+                    let (a, b) = two_ints(&rep);
+                    assert_eq!(a, b, "torn transaction seen: {}", String::from_utf8_lossy(&rep));
+                    checks.fetch_add(1, Ordering::Relaxed);
+                }
+            }));
+        }
+        let per_writer = 60;
+        let mut writers = Vec::new();
+        for _ in 0..8 {
+            writers.push(std::thread::spawn(move || {
+                let mut r = Raw::connect(port);
+                for _ in 0..per_writer {
+                    incr_counter(&mut r);
+                }
+            }));
+        }
+        // Optimistic increments of c with WATCH.
+        let per_watcher = 25;
+        let mut watchers = Vec::new();
+        for _ in 0..6 {
+            watchers.push(std::thread::spawn(move || {
+                let mut r = Raw::connect(port);
+                let mut done = 0;
+                let mut retries = 0u64;
+                while done < per_watcher {
+                    assert_eq!(r.cmd(&[b"WATCH", b"c"]), b"+OK\r\n");
+                    let v = r.cmd(&[b"GET", b"c"]);
+                    let s = String::from_utf8_lossy(&v).to_string();
+                    let n: i64 = s.split("\r\n").nth(1).and_then(|x| x.parse().ok()).unwrap_or(0);
+                    let nv = (n + 1).to_string();
+                    r.send(&encode(&[b"MULTI"]));
+                    r.send(&encode(&[b"SET", b"c", nv.as_bytes()]));
+                    r.send(&encode(&[b"EXEC"]));
+                    assert_eq!(r.reply(), b"+OK\r\n");
+                    assert_eq!(r.reply(), b"+QUEUED\r\n");
+                    let e = r.reply();
+                    if e == b"*1\r\n+OK\r\n" {
+                        done += 1;
+                    } else {
+                        assert_eq!(e, b"*-1\r\n");
+                        retries += 1;
+                    }
+                }
+                retries
+            }));
+        }
+        for w in writers {
+            w.join().unwrap();
+        }
+        let retries: u64 = watchers.into_iter().map(|w| w.join().unwrap()).sum();
+        stop.store(true, Ordering::Relaxed);
+        for r in readers {
+            r.join().unwrap();
+        }
+        let rep = c.cmd(&[b"MGET", b"a", b"b", b"c"]);
+        let want = format!(
+            "*3\r\n${}\r\n{}\r\n${}\r\n{}\r\n${}\r\n{}\r\n",
+            (8 * per_writer).to_string().len(),
+            8 * per_writer,
+            (8 * per_writer).to_string().len(),
+            8 * per_writer,
+            (6 * per_watcher).to_string().len(),
+            6 * per_watcher
+        );
+        assert_eq!(String::from_utf8_lossy(&rep), want, "round {round}");
+        total_checks += checks.load(Ordering::Relaxed);
+        if round == 0 {
+            eprintln!("round 0: {} MGET checks, {retries} WATCH retries", checks.load(Ordering::Relaxed));
+        }
+    }
+    eprintln!("{rounds} rounds, {total_checks} concurrent MGET checks, no torn transaction");
+}
+
+/// The Python `redis` package against ferrokv: pipeline(transaction=True)
+/// and a WATCH-based transaction. Skipped when python3 or the package is
+/// missing, unless FERROKV_REQUIRE_REDIS is set.
+#[test]
+fn python_redis_pipeline_transaction() {
+    let require = std::env::var_os("FERROKV_REQUIRE_REDIS").is_some();
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import redis"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        if require {
+            panic!("python3 with the redis package is required (FERROKV_REQUIRE_REDIS is set)");
+        }
+        eprintln!("python3 / redis package missing: Python transaction test skipped");
+        return;
+    }
+    let s = Server::start(&[]);
+    let script = r#"
+import sys, redis, threading
+r = redis.Redis(port=int(sys.argv[1]))
+p = r.pipeline(transaction=True)
+p.set("a", 1).incr("a").lpush("l", "x", "y").lrange("l", 0, -1).get("a")
+res = p.execute()
+assert res == [True, 2, 2, [b"y", b"x"], b"2"], res
+# A runtime error inside EXEC does not stop the others.
+p = r.pipeline(transaction=True)
+p.set("s", "str").incr("s").set("t", 1)
+res = p.execute(raise_on_error=False)
+assert res[0] is True and isinstance(res[1], redis.ResponseError) and res[2] is True, res
+# WATCH: a change by another client aborts, then the retry succeeds.
+other = redis.Redis(port=int(sys.argv[1]))
+with r.pipeline() as p:
+    p.watch("w")
+    other.set("w", "changed")
+    p.multi()
+    p.set("w", "mine")
+    try:
+        p.execute()
+        raise SystemExit("EXEC should have failed")
+    except redis.WatchError:
+        pass
+assert r.get("w") == b"changed"
+# transaction() helper with concurrent optimistic increments.
+def bump(pipe):
+    v = int(pipe.get("n") or 0)
+    pipe.multi()
+    pipe.set("n", v + 1)
+def worker():
+    c = redis.Redis(port=int(sys.argv[1]))
+    for _ in range(50):
+        c.transaction(bump, "n")
+ts = [threading.Thread(target=worker) for _ in range(4)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+assert r.get("n") == b"200", r.get("n")
+print("ok")
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script, &s.port.to_string()])
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "python failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
