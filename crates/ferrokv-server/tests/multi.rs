@@ -539,8 +539,16 @@ fn two_ints(reply: &[u8]) -> (i64, i64) {
         .filter(|l| !l.starts_with('$') && !l.is_empty())
         .map(|l| l.parse().unwrap_or(-1))
         .collect();
-    let a = if s.contains("*2\r\n$-1\r\n") { 0 } else { vals[0] };
-    let b = if s.ends_with("$-1\r\n") { 0 } else { *vals.last().unwrap() };
+    let a = if s.contains("*2\r\n$-1\r\n") {
+        0
+    } else {
+        vals[0]
+    };
+    let b = if s.ends_with("$-1\r\n") {
+        0
+    } else {
+        *vals.last().unwrap()
+    };
     (a, b)
 }
 
@@ -573,7 +581,12 @@ fn exec_is_atomic_across_cores_and_watch_loses_nothing() {
                 while !stop.load(Ordering::Relaxed) {
                     let rep = r.cmd(&[b"MGET", b"a", b"b"]);
                     let (a, b) = two_ints(&rep);
-                    assert_eq!(a, b, "torn transaction seen: {}", String::from_utf8_lossy(&rep));
+                    assert_eq!(
+                        a,
+                        b,
+                        "torn transaction seen: {}",
+                        String::from_utf8_lossy(&rep)
+                    );
                     checks.fetch_add(1, Ordering::Relaxed);
                 }
             }));
@@ -600,7 +613,11 @@ fn exec_is_atomic_across_cores_and_watch_loses_nothing() {
                     assert_eq!(r.cmd(&[b"WATCH", b"c"]), b"+OK\r\n");
                     let v = r.cmd(&[b"GET", b"c"]);
                     let s = String::from_utf8_lossy(&v).to_string();
-                    let n: i64 = s.split("\r\n").nth(1).and_then(|x| x.parse().ok()).unwrap_or(0);
+                    let n: i64 = s
+                        .split("\r\n")
+                        .nth(1)
+                        .and_then(|x| x.parse().ok())
+                        .unwrap_or(0);
                     let nv = (n + 1).to_string();
                     r.send(&encode(&[b"MULTI"]));
                     r.send(&encode(&[b"SET", b"c", nv.as_bytes()]));
@@ -639,7 +656,10 @@ fn exec_is_atomic_across_cores_and_watch_loses_nothing() {
         assert_eq!(String::from_utf8_lossy(&rep), want, "round {round}");
         total_checks += checks.load(Ordering::Relaxed);
         if round == 0 {
-            eprintln!("round 0: {} MGET checks, {retries} WATCH retries", checks.load(Ordering::Relaxed));
+            eprintln!(
+                "round 0: {} MGET checks, {retries} WATCH retries",
+                checks.load(Ordering::Relaxed)
+            );
         }
     }
     eprintln!("{rounds} rounds, {total_checks} concurrent MGET checks, no torn transaction");

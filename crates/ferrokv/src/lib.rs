@@ -180,9 +180,7 @@ async fn cron(server: Arc<Server>) {
         let budget = period / 4;
         let _ = tokio::task::spawn_blocking(move || {
             s.keyspace
-                .active_expire_cycle(util::now_ms(), budget, &mut |f| {
-                    tx::background_step(&s, f)
-                });
+                .active_expire_cycle(util::now_ms(), budget, &mut |f| tx::background_step(&s, f));
         })
         .await;
         if tick.is_multiple_of(hz) {

@@ -135,7 +135,10 @@ pub struct Registry {
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry { dbs: Vec::new() });
 
 impl Registry {
-    fn db(&mut self, db: usize) -> &mut HashMap<Box<[u8]>, Vec<WatchRef>, foldhash::fast::RandomState> {
+    fn db(
+        &mut self,
+        db: usize,
+    ) -> &mut HashMap<Box<[u8]>, Vec<WatchRef>, foldhash::fast::RandomState> {
         while self.dbs.len() <= db {
             self.dbs.push(HashMap::default());
         }

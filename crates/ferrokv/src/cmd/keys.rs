@@ -21,10 +21,10 @@
 //!   (TOUCH, EXPIRE*, PERSIST, RENAME, MOVE, COPY's source) refreshes the
 //!   entry's LRU time; EXISTS, TTL, TYPE, OBJECT, KEYS and SCAN do not.
 
-use crate::events::{GENERIC, NEW};
 use super::{acl, cmd, container, err, flags::*, Command, Ctx};
 use crate::db::keyspace::{SHARDS, SHARD_BITS};
 use crate::db::{hash_key, Entry, Shard, StrValue, Value};
+use crate::events::{GENERIC, NEW};
 use crate::resp::Args;
 use crate::server::Server;
 use crate::util::{glob_match, parse_i64, rand_u64};

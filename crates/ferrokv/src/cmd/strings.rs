@@ -15,9 +15,9 @@
 //! GETSET); every lookup refreshes the entry's LRU clock unless the client
 //! set CLIENT NO-TOUCH.
 
-use crate::events::{GENERIC, NEW, STRING};
 use super::{acl, cmd, err, flags::*, Command, Ctx};
 use crate::db::{hash_key, Entry, StrValue, Value};
+use crate::events::{GENERIC, NEW, STRING};
 use crate::resp::{Args, Out};
 use std::sync::atomic::Ordering;
 
@@ -635,11 +635,9 @@ fn getex(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             shard.set_expire(h, key, at);
             ctx.modified(key, GENERIC, "expire");
         }
-        None if o.persist => {
-            if shard.get(h, key, now).is_some_and(|e| e.expire_at != 0) {
-                shard.set_expire(h, key, 0);
-                ctx.modified(key, GENERIC, "persist");
-            }
+        None if o.persist && shard.get(h, key, now).is_some_and(|e| e.expire_at != 0) => {
+            shard.set_expire(h, key, 0);
+            ctx.modified(key, GENERIC, "persist");
         }
         None => {}
     }
@@ -722,7 +720,10 @@ fn mset_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, nx: bool) {
         // Expire a stale entry first so expired_keys counts it, as Redis's
         // lookup inside setKey does.
         shard.get(h, key, now);
-        if shard.insert(h, key, Entry::new(Value::Str(v), now)).is_none() {
+        if shard
+            .insert(h, key, Entry::new(Value::Str(v), now))
+            .is_none()
+        {
             ctx.notify(key, NEW, "new");
         }
         ctx.modified(key, STRING, "set");

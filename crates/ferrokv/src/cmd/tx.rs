@@ -135,7 +135,14 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     let mut skip_after = false;
     for (id, args) in m.queued.iter() {
         let start = ctx.out.buf.len();
-        super::run(ctx.server, ctx.client, ctx.out, &args.args(), ctx.stats, *id);
+        super::run(
+            ctx.server,
+            ctx.client,
+            ctx.out,
+            &args.args(),
+            ctx.stats,
+            *id,
+        );
         match ctx.client.reply_mode {
             ReplyMode::Off => ctx.out.buf.truncate(start),
             ReplyMode::SkipNext => {
