@@ -21,20 +21,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Cases waiting for a command family, with what will enable them.
-const PENDING: &[(&str, &str)] = &[
-    (
-        "018-multi-queue-time-errors",
-        "transactions (MULTI/EXEC/WATCH) and lists",
-    ),
-    (
-        "025-ping-in-subscribed-mode",
-        "pub/sub family (SUBSCRIBE, subscribed-mode PING)",
-    ),
-    (
-        "026-resp3-pubsub-push",
-        "pub/sub family (SUBSCRIBE, PSUBSCRIBE, PUBLISH)",
-    ),
-];
+const PENDING: &[(&str, &str)] = &[(
+    "018-multi-queue-time-errors",
+    "transactions (MULTI/EXEC/WATCH) and lists",
+)];
 
 const DEFAULT_TIMEOUT: f64 = 3.0;
 const GRACE: Duration = Duration::from_millis(200);

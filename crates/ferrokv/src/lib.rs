@@ -13,6 +13,7 @@ pub mod config;
 pub mod db;
 pub mod ldouble;
 pub mod net;
+pub mod pubsub;
 pub mod resp;
 pub mod server;
 pub mod stats;

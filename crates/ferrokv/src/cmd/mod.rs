@@ -14,6 +14,7 @@ pub mod connection;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod pubsub;
 pub mod server;
 pub mod sets;
 pub mod sort;
@@ -400,7 +401,7 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 9] = [
+        let families: [&'static [Command]; 10] = [
             connection::COMMANDS,
             strings::COMMANDS,
             keys::COMMANDS,
@@ -410,6 +411,7 @@ pub fn table() -> &'static Table {
             zsets::COMMANDS,
             sort::COMMANDS,
             server::COMMANDS,
+            pubsub::COMMANDS,
         ];
         let mut t = Table {
             all: Vec::new(),
@@ -651,6 +653,14 @@ pub fn execute(
         && server.live.requirepass_set.load(Ordering::Relaxed)
     {
         reject(server, out, stats, id, err::NOAUTH);
+        finish_reply(client, out, reply_start);
+        return;
+    }
+    if client.pubsub.is_some()
+        && crate::pubsub::refused_in_context(client, out.resp3, t.all[client.last_top].name)
+    {
+        let msg = crate::pubsub::refused_message(c.name);
+        reject(server, out, stats, id, &msg);
         finish_reply(client, out, reply_start);
         return;
     }
