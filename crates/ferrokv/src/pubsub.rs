@@ -187,7 +187,8 @@ fn bulk(v: &mut Vec<u8>, s: &[u8]) {
 /// Appends one message frame to each of `subs`: `head` (array or push
 /// header, chosen per subscriber's protocol), `mid` (the frame's bulk
 /// strings before the payload), then the payload's bulk header and bytes.
-/// Returns the number of subscribers.
+/// Returns the number of subscribers reached (the one a message closes
+/// counts, as in Redis).
 fn deliver(
     server: &Server,
     subs: &Subscribers,
@@ -201,14 +202,20 @@ fn deliver(
     let head2: [&[u8]; 2] = [b"*3\r\n", b">3\r\n"];
     let head3: [&[u8]; 2] = [b"*4\r\n", b">4\r\n"];
     let heads = if n == 3 { head2 } else { head3 };
+    let mut count = 0;
     for h in subs {
+        // A client already closed for its limits is leaving: not counted.
+        if h.outbox.is_closed() {
+            continue;
+        }
+        count += 1;
         let head = heads[usize::from(h.outbox.resp3())];
         let parts: [&[u8]; 5] = [head, mid, &msg_head, message, b"\r\n"];
         if !h.outbox.push(&parts, limit_for(server, h), now) {
             h.close_for_limits();
         }
     }
-    subs.len()
+    count
 }
 
 /// Publishes `message` on `channel`: every client subscribed to the channel
@@ -303,28 +310,18 @@ fn confirm(out: &mut Out, word: &[u8], name: Option<&[u8]>, count: usize) {
     out.int(count as i64);
 }
 
-/// Whether the current command's replies are dropped (CLIENT REPLY OFF /
-/// SKIP): confirmations then are not queued either.
-fn replies_dropped(client: &Client) -> bool {
-    use crate::net::connection::ReplyMode;
-    !matches!(client.reply_mode, ReplyMode::On)
-}
-
 /// SUBSCRIBE / PSUBSCRIBE / SSUBSCRIBE `names` for the calling client: each
 /// is registered and confirmed (even when already subscribed, as Redis).
 /// The confirmations, with every reply before them in `out`, are queued in
-/// the client's outbox atomically with the registration.
+/// the client's outbox atomically with the registration. Confirmations are
+/// pushes: CLIENT REPLY OFF/SKIP does not drop them (as Redis 7.0's
+/// CLIENT_PUSHING).
 pub fn subscribe(server: &Server, client: &mut Client, out: &mut Out, kind: Kind, names: &[&[u8]]) {
-    let dropped = replies_dropped(client);
     for &name in names {
         let subs = client.pubsub.get_or_insert_with(Default::default);
         let new = subs.set(kind).insert(name.to_vec());
         let count = subs.count(kind);
-        let mark = out.buf.len();
         confirm(out, kind.word(false), Some(name), count);
-        if dropped {
-            out.buf.truncate(mark);
-        }
         let mut g = server.pubsub.inner.write();
         if new {
             let e = g.map(kind).entry(name.to_vec()).or_default();
@@ -371,7 +368,6 @@ pub fn unsubscribe(
     kind: Kind,
     names: &[&[u8]],
 ) {
-    let dropped = replies_dropped(client);
     let all: Vec<Vec<u8>>;
     let list: Vec<&[u8]> = if names.is_empty() {
         all = client
@@ -390,11 +386,7 @@ pub fn unsubscribe(
             .as_mut()
             .is_some_and(|s| s.set(kind).shift_remove(*name));
         let count = client.pubsub.as_ref().map_or(0, |s| s.count(kind));
-        let mark = out.buf.len();
         confirm(out, kind.word(true), Some(name), count);
-        if dropped {
-            out.buf.truncate(mark);
-        }
         let mut g = server.pubsub.inner.write();
         if removed {
             unregister(server, &mut g, kind, name, id);
@@ -404,12 +396,8 @@ pub fn unsubscribe(
     }
     if list.is_empty() {
         let count = client.pubsub.as_ref().map_or(0, |s| s.count(kind));
-        if !dropped {
-            confirm(out, kind.word(true), None, count);
-        }
-        if client.pubsub.is_some() {
-            client.handle.outbox.append_own(&mut out.buf, out.resp3);
-        }
+        confirm(out, kind.word(true), None, count);
+        client.handle.outbox.append_own(&mut out.buf, out.resp3);
     }
     sync_counts(client);
 }

@@ -19,31 +19,12 @@ const INTRO_FLAGS: u64 = PUBSUB | LOADING | STALE;
 
 /// PUBSUB subcommands.
 static PUBSUB_SUBS: &[Command] = &[
+    // Redis 7.0.15's order (COMMAND INFO lists subcommands this way).
     cmd("pubsub|channels", -2, INTRO_FLAGS, (0, 0, 0), 0, pubsub_channels).doc(
         "pubsub",
         "2.8.0",
         "List active channels",
         "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)",
-    ),
-    cmd(
-        "pubsub|shardchannels",
-        -2,
-        INTRO_FLAGS,
-        (0, 0, 0),
-        0,
-        pubsub_shardchannels,
-    )
-    .doc(
-        "pubsub",
-        "7.0.0",
-        "List active shard channels",
-        "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
-    ),
-    cmd("pubsub|numsub", -2, INTRO_FLAGS, (0, 0, 0), 0, pubsub_numsub).doc(
-        "pubsub",
-        "2.8.0",
-        "Get the count of subscribers for channels",
-        "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
     ),
     cmd(
         "pubsub|shardnumsub",
@@ -59,6 +40,20 @@ static PUBSUB_SUBS: &[Command] = &[
         "Get the count of subscribers for shard channels",
         "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
     ),
+    cmd(
+        "pubsub|shardchannels",
+        -2,
+        INTRO_FLAGS,
+        (0, 0, 0),
+        0,
+        pubsub_shardchannels,
+    )
+    .doc(
+        "pubsub",
+        "7.0.0",
+        "List active shard channels",
+        "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
+    ),
     cmd("pubsub|help", 2, LOADING | STALE, (0, 0, 0), 0, pubsub_help).doc(
         "pubsub",
         "6.2.0",
@@ -70,6 +65,12 @@ static PUBSUB_SUBS: &[Command] = &[
         "2.8.0",
         "Get the count of unique patterns pattern subscriptions",
         "O(1)",
+    ),
+    cmd("pubsub|numsub", -2, INTRO_FLAGS, (0, 0, 0), 0, pubsub_numsub).doc(
+        "pubsub",
+        "2.8.0",
+        "Get the count of subscribers for channels",
+        "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
     ),
 ];
 
