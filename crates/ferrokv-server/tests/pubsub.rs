@@ -578,7 +578,7 @@ fn differential_random_sequences() {
             4 => vec!["UNSUBSCRIBE".into(), rng.pick(&channels).into()],
             5 => vec!["PUNSUBSCRIBE".into(), rng.pick(&patterns).into()],
             6 => vec!["SUNSUBSCRIBE".into(), rng.pick(&channels).into()],
-            7 | 8 | 9 => vec![
+            7..=9 => vec![
                 "PUBLISH".into(),
                 rng.pick(&channels).into(),
                 format!("m{step}"),

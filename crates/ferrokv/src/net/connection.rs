@@ -164,10 +164,10 @@ where
                         }
                     }
                     consumed += n;
-                    if client.pubsub.is_some() || normal_limit.hard | normal_limit.soft != 0 {
-                        if after_command(&server, &client, &mut out, normal_limit, &soft_since) {
-                            break 'conn;
-                        }
+                    if (client.pubsub.is_some() || normal_limit.hard | normal_limit.soft != 0)
+                        && after_command(&server, &client, &mut out, normal_limit, &soft_since)
+                    {
+                        break 'conn;
                     }
                     if client.close_after_reply || client.blocked.is_some() {
                         break;
