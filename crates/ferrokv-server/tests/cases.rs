@@ -21,16 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Cases waiting for a command family, with what will enable them.
-const PENDING: &[(&str, &str)] = &[
-    (
-        "025-ping-in-subscribed-mode",
-        "pub/sub family (SUBSCRIBE, subscribed-mode PING)",
-    ),
-    (
-        "026-resp3-pubsub-push",
-        "pub/sub family (SUBSCRIBE, PSUBSCRIBE, PUBLISH)",
-    ),
-];
+const PENDING: &[(&str, &str)] = &[];
 
 const DEFAULT_TIMEOUT: f64 = 3.0;
 const GRACE: Duration = Duration::from_millis(200);

@@ -52,10 +52,115 @@ const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
 const ENABLE_PROTECTED: &[&str] = &["no", "yes", "local"];
 const YESNO_ONLY_NO: &[&str] = &["no"];
 
+/// client-output-buffer-limit's default, in CONFIG GET form.
+const OBL_DEFAULT: &str = "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60";
+
+/// The nine numbers of a normalised client-output-buffer-limit value:
+/// (hard, soft, soft-seconds) for normal, replica and pubsub clients.
+pub fn obl_values(v: &str) -> [u64; 9] {
+    let mut out = [0u64; 9];
+    let words: Vec<&str> = v.split_whitespace().collect();
+    for chunk in words.chunks(4) {
+        let base = match chunk[0] {
+            "normal" => 0,
+            "slave" => 3,
+            "pubsub" => 6,
+            _ => continue,
+        };
+        for k in 0..3 {
+            out[base + k] = chunk.get(k + 1).and_then(|x| x.parse().ok()).unwrap_or(0);
+        }
+    }
+    out
+}
+
+/// Applies client-output-buffer-limit arguments (`<class> <hard> <soft>
+/// <soft-seconds>` repeated; classes normal, replica or slave, pubsub; hard
+/// and soft are memory values) to the normalised value `current`: only the
+/// named classes change, and nothing changes when any group is invalid.
+/// Errors are Redis 7.0's texts (config.c setConfigClientOutputBufferLimitOption).
+pub fn merge_obl(current: &str, args: &[String]) -> Result<String, String> {
+    let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
+    if !words.len().is_multiple_of(4) {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    let mut vals = obl_values(current);
+    for g in words.chunks(4) {
+        let base = match g[0].to_ascii_lowercase().as_str() {
+            "normal" => 0,
+            "replica" | "slave" => 3,
+            "pubsub" => 6,
+            _ => {
+                return Err("Invalid client class specified in buffer limit configuration.".into())
+            }
+        };
+        let bad = || "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
+        let hard = parse_memory(g[1]).ok_or_else(bad)?;
+        let soft = parse_memory(g[2]).ok_or_else(bad)?;
+        let secs: i64 = g[3].parse().map_err(|_| bad())?;
+        if secs < 0 || hard > i64::MAX as u64 || soft > i64::MAX as u64 {
+            return Err(bad().into());
+        }
+        vals[base] = hard;
+        vals[base + 1] = soft;
+        vals[base + 2] = secs as u64;
+    }
+    Ok(format!(
+        "normal {} {} {} slave {} {} {} pubsub {} {} {}",
+        vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6], vals[7], vals[8]
+    ))
+}
+
+/// A byte count as CONFIG REWRITE writes it: `Ngb`, `Nmb`, `Nkb` when
+/// exact, else plain bytes (Redis's rewriteConfigFormatMemory).
+fn format_memory(v: u64) -> String {
+    const KB: u64 = 1024;
+    if v != 0 && v.is_multiple_of(KB * KB * KB) {
+        format!("{}gb", v / (KB * KB * KB))
+    } else if v != 0 && v.is_multiple_of(KB * KB) {
+        format!("{}mb", v / (KB * KB))
+    } else if v != 0 && v.is_multiple_of(KB) {
+        format!("{}kb", v / KB)
+    } else {
+        v.to_string()
+    }
+}
+
+/// CONFIG REWRITE lines of client-output-buffer-limit: one per class that
+/// differs from the defaults (all three when none does, i.e. when the file
+/// already had the directive), memory as Redis writes it.
+fn render_obl(d: &Directive, v: &str) -> String {
+    let vals = obl_values(v);
+    let defaults = obl_values(d.default);
+    let mut all = Vec::new();
+    let mut changed = Vec::new();
+    for (i, class) in ["normal", "slave", "pubsub"].iter().enumerate() {
+        let b = i * 3;
+        let line = format!(
+            "{} {} {} {} {}",
+            d.name,
+            class,
+            format_memory(vals[b]),
+            format_memory(vals[b + 1]),
+            vals[b + 2]
+        );
+        if vals[b..b + 3] != defaults[b..b + 3] {
+            changed.push(line.clone());
+        }
+        all.push(line);
+    }
+    if changed.is_empty() {
+        all.join("\n")
+    } else {
+        changed.join("\n")
+    }
+}
+
 /// Every directive ferrokv understands, sorted by name.
 pub static DIRECTIVES: &[Directive] = &[
     d("appendonly", Kind::Enum(YESNO_ONLY_NO), "no", true),
     d("bind", Kind::List, "127.0.0.1 -::1", false),
+    d("client-output-buffer-limit", Kind::List, OBL_DEFAULT, true),
     d(
         "client-query-buffer-limit",
         Kind::Memory {
@@ -432,7 +537,11 @@ impl Config {
                 // ones add to them, as in redis.conf.
                 self.values.insert("save", String::new());
             }
-            let v = normalise(d, &argv[1..]).map_err(|r| err(format!("{} for '{}'", r, d.name)))?;
+            let v = if d.name == "client-output-buffer-limit" {
+                merge_obl(self.get(d.name), &argv[1..]).map_err(err)?
+            } else {
+                normalise(d, &argv[1..]).map_err(|r| err(format!("{} for '{}'", r, d.name)))?
+            };
             if d.name == "save" {
                 let cur = self.values.get("save").cloned().unwrap_or_default();
                 let merged = if cur.is_empty() || v.is_empty() {
@@ -515,6 +624,8 @@ impl Config {
         };
         let v = if d.name == "save" && args.is_empty() {
             String::new()
+        } else if d.name == "client-output-buffer-limit" {
+            merge_obl(self.get(d.name), &args)?
         } else {
             normalise(d, &args)?
         };
@@ -591,6 +702,7 @@ impl Config {
                     .collect::<Vec<_>>()
                     .join("\n")
             }
+            Kind::List if d.name == "client-output-buffer-limit" => render_obl(d, v),
             Kind::List => format!("{} {}", d.name, v),
             _ => format!("{} {}", d.name, quote_arg(v)),
         }
@@ -638,6 +750,35 @@ mod tests {
             .unwrap();
         assert_eq!(c.get("port"), "7001");
         assert_eq!(c.get("save"), "");
+    }
+
+    #[test]
+    fn output_buffer_limits() {
+        let mut c = Config::default();
+        assert_eq!(c.get("client-output-buffer-limit"), OBL_DEFAULT);
+        c.set(
+            "client-output-buffer-limit",
+            "pubsub 1mb 2kb 3 replica 1 2 3",
+        )
+        .unwrap();
+        assert_eq!(
+            c.get("client-output-buffer-limit"),
+            "normal 0 0 0 slave 1 2 3 pubsub 1048576 2048 3"
+        );
+        assert!(c.set("client-output-buffer-limit", "pubsub 1mb").is_err());
+        assert!(c.set("client-output-buffer-limit", "foo 1 1 1").is_err());
+        assert!(c
+            .set("client-output-buffer-limit", "normal 1 1 -1")
+            .is_err());
+        assert_eq!(obl_values(c.get("client-output-buffer-limit"))[6], 1 << 20);
+        let d = directive("client-output-buffer-limit").unwrap();
+        assert_eq!(
+            c.render(d),
+            "client-output-buffer-limit slave 1 2 3\nclient-output-buffer-limit pubsub 1mb 2kb 3"
+        );
+        c.load_str("client-output-buffer-limit normal 1gb 0 0\n")
+            .unwrap();
+        assert_eq!(obl_values(c.get("client-output-buffer-limit"))[0], 1 << 30);
     }
 
     #[test]

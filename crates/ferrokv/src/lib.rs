@@ -14,6 +14,7 @@ pub mod db;
 pub mod events;
 pub mod ldouble;
 pub mod net;
+pub mod pubsub;
 pub mod resp;
 pub mod server;
 pub mod stats;

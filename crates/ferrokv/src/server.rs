@@ -47,6 +47,32 @@ pub struct LiveConfig {
     pub latency_threshold: AtomicU64,
     /// True when requirepass is set.
     pub requirepass_set: AtomicBool,
+    /// client-output-buffer-limit: (hard, soft, soft-seconds) for each
+    /// [`OblClass`], in that order.
+    pub obl: [AtomicU64; 9],
+}
+
+/// A client class of client-output-buffer-limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OblClass {
+    /// Ordinary clients.
+    Normal = 0,
+    /// Replicas (`replica`, alias `slave`).
+    Replica = 1,
+    /// Clients subscribed to channels, patterns or shard channels.
+    PubSub = 2,
+}
+
+impl LiveConfig {
+    /// The current limit of `class`.
+    pub fn obl_limit(&self, class: OblClass) -> crate::net::clients::BufLimit {
+        let i = class as usize * 3;
+        crate::net::clients::BufLimit {
+            hard: self.obl[i].load(Ordering::Relaxed),
+            soft: self.obl[i + 1].load(Ordering::Relaxed),
+            soft_secs: self.obl[i + 2].load(Ordering::Relaxed),
+        }
+    }
 }
 
 /// One SLOWLOG entry (redis.io/commands/slowlog-get).
@@ -95,6 +121,8 @@ pub struct Server {
     pub keyspace: Keyspace,
     /// Connected clients.
     pub clients: ClientRegistry,
+    /// Pub/Sub channels, patterns and their subscribers.
+    pub pubsub: crate::pubsub::PubSub,
     /// Counters for INFO.
     pub stats: Stats,
     /// SLOWLOG.
@@ -141,6 +169,7 @@ impl Server {
             live: LiveConfig::default(),
             keyspace: Keyspace::new(dbs),
             clients: ClientRegistry::default(),
+            pubsub: Default::default(),
             stats: Stats::default(),
             slowlog: Mutex::new(SlowLog::default()),
             latency: Mutex::new(Default::default()),
@@ -198,6 +227,12 @@ impl Server {
         crate::events::set_flags(
             crate::events::parse_flags(c.get("notify-keyspace-events")).unwrap_or(0),
         );
+        for (i, v) in crate::config::obl_values(c.get("client-output-buffer-limit"))
+            .into_iter()
+            .enumerate()
+        {
+            l.obl[i].store(v, Ordering::Relaxed);
+        }
         drop(c);
         let max = l.slowlog_max_len.load(Ordering::Relaxed) as usize;
         let mut sl = self.slowlog.lock();

@@ -173,6 +173,14 @@ pub static COMMANDS: &[Command] = &[
 
 /// PING [message]: +PONG, or the message as a bulk string.
 fn ping(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    if ctx.client.pubsub.is_some() && !ctx.out.resp3 && args.len() <= 2 {
+        // RESP2 subscribed mode: [pong, message or ""] (Redis's pingCommand).
+        ctx.out.array(2);
+        ctx.out.bulk(b"pong");
+        ctx.out
+            .bulk(if args.len() == 2 { args.get(1) } else { b"" });
+        return;
+    }
     match args.len() {
         1 => ctx.out.simple("PONG"),
         2 => ctx.out.bulk(args.get(1)),
@@ -352,6 +360,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     ctx.client.leave_monitor(server);
     ctx.client.multi = None;
     crate::tx::unwatch_all(&mut ctx.client.watch);
+    crate::pubsub::unsubscribe_all(server, ctx.client);
     ctx.client.db = 0;
     ctx.client.reply_mode = ReplyMode::On;
     ctx.client.no_touch = false;

@@ -14,6 +14,7 @@ pub mod connection;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod pubsub;
 pub mod server;
 pub mod sets;
 pub mod sort;
@@ -403,7 +404,7 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 10] = [
+        let families: [&'static [Command]; 11] = [
             connection::COMMANDS,
             tx::COMMANDS,
             strings::COMMANDS,
@@ -414,6 +415,7 @@ pub fn table() -> &'static Table {
             zsets::COMMANDS,
             sort::COMMANDS,
             server::COMMANDS,
+            pubsub::COMMANDS,
         ];
         let mut t = Table {
             all: Vec::new(),
@@ -686,6 +688,14 @@ pub fn execute(
         && server.live.requirepass_set.load(Ordering::Relaxed)
     {
         reject_in_multi(server, client, out, stats, id, err::NOAUTH, is_exec);
+        finish_reply(client, out, reply_start);
+        return;
+    }
+    if client.pubsub.is_some()
+        && crate::pubsub::refused_in_context(client, out.resp3, t.all[client.last_top].name)
+    {
+        let msg = crate::pubsub::refused_message(c.name);
+        reject(server, out, stats, id, &msg);
         finish_reply(client, out, reply_start);
         return;
     }

@@ -330,7 +330,7 @@ pub static COMMANDS: &[Command] = &[
 
 /// Replies with Redis's HELP layout: an array of status lines, the first
 /// naming the command, the last two describing HELP (`addReplyHelp`).
-fn reply_help(ctx: &mut Ctx<'_>, name: &str, lines: &[&str]) {
+pub(crate) fn reply_help(ctx: &mut Ctx<'_>, name: &str, lines: &[&str]) {
     ctx.out.array(lines.len() + 3);
     ctx.out.simple(&format!(
         "{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
@@ -1113,9 +1113,9 @@ fn info_stats(ctx: &Ctx<'_>, s: &mut Section) {
     s.kv("evicted_clients", 0);
     s.kv("keyspace_hits", t.hits);
     s.kv("keyspace_misses", t.misses);
-    s.kv("pubsub_channels", 0);
-    s.kv("pubsub_patterns", 0);
-    s.kv("pubsubshard_channels", 0);
+    s.kv("pubsub_channels", srv.pubsub.channel_count());
+    s.kv("pubsub_patterns", srv.pubsub.pattern_count());
+    s.kv("pubsubshard_channels", srv.pubsub.shard_count());
     s.kv("latest_fork_usec", 0);
     s.kv("total_forks", 0);
     s.kv("migrate_cached_sockets", 0);

@@ -10,7 +10,7 @@
 
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Mutable, shared facts about one client (the fields of CLIENT LIST).
@@ -71,9 +71,210 @@ pub struct ClientHandle {
     /// CLIENT UNBLOCK wakes it through this, CLIENT LIST shows flag `b`,
     /// INFO counts it in blocked_clients.
     pub blocked: Mutex<Option<Arc<crate::db::blocking::Waiter>>>,
+    /// Bytes pushed to this client by other connections (pub/sub messages)
+    /// and, while it is subscribed, its own replies, in delivery order.
+    pub outbox: Outbox,
+}
+
+/// A client's outbox: a byte queue any thread may append to (publishers),
+/// drained into the socket by the client's own connection task, which waits
+/// on [`Outbox::notify`] beside socket readability.
+///
+/// Memory is bounded by client-output-buffer-limit: [`Outbox::push`] counts
+/// queued bytes plus bytes taken for writing but not yet written, and closes
+/// the client (freeing the queue) when its class's hard limit is passed, or
+/// its soft limit for soft-seconds in a row, as Redis's
+/// `checkClientOutputBufferLimits` (networking.c). Publishing never waits
+/// for a slow reader.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    buf: Mutex<Vec<u8>>,
+    /// Wakes the connection task when bytes arrive in an empty queue.
+    pub notify: tokio::sync::Notify,
+    /// Bytes queued plus bytes being written (the output buffer size the
+    /// limits apply to, CLIENT LIST omem).
+    pending: AtomicUsize,
+    /// True when the client speaks RESP3: messages are push frames (`>`).
+    resp3: AtomicBool,
+    /// Unix ms when the soft limit was first exceeded (0 = it is not).
+    soft_since: AtomicU64,
+    /// Set once the limits closed the client: later pushes are dropped.
+    closed: AtomicBool,
+    /// Channel subscriptions (CLIENT LIST sub=).
+    pub sub: AtomicUsize,
+    /// Pattern subscriptions (CLIENT LIST psub=).
+    pub psub: AtomicUsize,
+    /// Shard channel subscriptions (CLIENT LIST ssub=).
+    pub ssub: AtomicUsize,
+}
+
+/// Output buffer limit of one client class (client-output-buffer-limit):
+/// hard and soft limits in bytes (0 = none) and soft-seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BufLimit {
+    /// Close at once above this many bytes (0 = no hard limit).
+    pub hard: u64,
+    /// Close when above this many bytes for `soft_secs` (0 = no soft limit).
+    pub soft: u64,
+    /// Seconds the soft limit may be exceeded continuously.
+    pub soft_secs: u64,
+}
+
+impl BufLimit {
+    /// Checks `pending` bytes against the limit, tracking when the soft
+    /// limit was first exceeded in `since` (unix ms, 0 = not exceeded).
+    /// True when the client must be closed. Redis's
+    /// `checkClientOutputBufferLimits`: the soft limit counts as reached
+    /// only after soft-seconds of continuous excess; a zero soft-seconds
+    /// closes at once.
+    pub fn exceeded(&self, pending: u64, since: &AtomicU64, now_ms: u64) -> bool {
+        if self.hard != 0 && pending >= self.hard {
+            return true;
+        }
+        if self.soft != 0 && pending >= self.soft {
+            let s = since.load(Ordering::Relaxed);
+            if s == 0 {
+                since.store(now_ms.max(1), Ordering::Relaxed);
+                return self.soft_secs == 0;
+            }
+            return now_ms.saturating_sub(s) / 1000 >= self.soft_secs;
+        }
+        since.store(0, Ordering::Relaxed);
+        false
+    }
+}
+
+impl Outbox {
+    /// Bytes queued or being written.
+    #[inline]
+    pub fn pending(&self) -> usize {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    /// True when messages for this client are RESP3 push frames.
+    #[inline]
+    pub fn resp3(&self) -> bool {
+        self.resp3.load(Ordering::Relaxed)
+    }
+
+    /// Sets the protocol messages are encoded in.
+    pub fn set_resp3(&self, on: bool) {
+        self.resp3.store(on, Ordering::Relaxed);
+    }
+
+    /// True once the output buffer limits closed the client.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
+    /// Appends the concatenation of `parts` (one frame), then enforces
+    /// `limit`. Returns false when the client was (or already is) closed
+    /// for passing it; the caller then closes the connection with
+    /// [`ClientHandle::close_for_limits`].
+    pub fn push(&self, parts: &[&[u8]], limit: BufLimit, now_ms: u64) -> bool {
+        if self.closed.load(Ordering::Relaxed) {
+            return false;
+        }
+        let n: usize = parts.iter().map(|p| p.len()).sum();
+        let mut b = self.buf.lock();
+        if self.closed.load(Ordering::Relaxed) {
+            return false;
+        }
+        let was_empty = b.is_empty();
+        for p in parts {
+            b.extend_from_slice(p);
+        }
+        let total = self.pending.fetch_add(n, Ordering::AcqRel) + n;
+        if limit.exceeded(total as u64, &self.soft_since, now_ms) {
+            self.closed.store(true, Ordering::Relaxed);
+            self.pending.fetch_sub(b.len(), Ordering::AcqRel);
+            *b = Vec::new();
+            drop(b);
+            self.notify.notify_one();
+            return false;
+        }
+        drop(b);
+        if was_empty {
+            self.notify.notify_one();
+        }
+        true
+    }
+
+    /// Moves all of `bytes` to the end of the queue (the connection's own
+    /// replies while subscribed, so they keep their place among messages)
+    /// and records the protocol. No limit check: the connection checks its
+    /// own buffer after each command.
+    pub fn append_own(&self, bytes: &mut Vec<u8>, resp3: bool) {
+        let mut b = self.buf.lock();
+        self.resp3.store(resp3, Ordering::Relaxed);
+        if bytes.is_empty() {
+            return;
+        }
+        self.pending.fetch_add(bytes.len(), Ordering::AcqRel);
+        if b.is_empty() {
+            std::mem::swap(&mut *b, bytes);
+        } else {
+            b.extend_from_slice(bytes);
+            bytes.clear();
+        }
+    }
+
+    /// Checks the bytes pending against `limit` (after the connection queued
+    /// its own replies). True when the client must be closed.
+    pub fn over_limit(&self, limit: BufLimit, now_ms: u64) -> bool {
+        limit.exceeded(self.pending() as u64, &self.soft_since, now_ms)
+    }
+
+    /// Takes everything queued, swapping it with `spare` (which must be
+    /// empty). The taken bytes stay counted as pending until
+    /// [`Outbox::written`].
+    pub fn take(&self, spare: &mut Vec<u8>) {
+        let mut b = self.buf.lock();
+        std::mem::swap(&mut *b, spare);
+    }
+
+    /// Records that `n` taken bytes were written to the socket (or
+    /// dropped).
+    pub fn written(&self, n: usize) {
+        let _ = self
+            .pending
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| {
+                Some(p.saturating_sub(n))
+            });
+    }
+
+    /// Drops everything queued (the connection is closing).
+    pub fn clear(&self) {
+        let mut b = self.buf.lock();
+        self.pending
+            .fetch_sub(b.len().min(self.pending()), Ordering::AcqRel);
+        *b = Vec::new();
+    }
+
+    /// Total subscriptions (channels, patterns and shard channels).
+    pub fn subscriptions(&self) -> usize {
+        self.sub.load(Ordering::Relaxed)
+            + self.psub.load(Ordering::Relaxed)
+            + self.ssub.load(Ordering::Relaxed)
+    }
 }
 
 impl ClientHandle {
+    /// Closes a client that passed its output buffer limit, logging Redis's
+    /// line ("Client ... scheduled to be closed ASAP for overcoming of
+    /// output buffer limits.").
+    pub fn close_for_limits(&self) {
+        if self.killed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let line = self.describe(crate::util::now_ms());
+        tracing::warn!(
+            "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
+            line
+        );
+        self.kill();
+    }
+
     /// Closes the client: marks it killed and shuts its socket down so its
     /// pending read returns.
     pub fn kill(&self) {
@@ -94,6 +295,7 @@ impl ClientHandle {
     /// fields in Redis's order (7.0 has no lib-name/lib-ver fields; CLIENT
     /// SETINFO values are kept but, as in 7.0's format, not listed).
     pub fn describe(&self, now_ms: u64) -> String {
+        let omem = self.outbox.pending();
         let i = self.info.lock();
         // Flag letters set by other families (O, P, x, b...), then the ones
         // known here, in Redis's order; N when none.
@@ -114,7 +316,7 @@ impl ClientHandle {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -124,12 +326,17 @@ impl ClientHandle {
             self.idle_secs(now_ms),
             flags,
             i.db,
+            self.outbox.sub.load(Ordering::Relaxed),
+            self.outbox.psub.load(Ordering::Relaxed),
+            self.outbox.ssub.load(Ordering::Relaxed),
             i.qbuf,
             i.qbuf_free,
             i.qbuf + i.qbuf_free,
             i.qbuf,
             i.obl,
-            i.qbuf + i.qbuf_free + i.obl + 1024,
+            usize::from(omem > 0),
+            omem,
+            i.qbuf + i.qbuf_free + i.obl + omem + 1024,
             if i.last_cmd.is_empty() { "NULL" } else { &i.last_cmd },
             if i.user.is_empty() { "default" } else { &i.user },
             i.resp.max(2),

@@ -61,6 +61,9 @@ pub struct Client {
     pub multi: Option<crate::tx::MultiState>,
     /// Keys watched by WATCH (tx.rs).
     pub watch: Option<Box<crate::tx::Watching>>,
+    /// The client's channel, pattern and shard-channel subscriptions; Some
+    /// while it has at least one (Redis's CLIENT_PUBSUB: subscribed mode).
+    pub pubsub: Option<Box<crate::pubsub::ClientSubs>>,
 }
 
 /// A client waiting on keys: its waiter, where the wake-up arrives and the
@@ -92,6 +95,7 @@ impl Client {
             deny_blocking: false,
             multi: None,
             watch: None,
+            pubsub: None,
         }
     }
 }
@@ -109,6 +113,10 @@ where
     let mut parser = RequestParser::new(server.live.proto_max_bulk_len.load(Ordering::Relaxed));
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = Out::new();
+    // Buffer the outbox is swapped into for writing (pub/sub).
+    let mut spare = Vec::new();
+    // Since when the normal class's soft output limit is exceeded.
+    let soft_since = std::sync::atomic::AtomicU64::new(0);
     let ncmds = cmd::table().all.len();
     // Set after a blocked command was answered: commands already buffered
     // run before the next read.
@@ -121,6 +129,12 @@ where
             Ok(1)
         } else if client.monitor_rx.is_some() {
             match monitor_wait(&mut rd, &mut wr, &mut client, &mut rbuf).await {
+                MonitorEvent::Fed => continue,
+                MonitorEvent::Gone => break,
+                MonitorEvent::Read(r) => r,
+            }
+        } else if client.pubsub.is_some() {
+            match pubsub_wait(&server, &handle, &mut rd, &mut wr, &mut rbuf, &mut spare).await {
                 MonitorEvent::Fed => continue,
                 MonitorEvent::Gone => break,
                 MonitorEvent::Read(r) => r,
@@ -144,6 +158,7 @@ where
         let mut consumed = 0usize;
         let mut proto_err = None;
         let requirepass = &server.live.requirepass_set;
+        let normal_limit = server.live.obl_limit(crate::server::OblClass::Normal);
         loop {
             parser.unauthenticated = !client.authenticated && requirepass.load(Ordering::Relaxed);
             match parser.parse(&rbuf[consumed..]) {
@@ -155,6 +170,11 @@ where
                         }
                     }
                     consumed += n;
+                    if (client.pubsub.is_some() || normal_limit.hard | normal_limit.soft != 0)
+                        && after_command(&server, &client, &mut out, normal_limit, &soft_since)
+                    {
+                        break 'conn;
+                    }
                     if client.close_after_reply || client.blocked.is_some() {
                         break;
                     }
@@ -197,6 +217,10 @@ where
             client.close_after_reply = true;
         }
         update_info(&client, &rbuf, &out);
+        if handle.outbox.pending() > 0 && !drain_outbox(&server, &handle, &mut wr, &mut spare).await
+        {
+            break 'conn;
+        }
         if !out.buf.is_empty() {
             bump(&stats.net_out, out.buf.len() as u64);
             if wr.write_all(&out.buf).await.is_err() {
@@ -233,7 +257,97 @@ where
     let _ = wr.shutdown().await;
     client.leave_monitor(&server);
     crate::tx::unwatch_all(&mut client.watch);
+    crate::pubsub::unsubscribe_all(&server, &mut client);
+    handle.outbox.clear();
     server.clients.remove(handle.id);
+}
+
+/// Output bookkeeping after each command, when the client is subscribed or
+/// the normal class has an output limit: a subscribed client's replies join
+/// its outbox (keeping their place among messages); the output buffer is
+/// checked against the client's class limit. True when the client passed
+/// it and must be closed (Redis's closeClientOnOutputBufferLimitReached).
+fn after_command(
+    server: &Server,
+    client: &Client,
+    out: &mut Out,
+    normal: crate::net::clients::BufLimit,
+    soft_since: &std::sync::atomic::AtomicU64,
+) -> bool {
+    let h = &client.handle;
+    let now = crate::util::now_ms();
+    let over = if client.pubsub.is_some() {
+        h.outbox.append_own(&mut out.buf, out.resp3);
+        h.outbox
+            .over_limit(crate::pubsub::limit_for(server, h), now)
+    } else {
+        normal.exceeded((out.buf.len() + h.outbox.pending()) as u64, soft_since, now)
+    };
+    if over {
+        h.close_for_limits();
+        out.buf = Vec::new();
+        h.outbox.clear();
+    }
+    over
+}
+
+/// Writes what the outbox holds (one take: messages arriving meanwhile
+/// wait for the next wake-up). False when the socket failed or the client
+/// was closed for its output limits.
+async fn drain_outbox<W>(
+    server: &Server,
+    handle: &ClientHandle,
+    wr: &mut W,
+    spare: &mut Vec<u8>,
+) -> bool
+where
+    W: AsyncWrite + Unpin,
+{
+    handle.outbox.take(spare);
+    if spare.is_empty() {
+        return !handle.outbox.is_closed();
+    }
+    let n = spare.len();
+    let ok = wr.write_all(spare).await.is_ok();
+    handle.outbox.written(n);
+    bump(
+        &server.stats.local(cmd::table().all.len()).net_out,
+        n as u64,
+    );
+    if spare.capacity() > 1024 * 1024 {
+        *spare = Vec::new();
+    } else {
+        spare.clear();
+    }
+    ok && !handle.outbox.is_closed()
+}
+
+/// Subscribed mode: waits for either outbox bytes (written at once) or
+/// input from the client, which is then parsed and executed as usual.
+async fn pubsub_wait<R, W>(
+    server: &Server,
+    handle: &ClientHandle,
+    rd: &mut R,
+    wr: &mut W,
+    rbuf: &mut BytesMut,
+    spare: &mut Vec<u8>,
+) -> MonitorEvent
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    tokio::select! {
+        biased;
+        _ = handle.outbox.notify.notified() => {
+            if drain_outbox(server, handle, wr, spare).await {
+                MonitorEvent::Fed
+            } else {
+                MonitorEvent::Gone
+            }
+        }
+        // read_buf is cancel safe: bytes are either in rbuf or still in the socket.
+        r = rd.read_buf(rbuf) => MonitorEvent::Read(r),
+    }
 }
 
 fn update_info(client: &Client, rbuf: &BytesMut, out: &Out) {
@@ -395,6 +509,7 @@ pub fn new_handle(
         killed: false.into(),
         monitor: false.into(),
         blocked: parking_lot::Mutex::new(None),
+        outbox: Default::default(),
         info: parking_lot::Mutex::new(ClientInfo {
             resp: 2,
             ..Default::default()
