@@ -95,6 +95,8 @@ pub struct Server {
     pub keyspace: Keyspace,
     /// Connected clients.
     pub clients: ClientRegistry,
+    /// ACL users, log and state.
+    pub acl: crate::acl::Acl,
     /// Counters for INFO.
     pub stats: Stats,
     /// SLOWLOG.
@@ -141,6 +143,7 @@ impl Server {
             live: LiveConfig::default(),
             keyspace: Keyspace::new(dbs),
             clients: ClientRegistry::default(),
+            acl: crate::acl::Acl::default(),
             stats: Stats::default(),
             slowlog: Mutex::new(SlowLog::default()),
             latency: Mutex::new(Default::default()),
@@ -195,6 +198,7 @@ impl Server {
             .store(u("latency-monitor-threshold"), Ordering::Relaxed);
         l.requirepass_set
             .store(!c.get("requirepass").is_empty(), Ordering::Relaxed);
+        self.acl.sync_config(&c);
         drop(c);
         let max = l.slowlog_max_len.load(Ordering::Relaxed) as usize;
         let mut sl = self.slowlog.lock();
