@@ -250,6 +250,9 @@ impl Selector {
                     }
                     off += 1;
                 }
+                if flags == 0 {
+                    return Err(RuleError::Syntax);
+                }
             } else {
                 flags = PERM_ALL;
             }
@@ -452,9 +455,9 @@ impl Selector {
         if spec_flags & (keyspecs::INSERT | keyspecs::DELETE | keyspecs::UPDATE) != 0 {
             need |= PERM_WRITE;
         }
-        self.patterns.iter().any(|p| {
-            p.flags & need == need && crate::util::glob_match(&p.pattern, key, false)
-        })
+        self.patterns
+            .iter()
+            .any(|p| p.flags & need == need && crate::util::glob_match(&p.pattern, key, false))
     }
 
     fn check_channel(&self, ch: &[u8], literal: bool) -> bool {
@@ -469,12 +472,19 @@ impl Selector {
     }
 
     /// Redis's `ACLSelectorCheckCmd`.
-    fn check(&self, c: &Command, id: usize, args: &[&[u8]], keys: &mut Option<Vec<keyspecs::KeyRef>>) -> Result<(), Denied> {
+    fn check(
+        &self,
+        c: &Command,
+        id: usize,
+        args: &[&[u8]],
+        keys: &mut Option<Vec<keyspecs::KeyRef>>,
+    ) -> Result<(), Denied> {
         if !self.allcommands && c.flags & cmd::flags::NO_AUTH == 0 && !self.bit(id) {
             let ok = args.len() >= 2
-                && self.firstargs.iter().any(|(i, v)| {
-                    *i == id && v.iter().any(|a| a.eq_ignore_ascii_case(args[1]))
-                });
+                && self
+                    .firstargs
+                    .iter()
+                    .any(|(i, v)| *i == id && v.iter().any(|a| a.eq_ignore_ascii_case(args[1])));
             if !ok {
                 return Err(Denied::Command);
             }
@@ -926,10 +936,14 @@ impl Acl {
     /// acl-pubsub-default, acllog-max-len and, when it changed, requirepass
     /// (the default user's only password, or nopass when empty).
     pub fn sync_config(&self, cfg: &crate::config::Config) {
-        self.pubsub_allchannels
-            .store(cfg.get("acl-pubsub-default") == "allchannels", Ordering::Relaxed);
-        self.log_max_len
-            .store(cfg.get_i64("acllog-max-len").max(0) as u64, Ordering::Relaxed);
+        self.pubsub_allchannels.store(
+            cfg.get("acl-pubsub-default") == "allchannels",
+            Ordering::Relaxed,
+        );
+        self.log_max_len.store(
+            cfg.get_i64("acllog-max-len").max(0) as u64,
+            Ordering::Relaxed,
+        );
         let rp = cfg.get("requirepass").to_string();
         let mut last = self.last_requirepass.lock();
         if last.as_deref() != Some(rp.as_str()) {
@@ -976,7 +990,11 @@ impl Acl {
 
     /// Parses an ACL file's text into users (Redis's `ACLLoadFromFile`
     /// validation). Err(the error text ACL LOAD replies, without "ERR ").
-    pub fn parse_file(&self, path: &str, text: &str) -> Result<BTreeMap<Vec<u8>, Arc<User>>, String> {
+    pub fn parse_file(
+        &self,
+        path: &str,
+        text: &str,
+    ) -> Result<BTreeMap<Vec<u8>, Arc<User>>, String> {
         let all = self.pubsub_allchannels.load(Ordering::Relaxed);
         let mut users: BTreeMap<Vec<u8>, Arc<User>> = BTreeMap::new();
         let mut errors = String::new();
@@ -1049,7 +1067,10 @@ impl Acl {
     /// Loads the ACL file into the live users (ACL LOAD).
     pub fn load_file(&self, path: &str) -> Result<(), String> {
         let text = std::fs::read_to_string(path).map_err(|e| {
-            format!("Error loading ACLs, opening file '{path}': {}", io_reason(&e))
+            format!(
+                "Error loading ACLs, opening file '{path}': {}",
+                io_reason(&e)
+            )
         })?;
         let users = self.parse_file(path, &text)?;
         self.replace_all(users);
@@ -1058,7 +1079,11 @@ impl Acl {
 
     /// Writes the users to `path` through a temporary file (ACL SAVE).
     pub fn save_file(&self, path: &str) -> std::io::Result<()> {
-        let tmp = format!("{path}.tmp-{}-{}", std::process::id(), crate::util::now_ms());
+        let tmp = format!(
+            "{path}.tmp-{}-{}",
+            std::process::id(),
+            crate::util::now_ms()
+        );
         let r = std::fs::write(&tmp, self.file_text()).and_then(|_| std::fs::rename(&tmp, path));
         if r.is_err() {
             let _ = std::fs::remove_file(&tmp);
@@ -1189,7 +1214,10 @@ pub fn denied_message(d: Denied, c: &Command) -> String {
         Denied::Key(_) => {
             "NOPERM this user has no permissions to access one of the keys used as arguments".into()
         }
-        Denied::Channel(_) => "NOPERM this user has no permissions to access one of the channels used as arguments".into(),
+        Denied::Channel(_) => {
+            "NOPERM this user has no permissions to access one of the channels used as arguments"
+                .into()
+        }
     }
 }
 
@@ -1197,7 +1225,11 @@ pub fn denied_message(d: Denied, c: &Command) -> String {
 /// from `peer` must be refused with [`PROTECTED_MODE_ERR`]: protected-mode
 /// is on, the default user has no password, and the peer is not a loopback
 /// address (127.0.0.0/8 or ::1).
-pub fn protected_mode_denies(protected: bool, default_nopass: bool, peer: std::net::IpAddr) -> bool {
+pub fn protected_mode_denies(
+    protected: bool,
+    default_nopass: bool,
+    peer: std::net::IpAddr,
+) -> bool {
     let local = match peer {
         std::net::IpAddr::V4(a) => a.octets()[0] == 127,
         std::net::IpAddr::V6(a) => a.is_loopback(),
@@ -1224,9 +1256,18 @@ mod tests {
     fn describe_simple() {
         assert_eq!(User::default_user().describe(), "on nopass ~* &* +@all");
         let u = user(&["on", ">p1", "+@all", "-@string", "~foo*", "%R~bar", "&ch*"]);
-        assert_eq!(u.describe(), format!("on #{} ~foo* %R~bar resetchannels &ch* +@all -@string", hash_password(b"p1")));
+        assert_eq!(
+            u.describe(),
+            format!(
+                "on #{} ~foo* %R~bar resetchannels &ch* +@all -@string",
+                hash_password(b"p1")
+            )
+        );
         let u = user(&["+get", "+select|0", "(~x +set)"]);
-        assert_eq!(u.describe(), "off resetchannels -@all +get +select|0 (~x resetchannels -@all +set)");
+        assert_eq!(
+            u.describe(),
+            "off resetchannels -@all +get +select|0 (~x resetchannels -@all +set)"
+        );
     }
 
     #[test]
@@ -1234,13 +1275,19 @@ mod tests {
         let mut u = User::new(b"u", false);
         assert_eq!(u.apply(b"foo", false), Err(RuleError::Syntax));
         assert_eq!(u.apply(b"+nosuch", false), Err(RuleError::UnknownCommand));
-        assert_eq!(u.apply(b"+config|get|x", false), Err(RuleError::SubcommandFirstArg));
+        assert_eq!(
+            u.apply(b"+config|get|x", false),
+            Err(RuleError::SubcommandFirstArg)
+        );
         assert_eq!(u.apply(b"-get|x", false), Err(RuleError::UnknownCommand));
         assert_eq!(u.apply(b"#abc", false), Err(RuleError::BadHash));
         assert_eq!(u.apply(b"<x", false), Err(RuleError::NoSuchPassword));
         u.apply(b"allkeys", false).unwrap();
         assert_eq!(u.apply(b"~a", false), Err(RuleError::KeyAfterAll));
-        assert_eq!(merge_selector_args(&[b"(~a", b"+get)", b"on"]), Ok(vec![b"(~a +get)".to_vec(), b"on".to_vec()]));
+        assert_eq!(
+            merge_selector_args(&[b"(~a", b"+get)", b"on"]),
+            Ok(vec![b"(~a +get)".to_vec(), b"on".to_vec()])
+        );
         assert_eq!(merge_selector_args(&[b"on", b"(~a"]), Err(1));
     }
 
@@ -1250,8 +1297,16 @@ mod tests {
         assert!(protected_mode_denies(true, true, ext));
         assert!(!protected_mode_denies(false, true, ext));
         assert!(!protected_mode_denies(true, false, ext));
-        assert!(!protected_mode_denies(true, true, "127.0.0.5".parse().unwrap()));
+        assert!(!protected_mode_denies(
+            true,
+            true,
+            "127.0.0.5".parse().unwrap()
+        ));
         assert!(!protected_mode_denies(true, true, "::1".parse().unwrap()));
-        assert!(protected_mode_denies(true, true, "::ffff:10.0.0.1".parse().unwrap()));
+        assert!(protected_mode_denies(
+            true,
+            true,
+            "::ffff:10.0.0.1".parse().unwrap()
+        ));
     }
 }

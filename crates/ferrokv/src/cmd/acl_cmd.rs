@@ -10,28 +10,126 @@ use crate::resp::Args;
 const ADMIN_FLAGS: u64 = ADMIN | NOSCRIPT | LOADING | STALE;
 const PLAIN: u64 = NOSCRIPT | LOADING | STALE;
 
-const fn sub(name: &'static str, arity: i32, flags: u64, h: super::Handler, summary: &'static str, complexity: &'static str) -> Command {
+const fn sub(
+    name: &'static str,
+    arity: i32,
+    flags: u64,
+    h: super::Handler,
+    summary: &'static str,
+    complexity: &'static str,
+) -> Command {
     cmd(name, arity, flags, (0, 0, 0), 0, h).doc("server", "6.0.0", summary, complexity)
 }
 
 static ACL_SUBS: &[Command] = &[
-    sub("acl|cat", -2, PLAIN, acl_cat, "List the ACL categories or the commands inside a category", "O(1) since the categories and commands are a fixed set."),
-    sub("acl|deluser", -3, ADMIN_FLAGS, acl_deluser, "Remove the specified ACL users and the associated rules", "O(1) amortized time considering the typical user."),
+    sub(
+        "acl|cat",
+        -2,
+        PLAIN,
+        acl_cat,
+        "List the ACL categories or the commands inside a category",
+        "O(1) since the categories and commands are a fixed set.",
+    ),
+    sub(
+        "acl|deluser",
+        -3,
+        ADMIN_FLAGS,
+        acl_deluser,
+        "Remove the specified ACL users and the associated rules",
+        "O(1) amortized time considering the typical user.",
+    ),
     {
-        let mut c = sub("acl|dryrun", -4, ADMIN_FLAGS, acl_dryrun, "Returns whether the user can execute the given command without executing the command.", "O(1).");
+        let mut c = sub(
+            "acl|dryrun",
+            -4,
+            ADMIN_FLAGS,
+            acl_dryrun,
+            "Returns whether the user can execute the given command without executing the command.",
+            "O(1).",
+        );
         c.since = "7.0.0";
         c
     },
-    sub("acl|genpass", -2, PLAIN, acl_genpass, "Generate a pseudorandom secure password to use for ACL users", "O(1)"),
-    sub("acl|getuser", 3, ADMIN_FLAGS, acl_getuser, "Get the rules for a specific ACL user", "O(N). Where N is the number of password, command and pattern rules that the user has."),
-    sub("acl|help", 2, LOADING | STALE, acl_help, "Show helpful text about the different subcommands", "O(1)"),
-    sub("acl|list", 2, ADMIN_FLAGS, acl_list, "List the current ACL rules in ACL config file format", "O(N). Where N is the number of configured users."),
-    sub("acl|load", 2, ADMIN_FLAGS, acl_load, "Reload the ACLs from the configured ACL file", "O(N). Where N is the number of configured users."),
-    sub("acl|log", -2, ADMIN_FLAGS, acl_log, "List latest events denied because of ACLs in place", "O(N) with N being the number of entries shown."),
-    sub("acl|save", 2, ADMIN_FLAGS, acl_save, "Save the current ACL rules in the configured ACL file", "O(N). Where N is the number of configured users."),
-    sub("acl|setuser", -3, ADMIN_FLAGS, acl_setuser, "Modify or create the rules for a specific ACL user", "O(N). Where N is the number of rules provided."),
-    sub("acl|users", 2, ADMIN_FLAGS, acl_users, "List the username of all the configured ACL rules", "O(N). Where N is the number of configured users."),
-    sub("acl|whoami", 2, PLAIN, acl_whoami, "Return the name of the user associated to the current connection", "O(1)"),
+    sub(
+        "acl|genpass",
+        -2,
+        PLAIN,
+        acl_genpass,
+        "Generate a pseudorandom secure password to use for ACL users",
+        "O(1)",
+    ),
+    sub(
+        "acl|getuser",
+        3,
+        ADMIN_FLAGS,
+        acl_getuser,
+        "Get the rules for a specific ACL user",
+        "O(N). Where N is the number of password, command and pattern rules that the user has.",
+    ),
+    sub(
+        "acl|help",
+        2,
+        LOADING | STALE,
+        acl_help,
+        "Show helpful text about the different subcommands",
+        "O(1)",
+    ),
+    sub(
+        "acl|list",
+        2,
+        ADMIN_FLAGS,
+        acl_list,
+        "List the current ACL rules in ACL config file format",
+        "O(N). Where N is the number of configured users.",
+    ),
+    sub(
+        "acl|load",
+        2,
+        ADMIN_FLAGS,
+        acl_load,
+        "Reload the ACLs from the configured ACL file",
+        "O(N). Where N is the number of configured users.",
+    ),
+    sub(
+        "acl|log",
+        -2,
+        ADMIN_FLAGS,
+        acl_log,
+        "List latest events denied because of ACLs in place",
+        "O(N) with N being the number of entries shown.",
+    ),
+    sub(
+        "acl|save",
+        2,
+        ADMIN_FLAGS,
+        acl_save,
+        "Save the current ACL rules in the configured ACL file",
+        "O(N). Where N is the number of configured users.",
+    ),
+    sub(
+        "acl|setuser",
+        -3,
+        ADMIN_FLAGS,
+        acl_setuser,
+        "Modify or create the rules for a specific ACL user",
+        "O(N). Where N is the number of rules provided.",
+    ),
+    sub(
+        "acl|users",
+        2,
+        ADMIN_FLAGS,
+        acl_users,
+        "List the username of all the configured ACL rules",
+        "O(N). Where N is the number of configured users.",
+    ),
+    sub(
+        "acl|whoami",
+        2,
+        PLAIN,
+        acl_whoami,
+        "Return the name of the user associated to the current connection",
+        "O(1)",
+    ),
 ];
 
 /// The ACL command's table entry.
@@ -190,7 +288,10 @@ fn acl_load(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
             let me = ctx.client.handle.id;
             for h in ctx.server.clients.all() {
                 let user = h.info.lock().user.clone();
-                if !user.is_empty() && user != "default" && ctx.server.acl.get(user.as_bytes()).is_none() {
+                if !user.is_empty()
+                    && user != "default"
+                    && ctx.server.acl.get(user.as_bytes()).is_none()
+                {
                     if h.id == me {
                         ctx.client.close_after_reply = true;
                     } else {
@@ -231,7 +332,11 @@ fn acl_cat(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         }
         3 => {
             let Some(flag) = crate::acl::category(args.get(2)) else {
-                return ctx.error_with("ERR Unknown category '", super::c_str(args.get(2), 128), "'");
+                return ctx.error_with(
+                    "ERR Unknown category '",
+                    super::c_str(args.get(2), 128),
+                    "'",
+                );
             };
             let names: Vec<&str> = super::table()
                 .all
@@ -323,7 +428,8 @@ fn acl_log(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         ctx.out.bulk(b"username");
         ctx.out.bulk(&e.username);
         ctx.out.bulk(b"age-seconds");
-        ctx.out.double(now.saturating_sub(e.ctime_ms) as f64 / 1000.0);
+        ctx.out
+            .double(now.saturating_sub(e.ctime_ms) as f64 / 1000.0);
         ctx.out.bulk(b"client-info");
         ctx.out.bulk(e.client_info.as_bytes());
     }
@@ -349,7 +455,10 @@ fn acl_dryrun(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let argv: Vec<&[u8]> = (3..args.len()).map(|i| args.get(i)).collect();
     let argc = argv.len() as i32;
     if (c.arity > 0 && argc != c.arity) || argc < -c.arity {
-        return ctx.error(&format!("ERR wrong number of arguments for '{}' command", c.name));
+        return ctx.error(&format!(
+            "ERR wrong number of arguments for '{}' command",
+            c.name
+        ));
     }
     match u.check(c, id, &argv) {
         Ok(()) => ctx.out.ok(),
@@ -357,7 +466,11 @@ fn acl_dryrun(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             let mut msg = Vec::new();
             match d {
                 Denied::Command => msg.extend_from_slice(
-                    format!("This user has no permissions to run the '{}' command", c.name).as_bytes(),
+                    format!(
+                        "This user has no permissions to run the '{}' command",
+                        c.name
+                    )
+                    .as_bytes(),
                 ),
                 Denied::Key(i) => {
                     msg.extend_from_slice(b"This user has no permissions to access the '");

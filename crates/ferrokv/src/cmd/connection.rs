@@ -627,7 +627,11 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             || (id != 0 && h.id != id)
             || user.as_ref().is_some_and(|u| {
                 let i = h.info.lock();
-                let name = if i.user.is_empty() { "default" } else { i.user.as_str() };
+                let name = if i.user.is_empty() {
+                    "default"
+                } else {
+                    i.user.as_str()
+                };
                 name != u
             })
             || maxage.is_some_and(|m| now.saturating_sub(h.created_ms) / 1000 < m)

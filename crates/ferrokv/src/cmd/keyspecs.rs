@@ -99,127 +99,479 @@ const fn spec(flags: u16, begin: Begin, find: Find) -> KeySpec {
 pub fn specs(name: &str) -> &'static [KeySpec] {
     match name {
         "append" | "hsetnx" | "linsert" | "lpush" | "lpushx" | "rpush" | "rpushx" | "sadd" => {
-            const S: &[KeySpec] = &[spec(RW | INSERT, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 })];
+            const S: &[KeySpec] = &[spec(
+                RW | INSERT,
+                Begin::Index(1),
+                Find::Range {
+                    last: 0,
+                    step: 1,
+                    limit: 0,
+                },
+            )];
             S
         }
         "blmove" | "brpoplpush" | "lmove" | "rpoplpush" | "smove" => {
-            const S: &[KeySpec] = &[spec(RW | ACCESS | DELETE, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 }), spec(RW | INSERT, Begin::Index(2), Find::Range { last: 0, step: 1, limit: 0 })];
+            const S: &[KeySpec] = &[
+                spec(
+                    RW | ACCESS | DELETE,
+                    Begin::Index(1),
+                    Find::Range {
+                        last: 0,
+                        step: 1,
+                        limit: 0,
+                    },
+                ),
+                spec(
+                    RW | INSERT,
+                    Begin::Index(2),
+                    Find::Range {
+                        last: 0,
+                        step: 1,
+                        limit: 0,
+                    },
+                ),
+            ];
             S
         }
         "blmpop" | "bzmpop" => {
-            const S: &[KeySpec] = &[spec(RW | ACCESS | DELETE, Begin::Index(2), Find::Keynum { idx: 0, first: 1, step: 1 })];
+            const S: &[KeySpec] = &[spec(
+                RW | ACCESS | DELETE,
+                Begin::Index(2),
+                Find::Keynum {
+                    idx: 0,
+                    first: 1,
+                    step: 1,
+                },
+            )];
             S
         }
         "blpop" | "brpop" | "bzpopmax" | "bzpopmin" => {
-            const S: &[KeySpec] = &[spec(RW | ACCESS | DELETE, Begin::Index(1), Find::Range { last: -2, step: 1, limit: 0 })];
+            const S: &[KeySpec] = &[spec(
+                RW | ACCESS | DELETE,
+                Begin::Index(1),
+                Find::Range {
+                    last: -2,
+                    step: 1,
+                    limit: 0,
+                },
+            )];
             S
         }
         "copy" => {
-            const S: &[KeySpec] = &[spec(RO | ACCESS, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 }), spec(OW | UPDATE, Begin::Index(2), Find::Range { last: 0, step: 1, limit: 0 })];
+            const S: &[KeySpec] = &[
+                spec(
+                    RO | ACCESS,
+                    Begin::Index(1),
+                    Find::Range {
+                        last: 0,
+                        step: 1,
+                        limit: 0,
+                    },
+                ),
+                spec(
+                    OW | UPDATE,
+                    Begin::Index(2),
+                    Find::Range {
+                        last: 0,
+                        step: 1,
+                        limit: 0,
+                    },
+                ),
+            ];
             S
         }
-        "decr" | "decrby" | "getex" | "getset" | "hincrby" | "hincrbyfloat" | "incr" | "incrby" | "incrbyfloat" | "move" | "zincrby" => {
-            const S: &[KeySpec] = &[spec(RW | ACCESS | UPDATE, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 })];
+        "decr" | "decrby" | "getex" | "getset" | "hincrby" | "hincrbyfloat" | "incr" | "incrby"
+        | "incrbyfloat" | "move" | "zincrby" => {
+            const S: &[KeySpec] = &[spec(
+                RW | ACCESS | UPDATE,
+                Begin::Index(1),
+                Find::Range {
+                    last: 0,
+                    step: 1,
+                    limit: 0,
+                },
+            )];
             S
         }
         "del" | "unlink" => {
-            const S: &[KeySpec] = &[spec(RM | DELETE, Begin::Index(1), Find::Range { last: -1, step: 1, limit: 0 })];
+            const S: &[KeySpec] = &[spec(
+                RM | DELETE,
+                Begin::Index(1),
+                Find::Range {
+                    last: -1,
+                    step: 1,
+                    limit: 0,
+                },
+            )];
             S
         }
         "exists" | "touch" => {
-            const S: &[KeySpec] = &[spec(RO, Begin::Index(1), Find::Range { last: -1, step: 1, limit: 0 })];
+            const S: &[KeySpec] = &[spec(
+                RO,
+                Begin::Index(1),
+                Find::Range {
+                    last: -1,
+                    step: 1,
+                    limit: 0,
+                },
+            )];
             S
         }
-        "expire" | "expireat" | "hmset" | "hset" | "lset" | "persist" | "pexpire" | "pexpireat" | "setrange" | "zadd" => {
-            const S: &[KeySpec] = &[spec(RW | UPDATE, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 })];
+        "expire" | "expireat" | "hmset" | "hset" | "lset" | "persist" | "pexpire" | "pexpireat"
+        | "setrange" | "zadd" => {
+            const S: &[KeySpec] = &[spec(
+                RW | UPDATE,
+                Begin::Index(1),
+                Find::Range {
+                    last: 0,
+                    step: 1,
+                    limit: 0,
+                },
+            )];
             S
         }
-        "expiretime" | "get" | "getrange" | "hget" | "hgetall" | "hkeys" | "hmget" | "hrandfield" | "hscan" | "hvals" | "lindex" | "lpos" | "lrange" | "pexpiretime" | "pttl" | "smembers" | "smismember" | "srandmember" | "sscan" | "substr" | "ttl" | "zcount" | "zlexcount" | "zmscore" | "zrandmember" | "zrange" | "zrangebylex" | "zrangebyscore" | "zrank" | "zrevrange" | "zrevrangebylex" | "zrevrangebyscore" | "zrevrank" | "zscan" | "zscore" => {
-            const S: &[KeySpec] = &[spec(RO | ACCESS, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 })];
+        "expiretime" | "get" | "getrange" | "hget" | "hgetall" | "hkeys" | "hmget"
+        | "hrandfield" | "hscan" | "hvals" | "lindex" | "lpos" | "lrange" | "pexpiretime"
+        | "pttl" | "smembers" | "smismember" | "srandmember" | "sscan" | "substr" | "ttl"
+        | "zcount" | "zlexcount" | "zmscore" | "zrandmember" | "zrange" | "zrangebylex"
+        | "zrangebyscore" | "zrank" | "zrevrange" | "zrevrangebylex" | "zrevrangebyscore"
+        | "zrevrank" | "zscan" | "zscore" => {
+            const S: &[KeySpec] = &[spec(
+                RO | ACCESS,
+                Begin::Index(1),
+                Find::Range {
+                    last: 0,
+                    step: 1,
+                    limit: 0,
+                },
+            )];
             S
         }
         "getdel" | "lpop" | "rpop" | "spop" | "zpopmax" | "zpopmin" => {
-            const S: &[KeySpec] = &[spec(RW | ACCESS | DELETE, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 })];
+            const S: &[KeySpec] = &[spec(
+                RW | ACCESS | DELETE,
+                Begin::Index(1),
+                Find::Range {
+                    last: 0,
+                    step: 1,
+                    limit: 0,
+                },
+            )];
             S
         }
-        "hdel" | "lrem" | "ltrim" | "srem" | "zrem" | "zremrangebylex" | "zremrangebyrank" | "zremrangebyscore" => {
-            const S: &[KeySpec] = &[spec(RW | DELETE, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 })];
+        "hdel" | "lrem" | "ltrim" | "srem" | "zrem" | "zremrangebylex" | "zremrangebyrank"
+        | "zremrangebyscore" => {
+            const S: &[KeySpec] = &[spec(
+                RW | DELETE,
+                Begin::Index(1),
+                Find::Range {
+                    last: 0,
+                    step: 1,
+                    limit: 0,
+                },
+            )];
             S
         }
-        "hexists" | "hlen" | "hstrlen" | "llen" | "scard" | "sismember" | "strlen" | "type" | "zcard" => {
-            const S: &[KeySpec] = &[spec(RO, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 })];
+        "hexists" | "hlen" | "hstrlen" | "llen" | "scard" | "sismember" | "strlen" | "type"
+        | "zcard" => {
+            const S: &[KeySpec] = &[spec(
+                RO,
+                Begin::Index(1),
+                Find::Range {
+                    last: 0,
+                    step: 1,
+                    limit: 0,
+                },
+            )];
             S
         }
         "lcs" => {
-            const S: &[KeySpec] = &[spec(RO | ACCESS, Begin::Index(1), Find::Range { last: 1, step: 1, limit: 0 })];
+            const S: &[KeySpec] = &[spec(
+                RO | ACCESS,
+                Begin::Index(1),
+                Find::Range {
+                    last: 1,
+                    step: 1,
+                    limit: 0,
+                },
+            )];
             S
         }
         "lmpop" | "zmpop" => {
-            const S: &[KeySpec] = &[spec(RW | ACCESS | DELETE, Begin::Index(1), Find::Keynum { idx: 0, first: 1, step: 1 })];
+            const S: &[KeySpec] = &[spec(
+                RW | ACCESS | DELETE,
+                Begin::Index(1),
+                Find::Keynum {
+                    idx: 0,
+                    first: 1,
+                    step: 1,
+                },
+            )];
             S
         }
         "mget" | "sdiff" | "sinter" | "sunion" => {
-            const S: &[KeySpec] = &[spec(RO | ACCESS, Begin::Index(1), Find::Range { last: -1, step: 1, limit: 0 })];
+            const S: &[KeySpec] = &[spec(
+                RO | ACCESS,
+                Begin::Index(1),
+                Find::Range {
+                    last: -1,
+                    step: 1,
+                    limit: 0,
+                },
+            )];
             S
         }
         "mset" => {
-            const S: &[KeySpec] = &[spec(OW | UPDATE, Begin::Index(1), Find::Range { last: -1, step: 2, limit: 0 })];
+            const S: &[KeySpec] = &[spec(
+                OW | UPDATE,
+                Begin::Index(1),
+                Find::Range {
+                    last: -1,
+                    step: 2,
+                    limit: 0,
+                },
+            )];
             S
         }
         "msetnx" => {
-            const S: &[KeySpec] = &[spec(OW | INSERT, Begin::Index(1), Find::Range { last: -1, step: 2, limit: 0 })];
+            const S: &[KeySpec] = &[spec(
+                OW | INSERT,
+                Begin::Index(1),
+                Find::Range {
+                    last: -1,
+                    step: 2,
+                    limit: 0,
+                },
+            )];
             S
         }
         "object|encoding" | "object|freq" | "object|idletime" | "object|refcount" => {
-            const S: &[KeySpec] = &[spec(RO, Begin::Index(2), Find::Range { last: 0, step: 1, limit: 0 })];
+            const S: &[KeySpec] = &[spec(
+                RO,
+                Begin::Index(2),
+                Find::Range {
+                    last: 0,
+                    step: 1,
+                    limit: 0,
+                },
+            )];
             S
         }
         "psetex" | "setex" => {
-            const S: &[KeySpec] = &[spec(OW | UPDATE, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 })];
+            const S: &[KeySpec] = &[spec(
+                OW | UPDATE,
+                Begin::Index(1),
+                Find::Range {
+                    last: 0,
+                    step: 1,
+                    limit: 0,
+                },
+            )];
             S
         }
         "rename" => {
-            const S: &[KeySpec] = &[spec(RW | ACCESS | DELETE, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 }), spec(OW | UPDATE, Begin::Index(2), Find::Range { last: 0, step: 1, limit: 0 })];
+            const S: &[KeySpec] = &[
+                spec(
+                    RW | ACCESS | DELETE,
+                    Begin::Index(1),
+                    Find::Range {
+                        last: 0,
+                        step: 1,
+                        limit: 0,
+                    },
+                ),
+                spec(
+                    OW | UPDATE,
+                    Begin::Index(2),
+                    Find::Range {
+                        last: 0,
+                        step: 1,
+                        limit: 0,
+                    },
+                ),
+            ];
             S
         }
         "renamenx" => {
-            const S: &[KeySpec] = &[spec(RW | ACCESS | DELETE, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 }), spec(OW | INSERT, Begin::Index(2), Find::Range { last: 0, step: 1, limit: 0 })];
+            const S: &[KeySpec] = &[
+                spec(
+                    RW | ACCESS | DELETE,
+                    Begin::Index(1),
+                    Find::Range {
+                        last: 0,
+                        step: 1,
+                        limit: 0,
+                    },
+                ),
+                spec(
+                    OW | INSERT,
+                    Begin::Index(2),
+                    Find::Range {
+                        last: 0,
+                        step: 1,
+                        limit: 0,
+                    },
+                ),
+            ];
             S
         }
         "sdiffstore" | "sunionstore" => {
-            const S: &[KeySpec] = &[spec(OW | UPDATE, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 }), spec(RO | ACCESS, Begin::Index(2), Find::Range { last: -1, step: 1, limit: 0 })];
+            const S: &[KeySpec] = &[
+                spec(
+                    OW | UPDATE,
+                    Begin::Index(1),
+                    Find::Range {
+                        last: 0,
+                        step: 1,
+                        limit: 0,
+                    },
+                ),
+                spec(
+                    RO | ACCESS,
+                    Begin::Index(2),
+                    Find::Range {
+                        last: -1,
+                        step: 1,
+                        limit: 0,
+                    },
+                ),
+            ];
             S
         }
         "set" => {
-            const S: &[KeySpec] = &[spec(RW | ACCESS | UPDATE | VARIABLE_FLAGS, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 })];
+            const S: &[KeySpec] = &[spec(
+                RW | ACCESS | UPDATE | VARIABLE_FLAGS,
+                Begin::Index(1),
+                Find::Range {
+                    last: 0,
+                    step: 1,
+                    limit: 0,
+                },
+            )];
             S
         }
         "setnx" => {
-            const S: &[KeySpec] = &[spec(OW | INSERT, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 })];
+            const S: &[KeySpec] = &[spec(
+                OW | INSERT,
+                Begin::Index(1),
+                Find::Range {
+                    last: 0,
+                    step: 1,
+                    limit: 0,
+                },
+            )];
             S
         }
         "sintercard" | "zdiff" | "zinter" | "zintercard" | "zunion" => {
-            const S: &[KeySpec] = &[spec(RO | ACCESS, Begin::Index(1), Find::Keynum { idx: 0, first: 1, step: 1 })];
+            const S: &[KeySpec] = &[spec(
+                RO | ACCESS,
+                Begin::Index(1),
+                Find::Keynum {
+                    idx: 0,
+                    first: 1,
+                    step: 1,
+                },
+            )];
             S
         }
         "sinterstore" => {
-            const S: &[KeySpec] = &[spec(RW | UPDATE, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 }), spec(RO | ACCESS, Begin::Index(2), Find::Range { last: -1, step: 1, limit: 0 })];
+            const S: &[KeySpec] = &[
+                spec(
+                    RW | UPDATE,
+                    Begin::Index(1),
+                    Find::Range {
+                        last: 0,
+                        step: 1,
+                        limit: 0,
+                    },
+                ),
+                spec(
+                    RO | ACCESS,
+                    Begin::Index(2),
+                    Find::Range {
+                        last: -1,
+                        step: 1,
+                        limit: 0,
+                    },
+                ),
+            ];
             S
         }
         "sort" => {
-            const S: &[KeySpec] = &[spec(RO | ACCESS, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 }), spec(RO | ACCESS, Begin::Unknown, Find::Unknown), spec(OW | UPDATE, Begin::Unknown, Find::Unknown)];
+            const S: &[KeySpec] = &[
+                spec(
+                    RO | ACCESS,
+                    Begin::Index(1),
+                    Find::Range {
+                        last: 0,
+                        step: 1,
+                        limit: 0,
+                    },
+                ),
+                spec(RO | ACCESS, Begin::Unknown, Find::Unknown),
+                spec(OW | UPDATE, Begin::Unknown, Find::Unknown),
+            ];
             S
         }
         "sort_ro" => {
-            const S: &[KeySpec] = &[spec(RO | ACCESS, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 }), spec(RO | ACCESS, Begin::Unknown, Find::Unknown)];
+            const S: &[KeySpec] = &[
+                spec(
+                    RO | ACCESS,
+                    Begin::Index(1),
+                    Find::Range {
+                        last: 0,
+                        step: 1,
+                        limit: 0,
+                    },
+                ),
+                spec(RO | ACCESS, Begin::Unknown, Find::Unknown),
+            ];
             S
         }
         "zdiffstore" | "zinterstore" | "zunionstore" => {
-            const S: &[KeySpec] = &[spec(OW | UPDATE, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 }), spec(RO | ACCESS, Begin::Index(2), Find::Keynum { idx: 0, first: 1, step: 1 })];
+            const S: &[KeySpec] = &[
+                spec(
+                    OW | UPDATE,
+                    Begin::Index(1),
+                    Find::Range {
+                        last: 0,
+                        step: 1,
+                        limit: 0,
+                    },
+                ),
+                spec(
+                    RO | ACCESS,
+                    Begin::Index(2),
+                    Find::Keynum {
+                        idx: 0,
+                        first: 1,
+                        step: 1,
+                    },
+                ),
+            ];
             S
         }
         "zrangestore" => {
-            const S: &[KeySpec] = &[spec(OW | UPDATE, Begin::Index(1), Find::Range { last: 0, step: 1, limit: 0 }), spec(RO | ACCESS, Begin::Index(2), Find::Range { last: 0, step: 1, limit: 0 })];
+            const S: &[KeySpec] = &[
+                spec(
+                    OW | UPDATE,
+                    Begin::Index(1),
+                    Find::Range {
+                        last: 0,
+                        step: 1,
+                        limit: 0,
+                    },
+                ),
+                spec(
+                    RO | ACCESS,
+                    Begin::Index(2),
+                    Find::Range {
+                        last: 0,
+                        step: 1,
+                        limit: 0,
+                    },
+                ),
+            ];
             S
         }
         _ => &[],
@@ -305,7 +657,11 @@ fn from_specs(c: &Command, sp: &[KeySpec], argv: &[&[u8]]) -> Option<Vec<KeyRef>
                 };
                 (l, step.max(1) as i64)
             }
-            Find::Keynum { idx, first: fk, step } => {
+            Find::Keynum {
+                idx,
+                first: fk,
+                step,
+            } => {
                 let at = first + idx as i64;
                 if at >= argc || at < 0 {
                     return None;
@@ -368,7 +724,13 @@ fn atoi(s: &[u8]) -> i64 {
 
 /// Redis's `genericGetKeys`: `count` at `count_at`, keys from `first_at`
 /// every `step`, then the store key (flags 0, as Redis's native finders).
-fn generic(store_at: usize, count_at: usize, first_at: usize, step: usize, argv: &[&[u8]]) -> Vec<KeyRef> {
+fn generic(
+    store_at: usize,
+    count_at: usize,
+    first_at: usize,
+    step: usize,
+    argv: &[&[u8]],
+) -> Vec<KeyRef> {
     let Some(a) = argv.get(count_at) else {
         return Vec::new();
     };
@@ -405,7 +767,11 @@ fn fallback(name: &str, argv: &[&[u8]]) -> Vec<KeyRef> {
                 return Vec::new();
             }
             let get = argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
-            let flags = if get { RW | ACCESS | UPDATE } else { OW | UPDATE };
+            let flags = if get {
+                RW | ACCESS | UPDATE
+            } else {
+                OW | UPDATE
+            };
             vec![KeyRef { pos: 1, flags }]
         }
         "sort_ro" => vec![KeyRef {
@@ -458,22 +824,43 @@ mod tests {
         let t = super::super::table();
         let a: Vec<&[u8]> = argv.iter().map(|s| s.as_bytes()).collect();
         let c = t.by_full_name(a[0]).unwrap();
-        get_keys_argv(c, &a).into_iter().map(|k| (k.pos, k.flags)).collect()
+        get_keys_argv(c, &a)
+            .into_iter()
+            .map(|k| (k.pos, k.flags))
+            .collect()
     }
 
     #[test]
     fn numkeys_commands() {
-        assert_eq!(keys(&["zunionstore", "d", "2", "a", "b"]), vec![(1, OW | UPDATE), (3, RO | ACCESS), (4, RO | ACCESS)]);
-        assert_eq!(keys(&["zunionstore", "d", "2x", "a", "b"]), vec![(3, 0), (4, 0), (1, 0)]);
+        assert_eq!(
+            keys(&["zunionstore", "d", "2", "a", "b"]),
+            vec![(1, OW | UPDATE), (3, RO | ACCESS), (4, RO | ACCESS)]
+        );
+        assert_eq!(
+            keys(&["zunionstore", "d", "2x", "a", "b"]),
+            vec![(3, 0), (4, 0), (1, 0)]
+        );
         assert_eq!(keys(&["zunionstore", "d", "0", "a"]), vec![]);
-        assert_eq!(keys(&["blmpop", "0", "2", "a", "b", "left"]), vec![(3, RW | ACCESS | DELETE), (4, RW | ACCESS | DELETE)]);
-        assert_eq!(keys(&["sintercard", "1", "a", "limit", "3"]), vec![(2, RO | ACCESS)]);
+        assert_eq!(
+            keys(&["blmpop", "0", "2", "a", "b", "left"]),
+            vec![(3, RW | ACCESS | DELETE), (4, RW | ACCESS | DELETE)]
+        );
+        assert_eq!(
+            keys(&["sintercard", "1", "a", "limit", "3"]),
+            vec![(2, RO | ACCESS)]
+        );
     }
 
     #[test]
     fn sort_and_set() {
-        assert_eq!(keys(&["sort", "a", "store", "b", "store", "c", "limit", "1", "store"]), vec![(1, RO | ACCESS), (5, OW | UPDATE)]);
-        assert_eq!(keys(&["set", "a", "b", "get"]), vec![(1, RW | ACCESS | UPDATE)]);
+        assert_eq!(
+            keys(&["sort", "a", "store", "b", "store", "c", "limit", "1", "store"]),
+            vec![(1, RO | ACCESS), (5, OW | UPDATE)]
+        );
+        assert_eq!(
+            keys(&["set", "a", "b", "get"]),
+            vec![(1, RW | ACCESS | UPDATE)]
+        );
         assert_eq!(keys(&["set", "a", "b", "nx"]), vec![(1, OW | UPDATE)]);
         assert_eq!(atoi(b" -12x"), -12);
     }

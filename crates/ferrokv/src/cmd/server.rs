@@ -691,10 +691,7 @@ fn command_list(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// replies Redis 7.0's error (commandGetKeys: unknown command, no key specs,
 /// arity, then no key found). Some(empty) = reply an empty array
 /// (a command whose keys are optional).
-fn getkeys_positions(
-    ctx: &mut Ctx<'_>,
-    args: &Args<'_>,
-) -> Option<Vec<super::keyspecs::KeyRef>> {
+fn getkeys_positions(ctx: &mut Ctx<'_>, args: &Args<'_>) -> Option<Vec<super::keyspecs::KeyRef>> {
     let t = table();
     let sub: Vec<&[u8]> = (2..args.len()).map(|i| args.get(i)).collect();
     let mut c = t.lookup(sub[0]).map(|id| (id, t.all[id]));
