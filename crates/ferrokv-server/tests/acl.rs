@@ -43,9 +43,8 @@ fn command_table(r: &mut Raw) -> Vec<(String, i64, Vec<String>)> {
     for n in names {
         let reply = s(&r.cmd(&[b"COMMAND", b"INFO", n.as_bytes()]));
         // *1 *10 $len name :arity *flags... ; categories are +@x lines.
-        let mut it = reply.split("\r\n");
         let mut arity = 0;
-        while let Some(l) = it.next() {
+        for l in reply.split("\r\n") {
             if let Some(a) = l.strip_prefix(':') {
                 arity = a.parse().unwrap();
                 break;
@@ -386,7 +385,7 @@ fn random_rule_sequences_match_redis() {
     let seed: u64 = std::env::var("FERROKV_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(0x5eed_ac1);
+        .unwrap_or(0x05ee_dac1);
     eprintln!("seed {seed}");
     let mut rng = Rng(seed);
     for round in 0..60 {

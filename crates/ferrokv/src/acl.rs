@@ -957,8 +957,7 @@ impl Acl {
             let _ = self.set_user(b"default", &ops);
             *last = Some(rp);
         }
-        let _ = self
-            .log
+        self.log
             .lock()
             .truncate(self.log_max_len.load(Ordering::Relaxed) as usize);
     }
@@ -1266,7 +1265,7 @@ mod tests {
         let u = user(&["+get", "+select|0", "(~x +set)"]);
         assert_eq!(
             u.describe(),
-            "off resetchannels -@all +get +select|0 (~x resetchannels -@all +set)"
+            "off resetchannels -@all +select|0 +get (~x resetchannels -@all +set)"
         );
     }
 
