@@ -51,6 +51,7 @@ const fn d(name: &'static str, kind: Kind, default: &'static str, mutable: bool)
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
 const ENABLE_PROTECTED: &[&str] = &["no", "yes", "local"];
 const YESNO_ONLY_NO: &[&str] = &["no"];
+const ACL_PUBSUB_DEFAULT: &[&str] = &["allchannels", "resetchannels"];
 
 /// client-output-buffer-limit's default, in CONFIG GET form.
 const OBL_DEFAULT: &str = "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60";
@@ -158,6 +159,22 @@ fn render_obl(d: &Directive, v: &str) -> String {
 
 /// Every directive ferrokv understands, sorted by name.
 pub static DIRECTIVES: &[Directive] = &[
+    d(
+        "acl-pubsub-default",
+        Kind::Enum(ACL_PUBSUB_DEFAULT),
+        "resetchannels",
+        true,
+    ),
+    d("aclfile", Kind::Str, "", false),
+    d(
+        "acllog-max-len",
+        Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        "128",
+        true,
+    ),
     d("appendonly", Kind::Enum(YESNO_ONLY_NO), "no", true),
     d("bind", Kind::List, "127.0.0.1 -::1", false),
     d("client-output-buffer-limit", Kind::List, OBL_DEFAULT, true),
@@ -470,6 +487,9 @@ pub struct Config {
     values: BTreeMap<&'static str, String>,
     /// The config file given at start-up (CONFIG REWRITE target).
     pub file: Option<std::path::PathBuf>,
+    /// `user <name> <rules...>` lines: [name, rules...] each (loaded by
+    /// `acl::startup`).
+    pub users: Vec<Vec<String>>,
 }
 
 impl Default for Config {
@@ -480,6 +500,7 @@ impl Default for Config {
                 .map(|d| (d.name, d.default.to_string()))
                 .collect(),
             file: None,
+            users: Vec::new(),
         }
     }
 }
@@ -524,6 +545,20 @@ impl Config {
                 })
                 .collect();
             if argv.is_empty() {
+                continue;
+            }
+            if argv[0].eq_ignore_ascii_case("user") && argv.len() >= 2 {
+                // Redis's ACLAppendUserForLoading: validated now, applied
+                // at start-up.
+                if let Err((i, e)) = crate::acl::validate_user_line(&argv, &self.users) {
+                    let bad = argv.get(i.min(argv.len() - 1)).cloned().unwrap_or_default();
+                    return Err(err(format!(
+                        "Error in user declaration '{}': {}",
+                        bad,
+                        e.message()
+                    )));
+                }
+                self.users.push(argv[1..].to_vec());
                 continue;
             }
             let Some(d) = directive(&argv[0]) else {

@@ -8,6 +8,7 @@
 //! [`db::Keyspace`], the handler writes its reply into the output buffer, and
 //! the connection sends all replies of the batch with one write.
 
+pub mod acl;
 pub mod cmd;
 pub mod config;
 pub mod db;
@@ -105,6 +106,7 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
     }
     let pidfile = config.get("pidfile").to_string();
     let server = Server::new(config, threads);
+    acl::startup(&server).map_err(std::io::Error::other)?;
     let mut bound_port = port;
     if port != 0 || unixsocket.is_empty() {
         let mut any = false;

@@ -123,6 +123,8 @@ pub struct Server {
     pub clients: ClientRegistry,
     /// Pub/Sub channels, patterns and their subscribers.
     pub pubsub: crate::pubsub::PubSub,
+    /// ACL users, log and state.
+    pub acl: crate::acl::Acl,
     /// Counters for INFO.
     pub stats: Stats,
     /// SLOWLOG.
@@ -170,6 +172,7 @@ impl Server {
             keyspace: Keyspace::new(dbs),
             clients: ClientRegistry::default(),
             pubsub: Default::default(),
+            acl: crate::acl::Acl::default(),
             stats: Stats::default(),
             slowlog: Mutex::new(SlowLog::default()),
             latency: Mutex::new(Default::default()),
@@ -233,6 +236,7 @@ impl Server {
         {
             l.obl[i].store(v, Ordering::Relaxed);
         }
+        self.acl.sync_config(&c);
         drop(c);
         let max = l.slowlog_max_len.load(Ordering::Relaxed) as usize;
         let mut sl = self.slowlog.lock();

@@ -2,9 +2,8 @@
 //! QUIT, SELECT, HELLO, AUTH, RESET and CLIENT.
 //!
 //! Behaviour and reply texts follow Redis 7.0 (checked against
-//! redis-server 7.0.15). Until ACLs exist the only user is `default`, whose
-//! password is `requirepass` (no password = the `nopass` default user, which
-//! accepts any password given with an explicit user name, as in Redis).
+//! redis-server 7.0.15). AUTH and HELLO AUTH check credentials against the
+//! ACL users (`crate::acl`); `requirepass` is the default user's password.
 //! CLIENT SETINFO and CLIENT NO-TOUCH (7.2) and the CLIENT KILL MAXAGE
 //! filter (7.4) are accepted as extensions because current clients send
 //! them.
@@ -230,16 +229,33 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     std::hint::black_box(diff) == 0
 }
 
-/// Checks `user`/`pass` against the default user. Without `requirepass` the
-/// default user is `nopass` and any password is accepted. Only `default`
-/// exists until ACL users are implemented.
-fn check_password(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
-    if user != b"default" {
-        return false;
+/// Authenticates the connection as `user` with `pass` (Redis's
+/// `ACLAuthenticateUser`): on success the connection's user changes; on
+/// failure the attempt is logged in ACL LOG (reason auth, object = the
+/// command word as sent) and false is returned.
+fn authenticate(ctx: &mut Ctx<'_>, args: &Args<'_>, user: &[u8], pass: &[u8]) -> bool {
+    match ctx.server.acl.authenticate(user, pass) {
+        Some(u) => {
+            ctx.client.authenticated = true;
+            ctx.client.acl.set_user(&u.name);
+            ctx.client.handle.info.lock().user = String::from_utf8_lossy(&u.name).into_owned();
+            true
+        }
+        None => {
+            let c = super::table().all.get(ctx.client.last_cmd).copied();
+            if let Some(c) = c {
+                super::log_acl_denial(
+                    ctx.server,
+                    ctx.client,
+                    c,
+                    "auth",
+                    args.get(0).to_vec(),
+                    user.to_vec(),
+                );
+            }
+            false
+        }
     }
-    let cfg = ctx.server.config.read();
-    let want = cfg.get("requirepass");
-    want.is_empty() || constant_time_eq(want.as_bytes(), pass)
 }
 
 /// AUTH [username] password.
@@ -248,7 +264,7 @@ fn auth(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         return ctx.syntax();
     }
     let (user, pass): (&[u8], &[u8]) = if args.len() == 2 {
-        if !ctx.server.live.requirepass_set.load(Ordering::Relaxed) {
+        if ctx.server.acl.default_user().nopass {
             return ctx.error(
                 "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
             );
@@ -257,8 +273,7 @@ fn auth(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     } else {
         (args.get(1), args.get(2))
     };
-    if check_password(ctx, user, pass) {
-        ctx.client.authenticated = true;
+    if authenticate(ctx, args, user, pass) {
         ctx.out.ok();
     } else {
         ctx.error(WRONGPASS);
@@ -314,12 +329,11 @@ fn hello(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         }
     }
     if let Some((user, pass)) = creds {
-        if !check_password(ctx, user, pass) {
+        if !authenticate(ctx, args, user, pass) {
             return ctx.error(WRONGPASS);
         }
-        ctx.client.authenticated = true;
     }
-    if !ctx.client.authenticated && ctx.server.live.requirepass_set.load(Ordering::Relaxed) {
+    if !ctx.client.authenticated && ctx.server.acl.auth_required.load(Ordering::Relaxed) {
         return ctx.error(
             "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
         );
@@ -364,7 +378,8 @@ fn reset(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     ctx.client.db = 0;
     ctx.client.reply_mode = ReplyMode::On;
     ctx.client.no_touch = false;
-    ctx.client.authenticated = !server.live.requirepass_set.load(Ordering::Relaxed);
+    ctx.client.authenticated = !server.acl.auth_required.load(Ordering::Relaxed);
+    ctx.client.acl.set_user(b"default");
     ctx.out.resp3 = false;
     {
         let mut i = ctx.client.handle.info.lock();
@@ -559,6 +574,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let mut maxage: Option<u64> = None;
     let old_form = args.len() == 3;
     let mut skipme = true;
+    let mut user: Option<String> = None;
     if old_form {
         addr = Some(args.get(2));
         skipme = false;
@@ -585,9 +601,10 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             } else if opt.eq_ignore_ascii_case(b"laddr") {
                 laddr = Some(val);
             } else if opt.eq_ignore_ascii_case(b"user") {
-                if val != b"default" {
+                if ctx.server.acl.get(val).is_none() {
                     return ctx.error_with("ERR No such user '", val, "'");
                 }
+                user = Some(String::from_utf8_lossy(val).into_owned());
             } else if opt.eq_ignore_ascii_case(b"skipme") {
                 if val.eq_ignore_ascii_case(b"yes") {
                     skipme = true;
@@ -619,6 +636,15 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             || laddr.is_some_and(|a| a != h.laddr.as_bytes())
             || ctype.is_some_and(|t| client_type(&h) != t)
             || (id != 0 && h.id != id)
+            || user.as_ref().is_some_and(|u| {
+                let i = h.info.lock();
+                let name = if i.user.is_empty() {
+                    "default"
+                } else {
+                    i.user.as_str()
+                };
+                name != u
+            })
             || maxage.is_some_and(|m| now.saturating_sub(h.created_ms) / 1000 < m)
             || (skipme && h.id == me)
         {

@@ -10,9 +10,11 @@
 //! slow log and MONITOR output. Arity and flag facts follow Redis 7.0's
 //! command documentation (redis.io/commands); the table is ours.
 
+pub mod acl_cmd;
 pub mod connection;
 pub mod hashes;
 pub mod keys;
+pub mod keyspecs;
 pub mod lists;
 pub mod pubsub;
 pub mod server;
@@ -318,26 +320,14 @@ impl Command {
         c
     }
 
-    /// Key positions of a request for this command, from first/last/step
-    /// (COMMAND GETKEYS; later ACL and cluster routing).
-    pub fn key_positions(&self, argc: usize) -> Vec<usize> {
-        if self.first_key <= 0 {
-            return Vec::new();
-        }
-        let first = self.first_key as usize;
-        let last = if self.last_key < 0 {
-            argc as i64 + self.last_key as i64
-        } else {
-            self.last_key as i64
-        };
-        let step = self.step.max(1) as usize;
-        let mut v = Vec::new();
-        let mut i = first;
-        while (i as i64) <= last && i < argc {
-            v.push(i);
-            i += step;
-        }
-        v
+    /// Key positions of request `args` for this command, from Redis 7.0's
+    /// key specs (numkeys-style commands, SORT ... STORE included; see
+    /// [`keyspecs::get_keys`]).
+    pub fn key_positions(&self, args: &Args<'_>) -> Vec<usize> {
+        keyspecs::get_keys(self, args)
+            .into_iter()
+            .map(|k| k.pos)
+            .collect()
     }
 }
 
@@ -378,6 +368,11 @@ impl Table {
         })
     }
 
+    /// The ids of the subcommands of command `id` (empty when none).
+    pub fn sub_ids(&self, id: usize) -> &[usize] {
+        self.subs.get(id).map_or(&[], Vec::as_slice)
+    }
+
     /// Top-level commands, in table order.
     pub fn top_level(&self) -> impl Iterator<Item = &'static Command> + '_ {
         self.by_name.values().map(|&i| self.all[i])
@@ -404,9 +399,10 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 11] = [
+        let families: [&'static [Command]; 12] = [
             connection::COMMANDS,
             tx::COMMANDS,
+            acl_cmd::COMMANDS,
             strings::COMMANDS,
             keys::COMMANDS,
             lists::COMMANDS,
@@ -685,7 +681,7 @@ pub fn execute(
     }
     if !client.authenticated
         && c.flags & flags::NO_AUTH == 0
-        && server.live.requirepass_set.load(Ordering::Relaxed)
+        && server.acl.auth_required.load(Ordering::Relaxed)
     {
         reject_in_multi(server, client, out, stats, id, err::NOAUTH, is_exec);
         finish_reply(client, out, reply_start);
@@ -710,6 +706,13 @@ pub fn execute(
         }
         finish_reply(client, out, reply_start);
         return;
+    }
+    if server.acl.restricted.load(Ordering::Relaxed) {
+        if let Err(msg) = acl_check(server, client, c, id, args) {
+            reject_in_multi(server, client, out, stats, id, &msg, is_exec);
+            finish_reply(client, out, reply_start);
+            return;
+        }
     }
     if is_exec {
         // EXEC takes the whole gate itself.
@@ -768,7 +771,7 @@ pub fn run(
         // (which serve their waiters under their own locks): RENAME, COPY,
         // MOVE, SWAPDB... may serve blocked clients (db/blocking.rs).
         let keys: Vec<&[u8]> = c
-            .key_positions(args.len())
+            .key_positions(args)
             .into_iter()
             .map(|i| args.get(i))
             .collect();
@@ -817,7 +820,7 @@ fn touch_written_keys(c: &Command, db: usize, args: &Args<'_>) {
     if c.acl & (acl::HASH | acl::SET | acl::SORTEDSET) == 0 {
         return;
     }
-    for i in c.key_positions(args.len()) {
+    for i in c.key_positions(args) {
         crate::events::touch(db, args.get(i));
     }
     if c.flags & flags::MOVABLE_KEYS != 0 || c.name == "sort" {
@@ -893,6 +896,75 @@ fn finish_exec_reply(client: &mut Client, out: &mut Out, reply_start: usize, bef
 }
 
 type ReplyModeT = crate::net::connection::ReplyMode;
+
+/// The ACL check of a request (Redis's `ACLCheckAllPerm` in
+/// processCommand): Err(NOPERM text) after logging the denial in ACL LOG.
+/// Only called when some user is restricted (one atomic load otherwise).
+fn acl_check(
+    server: &Arc<Server>,
+    client: &mut Client,
+    c: &'static Command,
+    id: usize,
+    args: &Args<'_>,
+) -> Result<(), String> {
+    let Some(user) = client.acl.user(&server.acl) else {
+        // The user was deleted: the connection is being closed.
+        return Err(acl_denied_text(c));
+    };
+    if user.unrestricted() {
+        return Ok(());
+    }
+    let argv: Vec<&[u8]> = args.iter().collect();
+    let Err(d) = user.check(c, id, &argv) else {
+        return Ok(());
+    };
+    let object = match d {
+        crate::acl::Denied::Command => c.name.as_bytes().to_vec(),
+        crate::acl::Denied::Key(i) | crate::acl::Denied::Channel(i) => argv[i].to_vec(),
+    };
+    let reason = match d {
+        crate::acl::Denied::Command => "command",
+        crate::acl::Denied::Key(_) => "key",
+        crate::acl::Denied::Channel(_) => "channel",
+    };
+    log_acl_denial(server, client, c, reason, object, user.name.clone());
+    Err(crate::acl::denied_message(d, c))
+}
+
+fn acl_denied_text(c: &Command) -> String {
+    crate::acl::denied_message(crate::acl::Denied::Command, c)
+}
+
+/// Adds an ACL LOG entry for `client` (reason command/key/channel/auth),
+/// with its CLIENT LIST line showing `c` as the current command.
+pub fn log_acl_denial(
+    server: &Server,
+    client: &Client,
+    c: &Command,
+    reason: &'static str,
+    object: Vec<u8>,
+    username: Vec<u8>,
+) {
+    let now = crate::util::now_ms();
+    {
+        let mut i = client.handle.info.lock();
+        i.db = client.db;
+        if i.last_cmd != c.name {
+            i.last_cmd.clear();
+            i.last_cmd.push_str(c.name);
+        }
+    }
+    let client_info = client.handle.describe(now);
+    server.acl.log_event(crate::acl::LogEntry {
+        count: 1,
+        reason,
+        context: "toplevel",
+        object,
+        username,
+        ctime_ms: now,
+        client_info,
+    });
+}
 
 fn reject(server: &Server, out: &mut Out, stats: &ThreadStats, id: usize, msg: &str) {
     out.error(msg);

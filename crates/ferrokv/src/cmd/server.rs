@@ -687,9 +687,11 @@ fn command_list(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     }
 }
 
-/// Resolves the command of a COMMAND GETKEYS request and its key positions,
-/// or replies Redis's error.
-fn getkeys_positions(ctx: &mut Ctx<'_>, args: &Args<'_>) -> Option<(&'static Command, Vec<usize>)> {
+/// Resolves the command of a COMMAND GETKEYS request and its keys, or
+/// replies Redis 7.0's error (commandGetKeys: unknown command, no key specs,
+/// arity, then no key found). Some(empty) = reply an empty array
+/// (a command whose keys are optional).
+fn getkeys_positions(ctx: &mut Ctx<'_>, args: &Args<'_>) -> Option<Vec<super::keyspecs::KeyRef>> {
     let t = table();
     let sub: Vec<&[u8]> = (2..args.len()).map(|i| args.get(i)).collect();
     let mut c = t.lookup(sub[0]).map(|id| (id, t.all[id]));
@@ -702,42 +704,46 @@ fn getkeys_positions(ctx: &mut Ctx<'_>, args: &Args<'_>) -> Option<(&'static Com
         ctx.error("ERR Invalid command specified");
         return None;
     };
+    if !super::keyspecs::has_keys(c) {
+        ctx.error("ERR The command has no key arguments");
+        return None;
+    }
     let argc = sub.len() as i32;
     if (c.arity > 0 && argc != c.arity) || argc < -c.arity {
         ctx.error("ERR Invalid number of arguments specified for command");
         return None;
     }
-    let keys = c.key_positions(sub.len());
-    if keys.is_empty() {
-        ctx.error("ERR The command has no key arguments");
+    let keys = super::keyspecs::get_keys_argv(c, &sub);
+    if keys.is_empty() && c.flags & flags::NO_MANDATORY_KEYS == 0 {
+        ctx.error("ERR Invalid arguments specified for command");
         return None;
     }
-    Some((c, keys))
+    Some(keys)
 }
 
 /// COMMAND GETKEYS command [arg ...]: the key arguments of a request.
 fn command_getkeys(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let Some((_, keys)) = getkeys_positions(ctx, args) else {
+    let Some(keys) = getkeys_positions(ctx, args) else {
         return;
     };
     ctx.out.array(keys.len());
     for k in keys {
-        ctx.out.bulk(args.get(k + 2));
+        ctx.out.bulk(args.get(k.pos + 2));
     }
 }
 
 /// COMMAND GETKEYSANDFLAGS command [arg ...]: [key, [flags]] pairs.
 fn command_getkeysandflags(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let Some((c, keys)) = getkeys_positions(ctx, args) else {
+    let Some(keys) = getkeys_positions(ctx, args) else {
         return;
     };
-    let kf = key_spec_flags(c);
     ctx.out.array(keys.len());
     for k in keys {
         ctx.out.array(2);
-        ctx.out.bulk(args.get(k + 2));
-        ctx.out.set(kf.len());
-        for f in kf {
+        ctx.out.bulk(args.get(k.pos + 2));
+        let names: Vec<&str> = super::keyspecs::flag_names(k.flags).collect();
+        ctx.out.set(names.len());
+        for f in names {
             ctx.out.simple(f);
         }
     }

@@ -37,6 +37,8 @@ pub struct Client {
     pub reply_mode: ReplyMode,
     /// True once AUTH succeeded (or when no password is required).
     pub authenticated: bool,
+    /// The ACL user of the connection.
+    pub acl: crate::acl::ClientAcl,
     /// Close after the pending replies are written (QUIT, protocol error).
     pub close_after_reply: bool,
     /// CLIENT NO-TOUCH.
@@ -85,6 +87,7 @@ impl Client {
             db: 0,
             reply_mode: ReplyMode::On,
             authenticated: false,
+            acl: Default::default(),
             close_after_reply: false,
             no_touch: false,
             last_cmd: usize::MAX,
@@ -109,7 +112,7 @@ where
 {
     let (mut rd, mut wr) = tokio::io::split(stream);
     let mut client = Client::new(handle.clone());
-    client.authenticated = !server.live.requirepass_set.load(Ordering::Relaxed);
+    client.authenticated = !server.acl.auth_required.load(Ordering::Relaxed);
     let mut parser = RequestParser::new(server.live.proto_max_bulk_len.load(Ordering::Relaxed));
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = Out::new();
@@ -157,7 +160,7 @@ where
         parser.max_bulk_len = server.live.proto_max_bulk_len.load(Ordering::Relaxed);
         let mut consumed = 0usize;
         let mut proto_err = None;
-        let requirepass = &server.live.requirepass_set;
+        let requirepass = &server.acl.auth_required;
         let normal_limit = server.live.obl_limit(crate::server::OblClass::Normal);
         loop {
             parser.unauthenticated = !client.authenticated && requirepass.load(Ordering::Relaxed);

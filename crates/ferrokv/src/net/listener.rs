@@ -89,6 +89,13 @@ fn set_keepalive(fd: i32, secs: u64) {
     }
 }
 
+/// Protected mode (Redis 7.0): `protected-mode yes` and a default user
+/// without password refuse TCP clients from non-loopback addresses.
+fn protected_mode_refuses(server: &Server, peer: std::net::IpAddr) -> bool {
+    let protected = server.config.read().get("protected-mode") == "yes";
+    protected && crate::acl::protected_mode_denies(true, server.acl.default_user().nopass, peer)
+}
+
 fn over_limit(server: &Server) -> bool {
     server.clients.len() as u64 >= server.live.maxclients.load(Ordering::Relaxed)
 }
@@ -178,6 +185,19 @@ pub async fn accept_tcp(server: Arc<Server>, listener: TcpListener) {
                 let mut sock = sock;
                 let _ = sock
                     .write_all(b"-ERR max number of clients reached\r\n")
+                    .await;
+            });
+            continue;
+        }
+        if protected_mode_refuses(&server, peer.ip()) {
+            server
+                .stats
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
+            tokio::spawn(async move {
+                let mut sock = sock;
+                let _ = sock
+                    .write_all(crate::acl::PROTECTED_MODE_ERR.as_bytes())
                     .await;
             });
             continue;
