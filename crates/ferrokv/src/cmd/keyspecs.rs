@@ -205,7 +205,7 @@ pub fn specs(name: &str) -> &'static [KeySpec] {
             )];
             S
         }
-        "exists" | "touch" => {
+        "exists" | "touch" | "watch" => {
             const S: &[KeySpec] = &[spec(
                 RO,
                 Begin::Index(1),
