@@ -51,6 +51,7 @@ const fn d(name: &'static str, kind: Kind, default: &'static str, mutable: bool)
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
 const ENABLE_PROTECTED: &[&str] = &["no", "yes", "local"];
 const YESNO_ONLY_NO: &[&str] = &["no"];
+const SANITIZE: &[&str] = &["no", "yes", "clients"];
 
 /// Every directive ferrokv understands, sorted by name.
 pub static DIRECTIVES: &[Directive] = &[
@@ -75,6 +76,7 @@ pub static DIRECTIVES: &[Directive] = &[
         false,
     ),
     d("daemonize", Kind::Enum(YESNO_ONLY_NO), "no", false),
+    d("dbfilename", Kind::Str, "dump.rdb", true),
     d("dir", Kind::Str, ".", true),
     d("disable-thp", Kind::Bool, "yes", false),
     d(
@@ -152,7 +154,20 @@ pub static DIRECTIVES: &[Directive] = &[
         true,
     ),
     d("protected-mode", Kind::Bool, "yes", true),
+    d("rdb-del-sync-files", Kind::Bool, "no", true),
+    d(
+        "rdb-key-save-delay",
+        Kind::Int {
+            min: i32::MIN as i64,
+            max: i32::MAX as i64,
+        },
+        "0",
+        true,
+    ),
+    d("rdbchecksum", Kind::Bool, "yes", false),
+    d("rdbcompression", Kind::Bool, "yes", true),
     d("requirepass", Kind::Str, "", true),
+    d("sanitize-dump-payload", Kind::Enum(SANITIZE), "no", true),
     d("save", Kind::List, "3600 1 300 100 60 10000", true),
     d(
         "set-max-intset-entries",
@@ -181,6 +196,7 @@ pub static DIRECTIVES: &[Directive] = &[
         "128",
         true,
     ),
+    d("stop-writes-on-bgsave-error", Kind::Bool, "yes", true),
     d(
         "tcp-backlog",
         Kind::Int {
@@ -327,6 +343,14 @@ pub fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
                     "argument(s) must be one of the following: {}",
                     words.join(", ")
                 ))
+            }
+        }
+        Kind::Str if d.name == "dbfilename" => {
+            // Redis's isValidDBfilename.
+            if args[0].contains('/') {
+                Err("dbfilename can't be a path, just a filename".into())
+            } else {
+                Ok(args[0].clone())
             }
         }
         Kind::Str => Ok(args[0].clone()),

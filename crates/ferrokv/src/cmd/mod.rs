@@ -14,6 +14,7 @@ pub mod connection;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod persist;
 pub mod server;
 pub mod sets;
 pub mod sort;
@@ -400,7 +401,7 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 9] = [
+        let families: [&'static [Command]; 10] = [
             connection::COMMANDS,
             strings::COMMANDS,
             keys::COMMANDS,
@@ -410,6 +411,7 @@ pub fn table() -> &'static Table {
             zsets::COMMANDS,
             sort::COMMANDS,
             server::COMMANDS,
+            persist::COMMANDS,
         ];
         let mut t = Table {
             all: Vec::new(),
@@ -471,6 +473,11 @@ pub struct Ctx<'a> {
     pub stats: &'a ThreadStats,
     /// Set when the handler replied with an error.
     pub failed: bool,
+    /// Changes made, for the dirty counter (INFO
+    /// rdb_changes_since_last_save, save points): set by handlers that
+    /// count as Redis's `server.dirty` does; when None, a write command
+    /// that did not fail counts 1.
+    pub dirty: Option<u64>,
 }
 
 impl<'a> Ctx<'a> {
@@ -654,6 +661,13 @@ pub fn execute(
         finish_reply(client, out, reply_start);
         return;
     }
+    if crate::persist::rdb::writes_denied(server)
+        && (c.flags & flags::WRITE != 0 || c.name == "ping")
+    {
+        reject(server, out, stats, id, crate::persist::rdb::MISCONF);
+        finish_reply(client, out, reply_start);
+        return;
+    }
     if server.monitor_count.load(Ordering::Relaxed) > 0
         && c.flags & (flags::SKIP_MONITOR | flags::ADMIN) == 0
     {
@@ -672,9 +686,11 @@ pub fn execute(
         now,
         stats,
         failed: false,
+        dirty: None,
     };
     (c.handler)(&mut ctx, args);
     let failed = ctx.failed;
+    let dirty = ctx.dirty;
     let end_us = crate::util::now_us();
     ctx.client.clock_us = end_us;
     if !failed
@@ -701,8 +717,10 @@ pub fn execute(
         bump(&cs.failed, 1);
     }
     bump(&stats.commands, 1);
-    if !failed && c.flags & flags::WRITE != 0 {
-        bump(&stats.dirty, 1);
+    match dirty {
+        Some(n) => bump(&stats.dirty, n),
+        None if !failed && c.flags & flags::WRITE != 0 => bump(&stats.dirty, 1),
+        None => {}
     }
     let slower = server.live.slowlog_slower_than.load(Ordering::Relaxed);
     if slower >= 0 && us >= slower as u64 && c.flags & flags::SKIP_SLOWLOG == 0 {
