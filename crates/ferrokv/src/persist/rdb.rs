@@ -690,6 +690,13 @@ pub fn cancel_bgsave(server: &Server) {
     }
 }
 
+/// FLUSHALL's persistence part: cancels a running BGSAVE and, when save
+/// points are configured, saves the (now empty) dataset. True when saved.
+pub fn on_flushall(server: &Server) -> bool {
+    cancel_bgsave(server);
+    !save_points(server).is_empty() && save_now(server).is_ok()
+}
+
 /// Parsed `save` directive: (seconds, changes) pairs.
 pub fn save_points(server: &Server) -> Vec<(u64, u64)> {
     let c = server.config.read();
