@@ -25,14 +25,20 @@ fn cross(from: &Server, to: &Server, what: &str) {
         let p = dump(&mut a, k).expect("key exists");
         let pttl: i64 = redis::cmd("PTTL").arg(k).query(&mut a).unwrap();
         let ttl = pttl.max(0).to_string();
-        let r: redis::RedisResult<()> = redis::cmd("RESTORE").arg(k).arg(&ttl).arg(&p).query(&mut b);
+        let r: redis::RedisResult<()> =
+            redis::cmd("RESTORE").arg(k).arg(&ttl).arg(&p).query(&mut b);
         r.unwrap_or_else(|e| panic!("{what}: RESTORE {}: {e}", String::from_utf8_lossy(k)));
     }
     let got = snapshot(&mut b);
     let want: Snapshot = want.into_iter().filter(|(k, _)| k.0 == 0).collect();
     assert_eq!(got.len(), want.len(), "{what}");
     for (k, v) in &want {
-        assert_eq!(Some(v), got.get(k), "{what}: key {}", String::from_utf8_lossy(&k.1));
+        assert_eq!(
+            Some(v),
+            got.get(k),
+            "{what}: key {}",
+            String::from_utf8_lossy(&k.1)
+        );
     }
 }
 
@@ -69,7 +75,9 @@ fn payload_bytes_match_redis_for_deterministic_encodings() {
     // (LZF-compressed strings are valid but not byte-identical: the
     // compressor's match choices differ from liblzf's.)
     p.check(&[b"SET", b"raw", "q".repeat(50).as_bytes()]);
-    for k in ["s", "i", "neg", "big", "l", "si", "h", "z", "raw", "missing"] {
+    for k in [
+        "s", "i", "neg", "big", "l", "si", "h", "z", "raw", "missing",
+    ] {
         p.check_line(&format!("DUMP {k}"));
     }
 }
@@ -110,7 +118,16 @@ fn restore_options_and_errors_match_redis() {
         vec![b"RESTORE", b"k2", b"0", pl, b"IDLETIME"],
         vec![b"RESTORE", b"k2", b"0", pl, b"FREQ", b"256"],
         vec![b"RESTORE", b"k2", b"0", pl, b"FREQ", b"-1"],
-        vec![b"RESTORE", b"k2", b"0", pl, b"FREQ", b"1", b"IDLETIME", b"1"],
+        vec![
+            b"RESTORE",
+            b"k2",
+            b"0",
+            pl,
+            b"FREQ",
+            b"1",
+            b"IDLETIME",
+            b"1",
+        ],
         vec![b"RESTORE", b"k2", b"0", pl, b"BOGUS"],
         vec![b"RESTORE", b"k", b"0", pl, b"BOGUS"],
         vec![b"RESTORE", b"k", b"-5", pl],
@@ -132,7 +149,9 @@ fn restore_options_and_errors_match_redis() {
         vec![b"DUMP"],
         vec![b"DUMP", b"a", b"b"],
         vec![b"SET", b"k7", b"x"],
-        vec![b"RESTORE", b"k7", b"0", pl, b"REPLACE", b"REPLACE", b"ABSTTL"],
+        vec![
+            b"RESTORE", b"k7", b"0", pl, b"REPLACE", b"REPLACE", b"ABSTTL",
+        ],
         vec![b"GET", b"k7"],
     ];
     for c in cases {
@@ -151,10 +170,16 @@ fn restore_counts_as_a_change_and_wakes_blocked_clients() {
     let mut w = srv.raw();
     w.send_cmd(&[b"BLPOP", b"dst", b"5"]);
     r.wait_blocked(1);
-    let before: u64 = r.info_field("persistence", "rdb_changes_since_last_save").parse().unwrap();
+    let before: u64 = r
+        .info_field("persistence", "rdb_changes_since_last_save")
+        .parse()
+        .unwrap();
     assert_eq!(r.cmd(&[b"RESTORE", b"dst", b"0", &pl]), b"+OK\r\n");
     assert_eq!(w.reply(), b"*2\r\n$3\r\ndst\r\n$1\r\na\r\n");
-    let after: u64 = r.info_field("persistence", "rdb_changes_since_last_save").parse().unwrap();
+    let after: u64 = r
+        .info_field("persistence", "rdb_changes_since_last_save")
+        .parse()
+        .unwrap();
     assert!(after > before);
     assert_eq!(r.cmds("LRANGE dst 0 -1"), b"*1\r\n$1\r\nb\r\n");
 }

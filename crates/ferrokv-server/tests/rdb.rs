@@ -64,7 +64,10 @@ fn dump_path(srv: &Server) -> PathBuf {
 fn assert_same(a: &Snapshot, b: &Snapshot, what: &str) {
     for (k, v) in a {
         match b.get(k) {
-            None => panic!("{what}: key {:?} missing", (k.0, String::from_utf8_lossy(&k.1))),
+            None => panic!(
+                "{what}: key {:?} missing",
+                (k.0, String::from_utf8_lossy(&k.1))
+            ),
             Some(w) => {
                 if v != w {
                     let short = |s: &KeyState| {
@@ -74,7 +77,9 @@ fn assert_same(a: &Snapshot, b: &Snapshot, what: &str) {
                             s.enc,
                             s.ttl,
                             s.data.len(),
-                            s.data.first().map(|x| String::from_utf8_lossy(x).into_owned())
+                            s.data
+                                .first()
+                                .map(|x| String::from_utf8_lossy(x).into_owned())
                         )
                     };
                     panic!(
@@ -164,7 +169,9 @@ fn every_type_survives_save_and_restart() {
         b"-ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.\r\n"
     );
     // NOFLUSH without MERGE: duplicates are an error; with MERGE, fine.
-    assert!(r2.cmds("DEBUG RELOAD NOSAVE NOFLUSH").starts_with(b"-ERR Error trying to load"));
+    assert!(r2
+        .cmds("DEBUG RELOAD NOSAVE NOFLUSH")
+        .starts_with(b"-ERR Error trying to load"));
     assert_eq!(r2.cmds("DEBUG RELOAD NOSAVE NOFLUSH MERGE"), b"+OK\r\n");
     assert_same(&before, &snapshot(&mut srv2.client()), "merge");
 }
@@ -181,16 +188,25 @@ fn redis_dump_loads_into_ferrokv() {
     populate_random(&mut rc, 300, || rng.next());
     // Small quicklist nodes and a list with plain-sized elements, as
     // redis-server writes them.
-    run(&mut rc, &[b"CONFIG", b"SET", b"list-max-listpack-size", b"3"]);
+    run(
+        &mut rc,
+        &[b"CONFIG", b"SET", b"list-max-listpack-size", b"3"],
+    );
     let mut args: Vec<Vec<u8>> = vec![b"RPUSH".to_vec(), b"l:nodes".to_vec()];
     args.extend((0..50).map(|i| i.to_string().into_bytes()));
     let a: Vec<&[u8]> = args.iter().map(|x| x.as_slice()).collect();
     run(&mut rc, &a);
-    run(&mut rc, &[b"CONFIG", b"SET", b"list-max-listpack-size", b"-2"]);
+    run(
+        &mut rc,
+        &[b"CONFIG", b"SET", b"list-max-listpack-size", b"-2"],
+    );
     // Keys already expired when ferrokv loads the file are skipped.
     run(&mut rc, &[b"DEBUG", b"SET-ACTIVE-EXPIRE", b"0"]);
     for i in 0..20 {
-        run(&mut rc, &[b"SET", format!("gone:{i}").as_bytes(), b"x", b"PX", b"30"]);
+        run(
+            &mut rc,
+            &[b"SET", format!("gone:{i}").as_bytes(), b"x", b"PX", b"30"],
+        );
     }
     std::thread::sleep(Duration::from_millis(60));
     run(&mut rc, &[b"SAVE"]);
@@ -250,8 +266,21 @@ fn truncated_and_corrupted_files_stop_the_start() {
     let file = dir.path().join("dump.rdb");
     let name = file.display().to_string();
     let mut cases: Vec<(String, Vec<u8>, &str)> = Vec::new();
-    for cut in [0usize, 5, 9, 40, good.len() / 3, good.len() / 2, good.len() - 9, good.len() - 1] {
-        cases.push((format!("truncated at {cut}"), good[..cut].to_vec(), "truncated"));
+    for cut in [
+        0usize,
+        5,
+        9,
+        40,
+        good.len() / 3,
+        good.len() / 2,
+        good.len() - 9,
+        good.len() - 1,
+    ] {
+        cases.push((
+            format!("truncated at {cut}"),
+            good[..cut].to_vec(),
+            "truncated",
+        ));
     }
     let mut bad_crc = good.clone();
     let n = bad_crc.len();
@@ -260,10 +289,18 @@ fn truncated_and_corrupted_files_stop_the_start() {
     let mut flipped = good.clone();
     flipped[good.len() / 2] ^= 0x55;
     cases.push(("flipped byte".into(), flipped, "loading the DB"));
-    cases.push(("garbage".into(), b"hello world, not an rdb".to_vec(), "Wrong signature"));
+    cases.push((
+        "garbage".into(),
+        b"hello world, not an rdb".to_vec(),
+        "Wrong signature",
+    ));
     let mut future = good.clone();
     future[5..9].copy_from_slice(b"0099");
-    cases.push(("version".into(), future, "Can't handle RDB format version 99"));
+    cases.push((
+        "version".into(),
+        future,
+        "Can't handle RDB format version 99",
+    ));
     // A stream value (type 15) is refused with the key named.
     let mut stream = b"REDIS0010".to_vec();
     stream.extend_from_slice(&[0xFE, 0, 15, 3, b's', b't', b'r', 0]);
@@ -276,8 +313,14 @@ fn truncated_and_corrupted_files_stop_the_start() {
     for (what, bytes, needle) in cases {
         std::fs::write(&file, &bytes).unwrap();
         let err = start_fails(dir.path());
-        assert!(err.contains(&name), "{what}: error does not name the file:\n{err}");
-        assert!(err.contains(needle), "{what}: expected {needle:?} in:\n{err}");
+        assert!(
+            err.contains(&name),
+            "{what}: error does not name the file:\n{err}"
+        );
+        assert!(
+            err.contains(needle),
+            "{what}: expected {needle:?} in:\n{err}"
+        );
         assert!(!err.contains("panicked"), "{what}: panic:\n{err}");
     }
     // A file saved with rdbchecksum no (CRC 0) loads.
@@ -357,10 +400,17 @@ fn bgsave_serves_clients_and_reports_progress() {
     // Clients keep being served, writes included, quickly.
     let t = Instant::now();
     for i in 0..200 {
-        assert_eq!(r.cmd(&[b"SET", format!("k{i}").as_bytes(), b"w"]), b"+OK\r\n");
+        assert_eq!(
+            r.cmd(&[b"SET", format!("k{i}").as_bytes(), b"w"]),
+            b"+OK\r\n"
+        );
         assert_eq!(r.cmd(&[b"GET", format!("k{i}").as_bytes()]), b"$1\r\nw\r\n");
     }
-    assert!(t.elapsed() < Duration::from_millis(1500), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        t.elapsed()
+    );
     assert_eq!(info(&srv, "rdb_bgsave_in_progress"), "1");
     let total: u64 = info(&srv, "current_save_keys_total").parse().unwrap();
     assert_eq!(total, 2000);
@@ -369,7 +419,12 @@ fn bgsave_serves_clients_and_reports_progress() {
     assert_eq!(info(&srv, "rdb_saves"), "1");
     // Changes made during the save stay counted.
     assert_eq!(info(&srv, "rdb_changes_since_last_save"), "200");
-    assert!(info(&srv, "rdb_last_bgsave_time_sec").parse::<i64>().unwrap() >= 1);
+    assert!(
+        info(&srv, "rdb_last_bgsave_time_sec")
+            .parse::<i64>()
+            .unwrap()
+            >= 1
+    );
     assert_eq!(info(&srv, "rdb_current_bgsave_time_sec"), "-1");
     assert!(r.cmds("LASTSAVE") >= ls0);
     assert!(dump_path(&srv).exists());
@@ -400,7 +455,11 @@ fn save_points_trigger_a_background_save() {
     let mut r = srv.raw();
     r.cmds("SET a 1");
     std::thread::sleep(Duration::from_millis(2300));
-    assert_eq!(info(&srv, "rdb_saves"), "0", "one change is below the point");
+    assert_eq!(
+        info(&srv, "rdb_saves"),
+        "0",
+        "one change is below the point"
+    );
     r.cmds("SET b 2");
     assert!(wait_until(5, || info(&srv, "rdb_saves") == "1"));
     assert_eq!(info(&srv, "rdb_changes_since_last_save"), "0");
@@ -420,23 +479,39 @@ fn failed_bgsave_denies_writes_with_misconf() {
     r.cmds("SET x x");
     let gone = tempfile::tempdir().unwrap();
     let p = gone.path().to_str().unwrap().to_string();
-    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"dir", p.as_bytes()]), b"+OK\r\n");
+    assert_eq!(
+        r.cmd(&[b"CONFIG", b"SET", b"dir", p.as_bytes()]),
+        b"+OK\r\n"
+    );
     drop(gone); // the directory disappears: the save cannot create its file
     assert_eq!(r.cmds("BGSAVE"), b"+Background saving started\r\n");
     assert!(wait_until(5, || info(&srv, "rdb_bgsave_in_progress") == "0"));
     assert_eq!(info(&srv, "rdb_last_bgsave_status"), "err");
     assert_eq!(r.cmds("GET x"), b"$1\r\nx\r\n");
     let e = r.cmds("SET x y");
-    assert!(e.starts_with(b"-MISCONF Redis is configured to save RDB snapshots"), "{}", String::from_utf8_lossy(&e));
+    assert!(
+        e.starts_with(b"-MISCONF Redis is configured to save RDB snapshots"),
+        "{}",
+        String::from_utf8_lossy(&e)
+    );
     assert!(r.cmds("PING").starts_with(b"-MISCONF"));
     assert_eq!(r.cmds("SAVE"), b"-ERR\r\n");
     // Writes come back once saving works again, or the check is off.
-    assert_eq!(r.cmds("CONFIG SET stop-writes-on-bgsave-error no"), b"+OK\r\n");
+    assert_eq!(
+        r.cmds("CONFIG SET stop-writes-on-bgsave-error no"),
+        b"+OK\r\n"
+    );
     assert_eq!(r.cmds("SET x y"), b"+OK\r\n");
-    assert_eq!(r.cmds("CONFIG SET stop-writes-on-bgsave-error yes"), b"+OK\r\n");
+    assert_eq!(
+        r.cmds("CONFIG SET stop-writes-on-bgsave-error yes"),
+        b"+OK\r\n"
+    );
     assert!(r.cmds("SET x z").starts_with(b"-MISCONF"));
     let d = srv.dir.path().to_str().unwrap().to_string();
-    assert_eq!(r.cmd(&[b"CONFIG", b"SET", b"dir", d.as_bytes()]), b"+OK\r\n");
+    assert_eq!(
+        r.cmd(&[b"CONFIG", b"SET", b"dir", d.as_bytes()]),
+        b"+OK\r\n"
+    );
     assert_eq!(r.cmds("BGSAVE"), b"+Background saving started\r\n");
     assert!(wait_until(5, || info(&srv, "rdb_bgsave_in_progress") == "0"));
     assert_eq!(info(&srv, "rdb_last_bgsave_status"), "ok");

@@ -165,8 +165,8 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         // Signals: save when save points are configured, as Redis's
         // prepareForShutdown (a failed save is logged; the process exits).
         let s = server.clone();
-        let _ = tokio::task::spawn_blocking(move || cmd::server::shutdown_save(&s, false, false))
-            .await;
+        let _ =
+            tokio::task::spawn_blocking(move || cmd::server::shutdown_save(&s, false, false)).await;
     }
     if !unixsocket.is_empty() {
         let _ = std::fs::remove_file(&unixsocket);

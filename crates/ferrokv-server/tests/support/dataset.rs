@@ -122,7 +122,12 @@ pub fn populate(c: &mut redis::Connection) {
         ("s:emb", "x".repeat(40)),
         ("s:raw", "y".repeat(100)),
         ("s:lzf", "abcdefgh".repeat(500)),
-        ("s:big", (0..100_000).map(|i| (b'a' + (i % 26) as u8) as char).collect()),
+        (
+            "s:big",
+            (0..100_000)
+                .map(|i| (b'a' + (i % 26) as u8) as char)
+                .collect(),
+        ),
     ] {
         run(c, &[b"SET", k.as_bytes(), v.as_bytes()]);
     }
@@ -130,13 +135,40 @@ pub fn populate(c: &mut redis::Connection) {
     run(c, &[b"SET", b"\x00bin\xffkey", b"v"]);
     run(c, &[b"APPEND", b"s:appended", b"12"]);
     // Lists: one small, one of many nodes, one with long elements.
-    run_s(c, &s(&["RPUSH", "l:small", "a", "1", "-1", "128", "-4096", "70000", "5000000000", "x"]));
+    run_s(
+        c,
+        &s(&[
+            "RPUSH",
+            "l:small",
+            "a",
+            "1",
+            "-1",
+            "128",
+            "-4096",
+            "70000",
+            "5000000000",
+            "x",
+        ]),
+    );
     let mut many = vec!["RPUSH".to_string(), "l:many".to_string()];
     for i in 0..2000 {
-        many.push(if i % 3 == 0 { i.to_string() } else { format!("elem-{i}") });
+        many.push(if i % 3 == 0 {
+            i.to_string()
+        } else {
+            format!("elem-{i}")
+        });
     }
     run_s(c, &many);
-    run_s(c, &["RPUSH".into(), "l:long".into(), "z".repeat(5000), "q".repeat(70_000), "short".into()]);
+    run_s(
+        c,
+        &[
+            "RPUSH".into(),
+            "l:long".into(),
+            "z".repeat(5000),
+            "q".repeat(70_000),
+            "short".into(),
+        ],
+    );
     // Sets.
     run_s(c, &s(&["SADD", "set:int16", "1", "2", "3", "-5"]));
     run_s(c, &s(&["SADD", "set:int32", "100000", "-100000"]));
@@ -148,7 +180,10 @@ pub fn populate(c: &mut redis::Connection) {
     // Sorted sets.
     run_s(
         c,
-        &s(&["ZADD", "z:lp", "1", "a", "2.5", "b", "-inf", "c", "inf", "d", "0.1", "e", "1e300", "f", "-3", "g", "1e-10", "h"]),
+        &s(&[
+            "ZADD", "z:lp", "1", "a", "2.5", "b", "-inf", "c", "inf", "d", "0.1", "e", "1e300",
+            "f", "-3", "g", "1e-10", "h",
+        ]),
     );
     let mut zs: Vec<String> = vec!["ZADD".into(), "z:skip".into()];
     for i in 0..300 {
@@ -156,16 +191,37 @@ pub fn populate(c: &mut redis::Connection) {
         zs.push(format!("m{i}"));
     }
     run_s(c, &zs);
-    run_s(c, &["ZADD".into(), "z:longmember".into(), "1".into(), "m".repeat(100)]);
+    run_s(
+        c,
+        &[
+            "ZADD".into(),
+            "z:longmember".into(),
+            "1".into(),
+            "m".repeat(100),
+        ],
+    );
     // Hashes.
-    run_s(c, &s(&["HSET", "h:lp", "f1", "v1", "n", "12", "neg", "-7000", "e", ""]));
+    run_s(
+        c,
+        &s(&[
+            "HSET", "h:lp", "f1", "v1", "n", "12", "neg", "-7000", "e", "",
+        ]),
+    );
     let mut hs: Vec<String> = vec!["HSET".into(), "h:table".into()];
     for i in 0..700 {
         hs.push(format!("field{i}"));
         hs.push(format!("value{i}"));
     }
     run_s(c, &hs);
-    run_s(c, &["HSET".into(), "h:longval".into(), "f".into(), "v".repeat(100)]);
+    run_s(
+        c,
+        &[
+            "HSET".into(),
+            "h:longval".into(),
+            "f".into(),
+            "v".repeat(100),
+        ],
+    );
     // TTLs.
     run(c, &[b"SET", b"ttl:s", b"v", b"EX", b"100000"]);
     run_s(c, &s(&["RPUSH", "ttl:l", "a", "b"]));
@@ -212,7 +268,11 @@ pub fn populate_random(c: &mut redis::Connection, n: usize, mut next: impl FnMut
                 let ints = next() % 2 == 0;
                 for _ in 0..=len * 20 {
                     let x = next();
-                    args.push(if ints { (x % 1_000_000).to_string() } else { word(x) });
+                    args.push(if ints {
+                        (x % 1_000_000).to_string()
+                    } else {
+                        word(x)
+                    });
                 }
             }
             3 => {
@@ -232,7 +292,14 @@ pub fn populate_random(c: &mut redis::Connection, n: usize, mut next: impl FnMut
         }
         run_s(c, &args);
         if next() % 4 == 0 {
-            run_s(c, &["PEXPIRE".into(), k, (10_000_000 + next() % 1_000_000).to_string()]);
+            run_s(
+                c,
+                &[
+                    "PEXPIRE".into(),
+                    k,
+                    (10_000_000 + next() % 1_000_000).to_string(),
+                ],
+            );
         }
     }
 }

@@ -1278,7 +1278,6 @@ fn time(ctx: &mut Ctx<'_>, _: &Args<'_>) {
     ctx.out.bulk_int((us % 1_000_000) as i64);
 }
 
-
 // ---------------------------------------------------------------- DEBUG
 
 /// True when DEBUG may run for this client under `enable-debug-command`
@@ -1372,7 +1371,8 @@ fn debug_reload(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         } else if o.eq_ignore_ascii_case(b"nosave") {
             nosave = true;
         } else {
-            return ctx.error("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.");
+            return ctx
+                .error("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.");
         }
     }
     if !nosave {

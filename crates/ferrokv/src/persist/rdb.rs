@@ -49,7 +49,6 @@ pub mod read;
 #[path = "rdb_write.rs"]
 pub mod write;
 
-
 use crate::db::keyspace::SHARDS as SHARDS_PER_DB;
 use crate::db::{hash_key, Entry, Value};
 use crate::server::Server;
@@ -502,10 +501,7 @@ pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats,
         let exp = std::mem::take(&mut expire);
         let idl = idle.take();
         let Some(value) = value else {
-            tracing::warn!(
-                "RDB: empty key '{}' skipped",
-                String::from_utf8_lossy(&key)
-            );
+            tracing::warn!("RDB: empty key '{}' skipped", String::from_utf8_lossy(&key));
             continue;
         };
         if exp != 0 && exp < now && !opts.keep_expired {
@@ -634,11 +630,7 @@ pub fn bgsave(server: &Arc<Server>) -> Result<(), &'static str> {
         .map(|i| server.keyspace.db(i).len())
         .sum();
     st.save_keys_total.store(total as u64, Ordering::Relaxed);
-    let delay = server
-        .config
-        .read()
-        .get_i64("rdb-key-save-delay")
-        .max(0) as u64;
+    let delay = server.config.read().get_i64("rdb-key-save-delay").max(0) as u64;
     let srv = server.clone();
     let spawned = std::thread::Builder::new()
         .name("ferrokv-bgsave".into())
@@ -650,9 +642,10 @@ pub fn bgsave(server: &Arc<Server>) -> Result<(), &'static str> {
                 progress: Some(&st.save_keys_processed),
             };
             let r = save_file(&srv, ctl);
-            let secs = (now_ms().saturating_sub(st.bgsave_start_ms.load(Ordering::Relaxed)) + 500)
-                / 1000;
-            st.last_bgsave_time_sec.store(secs as i64, Ordering::Relaxed);
+            let secs =
+                (now_ms().saturating_sub(st.bgsave_start_ms.load(Ordering::Relaxed)) + 500) / 1000;
+            st.last_bgsave_time_sec
+                .store(secs as i64, Ordering::Relaxed);
             match r {
                 Ok((keys, bytes)) => {
                     save_succeeded(&srv, st.dirty_at_start.load(Ordering::Relaxed), bytes);
@@ -757,7 +750,11 @@ pub fn load_at_startup(server: &Server) -> Result<(), String> {
         }
     };
     let t0 = std::time::Instant::now();
-    let r = load(server, std::io::BufReader::with_capacity(1 << 20, f), LoadOpts::default());
+    let r = load(
+        server,
+        std::io::BufReader::with_capacity(1 << 20, f),
+        LoadOpts::default(),
+    );
     match r {
         Ok(st) => {
             record_load(server, &st);
@@ -796,7 +793,12 @@ pub fn empty_all(server: &Server) {
 /// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save (unless `nosave`), empty
 /// (unless `noflush`), load the file back (`merge`: existing keys are
 /// replaced instead of being an error).
-pub fn debug_reload(server: &Server, merge: bool, noflush: bool, nosave: bool) -> Result<(), String> {
+pub fn debug_reload(
+    server: &Server,
+    merge: bool,
+    noflush: bool,
+    nosave: bool,
+) -> Result<(), String> {
     if !nosave {
         save_now(server)?;
     }

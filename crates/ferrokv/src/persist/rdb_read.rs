@@ -7,11 +7,9 @@
 //! slots ahead, an LZF length beyond what the compressed bytes can expand
 //! to is refused.
 
-use super::*;
-use super::blobs::{
-    intset_decode, listpack_elems, parse_score, ziplist_elems, zipmap_pairs, Elem,
-};
+use super::blobs::{intset_decode, listpack_elems, parse_score, ziplist_elems, zipmap_pairs, Elem};
 use super::lzf as rdb_lzf;
+use super::*;
 use crate::db::list::End;
 use crate::db::{hash, zset, HashValue, ListValue, SetValue, StrValue, Value, ZSetValue};
 use std::io::Read;
@@ -108,9 +106,9 @@ impl<R: Read> Reader<R> {
                 self.pos += 8;
                 Ok(u64::from_le_bytes(b))
             }
-            Err(_) => Err(self.err(
-                "unexpected end of file before the checksum (the file is truncated)",
-            )),
+            Err(_) => {
+                Err(self.err("unexpected end of file before the checksum (the file is truncated)"))
+            }
         }
     }
 
@@ -222,7 +220,12 @@ impl<R: Read> Reader<R> {
     /// Reads one value of RDB type `ty` (rdbLoadObject). Ok(None) for an
     /// empty collection, which Redis also skips. `key` names the key in
     /// errors.
-    pub fn value(&mut self, ty: u8, key: &[u8], lim: &LoadLimits) -> Result<Option<Value>, RdbError> {
+    pub fn value(
+        &mut self,
+        ty: u8,
+        key: &[u8],
+        lim: &LoadLimits,
+    ) -> Result<Option<Value>, RdbError> {
         let name = String::from_utf8_lossy(key).into_owned();
         let bad = |r: &Self, what: String| r.err(format!("{what} (key '{name}')"));
         Ok(Some(match ty {
@@ -378,7 +381,9 @@ impl<R: Read> Reader<R> {
                 }
                 hash_value(h)
             }
-            RDB_TYPE_STREAM_LISTPACKS | RDB_TYPE_STREAM_LISTPACKS_2 | RDB_TYPE_STREAM_LISTPACKS_3 => {
+            RDB_TYPE_STREAM_LISTPACKS
+            | RDB_TYPE_STREAM_LISTPACKS_2
+            | RDB_TYPE_STREAM_LISTPACKS_3 => {
                 return Err(bad(
                     self,
                     "streams are not supported by ferrokv: cannot load a stream value".into(),
@@ -435,7 +440,11 @@ fn zadd<R: Read>(
 ) -> Result<(), RdbError> {
     let s = match score {
         Some(s) if !s.is_nan() => s,
-        _ => return Err(r.err(format!("sorted set with an invalid or NaN score (key '{key}')"))),
+        _ => {
+            return Err(r.err(format!(
+                "sorted set with an invalid or NaN score (key '{key}')"
+            )))
+        }
     };
     if !z.insert(m, s, lim.zset) {
         return Err(r.err(format!("duplicate sorted set member (key '{key}')")));

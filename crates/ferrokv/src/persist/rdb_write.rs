@@ -14,9 +14,9 @@
 //! | hash, `listpack` | `HASH_LISTPACK` (insertion order) |
 //! | hash, `hashtable` | `HASH` |
 
-use super::*;
 use super::blobs::{intset_encode, ListpackWriter};
 use super::lzf as rdb_lzf;
+use super::*;
 use crate::db::set::Member;
 use crate::db::{Entry, SetValue, StrValue, Value};
 
@@ -183,8 +183,7 @@ pub fn put_body(b: &mut Vec<u8>, v: &Value, o: &WriteOpts) {
             let mut cur = ListpackWriter::new();
             for e in l.iter() {
                 let sz = e.byte_len() + 11;
-                if cur.count() > 0
-                    && (cur.count() >= max_count || cur.len_bytes() + sz > max_bytes)
+                if cur.count() > 0 && (cur.count() >= max_count || cur.len_bytes() + sz > max_bytes)
                 {
                     nodes.push(std::mem::take(&mut cur).finish());
                 }
