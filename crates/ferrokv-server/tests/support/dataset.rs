@@ -265,7 +265,7 @@ pub fn populate_random(c: &mut redis::Connection, n: usize, mut next: impl FnMut
             }
             2 => {
                 args.extend(["SADD".into(), k.clone()]);
-                let ints = next() % 2 == 0;
+                let ints = next().is_multiple_of(2);
                 for _ in 0..=len * 20 {
                     let x = next();
                     args.push(if ints {
@@ -291,7 +291,7 @@ pub fn populate_random(c: &mut redis::Connection, n: usize, mut next: impl FnMut
             }
         }
         run_s(c, &args);
-        if next() % 4 == 0 {
+        if next().is_multiple_of(4) {
             run_s(
                 c,
                 &[

@@ -440,7 +440,7 @@ pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats,
                 continue;
             }
             RDB_OPCODE_IDLE => {
-                idle = Some(rd.len()?);
+                idle = Some(rd.length()?);
                 continue;
             }
             RDB_OPCODE_FREQ => {
@@ -449,7 +449,7 @@ pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats,
             }
             RDB_OPCODE_EOF => break,
             RDB_OPCODE_SELECTDB => {
-                let n = rd.len()?;
+                let n = rd.length()?;
                 if n >= ks.db_count() as u64 {
                     return Err(rd.err(format!(
                         "FATAL: Data file was created with a Redis server configured to handle more than {} databases (the file selects database {n})",
@@ -460,8 +460,8 @@ pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats,
                 continue;
             }
             RDB_OPCODE_RESIZEDB => {
-                rd.len()?;
-                rd.len()?;
+                rd.length()?;
+                rd.length()?;
                 continue;
             }
             RDB_OPCODE_AUX => {
@@ -489,7 +489,7 @@ pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats,
                 return Err(rd.err("pre-release function data (Redis 7.0 RC) is not supported"));
             }
             RDB_OPCODE_MODULE_AUX => {
-                let id = rd.len()?;
+                let id = rd.length()?;
                 return Err(rd.err(format!(
                     "The RDB file contains AUX module data I can't load: no matching module (module id {id:#x})"
                 )));

@@ -188,7 +188,7 @@ fn backlen_size(l: usize) -> usize {
     }
 }
 
-fn take<'a>(b: &'a [u8], pos: usize, n: usize) -> Result<&'a [u8], String> {
+fn take(b: &[u8], pos: usize, n: usize) -> Result<&[u8], String> {
     b.get(pos..pos.checked_add(n).ok_or("length overflow")?)
         .ok_or_else(|| "entry runs past the end of the blob".to_string())
 }
@@ -358,9 +358,12 @@ pub fn ziplist_elems(b: &[u8]) -> Result<Vec<Elem<'_>>, String> {
 
 // --------------------------------------------------------------- zipmap
 
+/// A (field, value) pair borrowed from a blob.
+pub type Pair<'a> = (&'a [u8], &'a [u8]);
+
 /// Decodes a zipmap (zipmap.c, Redis < 2.6 small hashes) into
 /// (field, value) pairs.
-pub fn zipmap_pairs(b: &[u8]) -> Result<Vec<(&[u8], &[u8])>, String> {
+pub fn zipmap_pairs(b: &[u8]) -> Result<Vec<Pair<'_>>, String> {
     fn len_at(b: &[u8], p: usize) -> Result<(usize, usize), String> {
         match b.get(p) {
             Some(&x) if x < 254 => Ok((x as usize, 1)),

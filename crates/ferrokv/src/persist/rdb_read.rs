@@ -163,7 +163,7 @@ impl<R: Read> Reader<R> {
     }
 
     /// A plain length (an encoded marker here is an error).
-    pub fn len(&mut self) -> Result<u64, RdbError> {
+    pub fn length(&mut self) -> Result<u64, RdbError> {
         match self.len_enc()? {
             (n, false) => Ok(n),
             _ => Err(self.err("unexpected string encoding where a length belongs")),
@@ -172,7 +172,7 @@ impl<R: Read> Reader<R> {
 
     /// A collection length that must fit in memory terms.
     fn count(&mut self) -> Result<usize, RdbError> {
-        let n = self.len()?;
+        let n = self.length()?;
         usize::try_from(n).map_err(|_| self.err("length out of range"))
     }
 
@@ -187,8 +187,8 @@ impl<R: Read> Reader<R> {
             RDB_ENC_INT16 => i16::from_le_bytes(self.array()?) as i64,
             RDB_ENC_INT32 => i32::from_le_bytes(self.array()?) as i64,
             RDB_ENC_LZF => {
-                let clen = self.len()?;
-                let len = self.len()?;
+                let clen = self.length()?;
+                let len = self.length()?;
                 let c = self.bytes(clen)?;
                 // One control+offset pair expands to at most 264 bytes.
                 if len > clen.saturating_mul(132).saturating_add(32) || len > MAX_STRING {
@@ -250,7 +250,7 @@ impl<R: Read> Reader<R> {
                 let mut l = ListValue::new();
                 for _ in 0..nodes {
                     let container = if ty == RDB_TYPE_LIST_QUICKLIST_2 {
-                        self.len()?
+                        self.length()?
                     } else {
                         QUICKLIST_NODE_CONTAINER_PACKED
                     };
