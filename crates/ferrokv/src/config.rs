@@ -156,6 +156,7 @@ fn render_obl(d: &Directive, v: &str) -> String {
         changed.join("\n")
     }
 }
+const SANITIZE: &[&str] = &["no", "yes", "clients"];
 
 /// Every directive ferrokv understands, sorted by name.
 pub static DIRECTIVES: &[Directive] = &[
@@ -197,6 +198,7 @@ pub static DIRECTIVES: &[Directive] = &[
         false,
     ),
     d("daemonize", Kind::Enum(YESNO_ONLY_NO), "no", false),
+    d("dbfilename", Kind::Str, "dump.rdb", true),
     d("dir", Kind::Str, ".", true),
     d("disable-thp", Kind::Bool, "yes", false),
     d(
@@ -275,7 +277,20 @@ pub static DIRECTIVES: &[Directive] = &[
         true,
     ),
     d("protected-mode", Kind::Bool, "yes", true),
+    d("rdb-del-sync-files", Kind::Bool, "no", true),
+    d(
+        "rdb-key-save-delay",
+        Kind::Int {
+            min: i32::MIN as i64,
+            max: i32::MAX as i64,
+        },
+        "0",
+        true,
+    ),
+    d("rdbchecksum", Kind::Bool, "yes", false),
+    d("rdbcompression", Kind::Bool, "yes", true),
     d("requirepass", Kind::Str, "", true),
+    d("sanitize-dump-payload", Kind::Enum(SANITIZE), "no", true),
     d("save", Kind::List, "3600 1 300 100 60 10000", true),
     d(
         "set-max-intset-entries",
@@ -304,6 +319,7 @@ pub static DIRECTIVES: &[Directive] = &[
         "128",
         true,
     ),
+    d("stop-writes-on-bgsave-error", Kind::Bool, "yes", true),
     d(
         "tcp-backlog",
         Kind::Int {
@@ -453,6 +469,14 @@ pub fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
             }
         }
         Kind::Str if d.name == "notify-keyspace-events" => crate::events::normalise(&args[0]),
+        Kind::Str if d.name == "dbfilename" => {
+            // Redis's isValidDBfilename.
+            if args[0].contains('/') {
+                Err("dbfilename can't be a path, just a filename".into())
+            } else {
+                Ok(args[0].clone())
+            }
+        }
         Kind::Str => Ok(args[0].clone()),
         Kind::Octal => {
             let v = u32::from_str_radix(&args[0], 8)

@@ -16,6 +16,7 @@ pub mod events;
 pub mod ldouble;
 pub mod net;
 pub mod pubsub;
+pub mod persist;
 pub mod resp;
 pub mod server;
 pub mod stats;
@@ -105,8 +106,16 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
             .map_err(|e| std::io::Error::new(e.kind(), format!("Can't chdir to '{dir}': {e}")))?;
     }
     let pidfile = config.get("pidfile").to_string();
+    let mut config = config;
+    if let Ok(cwd) = std::env::current_dir() {
+        // CONFIG GET dir shows the absolute working directory, as Redis.
+        let _ = config.set("dir", &cwd.display().to_string());
+    }
     let server = Server::new(config, threads);
     acl::startup(&server).map_err(std::io::Error::other)?;
+    // The dataset is loaded before any listener exists, so no client sees
+    // a partial keyspace; a bad file stops the start-up with its name.
+    persist::rdb::load_at_startup(&server).map_err(std::io::Error::other)?;
     let mut bound_port = port;
     if port != 0 || unixsocket.is_empty() {
         let mut any = false;
@@ -157,6 +166,13 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         _ = term.recv() => tracing::info!("Received SIGTERM scheduling shutdown..."),
     }
     server.shutting_down.store(true, Ordering::SeqCst);
+    if !server.rdb.shutdown_handled.load(Ordering::SeqCst) {
+        // Signals: save when save points are configured, as Redis's
+        // prepareForShutdown (a failed save is logged; the process exits).
+        let s = server.clone();
+        let _ =
+            tokio::task::spawn_blocking(move || cmd::server::shutdown_save(&s, false, false)).await;
+    }
     if !unixsocket.is_empty() {
         let _ = std::fs::remove_file(&unixsocket);
     }
@@ -179,6 +195,7 @@ async fn cron(server: Arc<Server>) {
         tokio::time::sleep(period).await;
         tick += 1;
         server.stats.sample(util::now_ms());
+        persist::rdb::cron(&server);
         let s = server.clone();
         let budget = period / 4;
         let _ = tokio::task::spawn_blocking(move || {

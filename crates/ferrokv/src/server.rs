@@ -154,6 +154,8 @@ pub struct Server {
     pub threads: usize,
     /// Path of the executable (INFO executable).
     pub executable: String,
+    /// RDB persistence state (SAVE, BGSAVE, INFO persistence).
+    pub rdb: crate::persist::rdb::RdbState,
 }
 
 impl Server {
@@ -189,6 +191,7 @@ impl Server {
             executable: std::env::current_exe()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
+            rdb: Default::default(),
         });
         s.apply_config();
         s

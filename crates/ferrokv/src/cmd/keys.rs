@@ -1064,6 +1064,8 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             taken.push(g.take());
         }
     }
+    // Redis's server.dirty += keys removed.
+    ctx.dirty = Some(taken.iter().map(|s| s.len() as u64).sum());
     if lazy {
         free_later(taken);
     } else {
@@ -1096,6 +1098,11 @@ fn flushall(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             }
         }
     }
+    let removed: u64 = taken.iter().map(|s| s.len() as u64).sum();
+    // A running BGSAVE is stopped, and with save points an (empty)
+    // snapshot is saved at once (Redis's flushAllDataAndResetRDB).
+    let saved = crate::persist::rdb::on_flushall(srv(ctx));
+    ctx.dirty = Some(if saved { 1 } else { removed + 1 });
     if lazy {
         free_later(taken);
     } else {

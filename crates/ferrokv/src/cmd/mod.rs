@@ -17,6 +17,7 @@ pub mod keys;
 pub mod keyspecs;
 pub mod lists;
 pub mod pubsub;
+pub mod persist;
 pub mod server;
 pub mod sets;
 pub mod sort;
@@ -399,7 +400,7 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 12] = [
+        let families: [&'static [Command]; 13] = [
             connection::COMMANDS,
             tx::COMMANDS,
             acl_cmd::COMMANDS,
@@ -412,6 +413,7 @@ pub fn table() -> &'static Table {
             sort::COMMANDS,
             server::COMMANDS,
             pubsub::COMMANDS,
+            persist::COMMANDS,
         ];
         let mut t = Table {
             all: Vec::new(),
@@ -475,6 +477,11 @@ pub struct Ctx<'a> {
     pub stats: &'a ThreadStats,
     /// Set when the handler replied with an error.
     pub failed: bool,
+    /// Changes made, for the dirty counter (INFO
+    /// rdb_changes_since_last_save, save points): set by handlers that
+    /// count as Redis's `server.dirty` does; when None, a write command
+    /// that did not fail counts 1.
+    pub dirty: Option<u64>,
 }
 
 impl<'a> Ctx<'a> {
@@ -687,6 +694,20 @@ pub fn execute(
         finish_reply(client, out, reply_start);
         return;
     }
+    if server.acl.restricted.load(Ordering::Relaxed) {
+        if let Err(msg) = acl_check(server, client, c, id, args) {
+            reject_in_multi(server, client, out, stats, id, &msg, is_exec);
+            finish_reply(client, out, reply_start);
+            return;
+        }
+    }
+    if crate::persist::rdb::writes_denied(server)
+        && (c.flags & flags::WRITE != 0 || c.name == "ping")
+    {
+        reject_in_multi(server, client, out, stats, id, crate::persist::rdb::MISCONF, is_exec);
+        finish_reply(client, out, reply_start);
+        return;
+    }
     if client.pubsub.is_some()
         && crate::pubsub::refused_in_context(client, out.resp3, t.all[client.last_top].name)
     {
@@ -706,13 +727,6 @@ pub fn execute(
         }
         finish_reply(client, out, reply_start);
         return;
-    }
-    if server.acl.restricted.load(Ordering::Relaxed) {
-        if let Err(msg) = acl_check(server, client, c, id, args) {
-            reject_in_multi(server, client, out, stats, id, &msg, is_exec);
-            finish_reply(client, out, reply_start);
-            return;
-        }
     }
     if is_exec {
         // EXEC takes the whole gate itself.
@@ -757,9 +771,11 @@ pub fn run(
         now,
         stats,
         failed: false,
+        dirty: None,
     };
     (c.handler)(&mut ctx, args);
     let failed = ctx.failed;
+    let dirty = ctx.dirty;
     let end_us = crate::util::now_us();
     ctx.client.clock_us = end_us;
     if !failed
@@ -792,8 +808,10 @@ pub fn run(
         bump(&cs.failed, 1);
     }
     bump(&stats.commands, 1);
-    if !failed && c.flags & flags::WRITE != 0 {
-        bump(&stats.dirty, 1);
+    match dirty {
+        Some(n) => bump(&stats.dirty, n),
+        None if !failed && c.flags & flags::WRITE != 0 => bump(&stats.dirty, 1),
+        None => {}
     }
     let slower = server.live.slowlog_slower_than.load(Ordering::Relaxed);
     if slower >= 0 && us >= slower as u64 && c.flags & flags::SKIP_SLOWLOG == 0 {

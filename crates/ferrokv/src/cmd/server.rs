@@ -273,21 +273,6 @@ pub static COMMANDS: &[Command] = &[
     cmd("time", 1, LS | FAST, (0, 0, 0), 0, time)
         .doc("server", "2.6.0", "Return the current server time", "O(1)")
         .tips(&["nondeterministic_output"]),
-    cmd(
-        "lastsave",
-        1,
-        LS | FAST,
-        (0, 0, 0),
-        acl::ADMIN | acl::DANGEROUS,
-        lastsave,
-    )
-    .doc(
-        "server",
-        "1.0.0",
-        "Get the UNIX time stamp of the last successful save to disk",
-        "O(1)",
-    )
-    .tips(&["nondeterministic_output"]),
     cmd("debug", -2, ADMIN_CFG, (0, 0, 0), 0, debug).doc(
         "server",
         "1.0.0",
@@ -426,6 +411,25 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                     "ERR CONFIG SET failed (possibly related to argument '{raw}') - {why}"
                 ));
                 return;
+            }
+        }
+        if names.contains(&"dir") {
+            // Redis changes the working directory at once (the RDB file
+            // is written there).
+            let dir = next.get("dir").to_string();
+            if let Err(e) = std::env::set_current_dir(&dir) {
+                drop(live);
+                let why = match e.kind() {
+                    std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
+                    _ => e.to_string(),
+                };
+                ctx.error(&format!(
+                    "ERR CONFIG SET failed (possibly related to argument 'dir') - {why}"
+                ));
+                return;
+            }
+            if let Ok(cwd) = std::env::current_dir() {
+                let _ = next.set("dir", &cwd.display().to_string());
             }
         }
         *live = next;
@@ -1053,21 +1057,58 @@ fn info_memory(_ctx: &Ctx<'_>, s: &mut Section) {
 
 fn info_persistence(ctx: &Ctx<'_>, s: &mut Section) {
     let srv = ctx.server;
-    let dirty = srv
-        .stats
-        .totals()
-        .dirty
-        .saturating_sub(srv.stats.dirty_base.load(Ordering::Relaxed));
+    let st = &srv.rdb;
+    let dirty = crate::persist::rdb::dirty(srv);
+    let in_progress = st.bgsave_in_progress.load(Ordering::Relaxed);
+    let now = crate::util::now_ms();
     s.header("Persistence");
     s.kv("loading", 0);
     s.kv("async_loading", 0);
+    s.kv("current_cow_peak", 0);
+    s.kv("current_cow_size", 0);
+    s.kv("current_cow_size_age", 0);
+    s.kv("current_fork_perc", "0.00");
+    let (processed, total) = if in_progress {
+        (
+            st.save_keys_processed.load(Ordering::Relaxed),
+            st.save_keys_total.load(Ordering::Relaxed),
+        )
+    } else {
+        (0, 0)
+    };
+    s.kv("current_save_keys_processed", processed);
+    s.kv("current_save_keys_total", total);
     s.kv("rdb_changes_since_last_save", dirty);
-    s.kv("rdb_bgsave_in_progress", 0);
+    s.kv("rdb_bgsave_in_progress", in_progress as u8);
     s.kv("rdb_last_save_time", srv.lastsave.load(Ordering::Relaxed));
-    s.kv("rdb_last_bgsave_status", "ok");
-    s.kv("rdb_last_bgsave_time_sec", -1);
-    s.kv("rdb_current_bgsave_time_sec", -1);
-    s.kv("rdb_saves", 0);
+    s.kv(
+        "rdb_last_bgsave_status",
+        if st.last_bgsave_failed.load(Ordering::Relaxed) {
+            "err"
+        } else {
+            "ok"
+        },
+    );
+    s.kv(
+        "rdb_last_bgsave_time_sec",
+        st.last_bgsave_time_sec.load(Ordering::Relaxed),
+    );
+    let cur = if in_progress {
+        (now.saturating_sub(st.bgsave_start_ms.load(Ordering::Relaxed)) / 1000) as i64
+    } else {
+        -1
+    };
+    s.kv("rdb_current_bgsave_time_sec", cur);
+    s.kv("rdb_saves", st.saves.load(Ordering::Relaxed));
+    s.kv("rdb_last_cow_size", 0);
+    s.kv(
+        "rdb_last_load_keys_expired",
+        st.keys_expired.load(Ordering::Relaxed),
+    );
+    s.kv(
+        "rdb_last_load_keys_loaded",
+        st.keys_loaded.load(Ordering::Relaxed),
+    );
     s.kv("aof_enabled", 0);
     s.kv("aof_rewrite_in_progress", 0);
     s.kv("aof_rewrite_scheduled", 0);
@@ -1075,8 +1116,11 @@ fn info_persistence(ctx: &Ctx<'_>, s: &mut Section) {
     s.kv("aof_current_rewrite_time_sec", -1);
     s.kv("aof_last_bgrewrite_status", "ok");
     s.kv("aof_rewrites", 0);
+    s.kv("aof_rewrites_consecutive_failures", 0);
     s.kv("aof_last_write_status", "ok");
+    s.kv("aof_last_cow_size", 0);
     s.kv("module_fork_in_progress", 0);
+    s.kv("module_fork_last_cow_size", 0);
 }
 
 fn info_stats(ctx: &Ctx<'_>, s: &mut Section) {
@@ -1240,13 +1284,6 @@ fn time(ctx: &mut Ctx<'_>, _: &Args<'_>) {
     ctx.out.bulk_int((us % 1_000_000) as i64);
 }
 
-/// LASTSAVE: unix time of the last successful save (start time until
-/// persistence exists).
-fn lastsave(ctx: &mut Ctx<'_>, _: &Args<'_>) {
-    ctx.out
-        .int(ctx.server.lastsave.load(Ordering::Relaxed) as i64);
-}
-
 // ---------------------------------------------------------------- DEBUG
 
 /// True when DEBUG may run for this client under `enable-debug-command`
@@ -1278,6 +1315,19 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             &[
                 "OBJECT <key>",
                 "    Show low level info about `key` and associated value.",
+                "RELOAD [option ...]",
+                "    Save the RDB on disk and reload it back to memory. Valid <option> values:",
+                "    * MERGE: conflicting keys will be loaded from RDB.",
+                "    * NOFLUSH: the existing database will not be removed before load, but",
+                "      conflicting keys will generate an exception and kill the server.",
+                "    * NOSAVE: the database will be loaded from an existing RDB file.",
+                "    Examples:",
+                "    * DEBUG RELOAD: verify that the server is able to persist, flush and reload",
+                "      the database.",
+                "    * DEBUG RELOAD NOSAVE: replace the current database with the contents of an",
+                "      existing RDB file.",
+                "    * DEBUG RELOAD NOSAVE NOFLUSH MERGE: add the contents of an existing RDB",
+                "      file to the database.",
                 "SET-ACTIVE-EXPIRE <0|1>",
                 "    Setting it to 0 disables expiring keys in background when they are not",
                 "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
@@ -1288,6 +1338,8 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         );
     } else if sub.eq_ignore_ascii_case(b"object") && n == 3 {
         debug_object(ctx, args.get(2));
+    } else if sub.eq_ignore_ascii_case(b"reload") {
+        debug_reload(ctx, args);
     } else if sub.eq_ignore_ascii_case(b"sleep") && n == 3 {
         let secs = crate::util::parse_f64(args.get(2))
             .filter(|v| v.is_finite() && *v > 0.0)
@@ -1307,6 +1359,40 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             sub,
             "'. Try DEBUG HELP.",
         );
+    }
+}
+
+/// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE] (debug.c): save, empty, load
+/// the RDB back. Other connections may run commands meanwhile (Redis
+/// blocks them); their writes between the save and the load are lost, as
+/// they would be in Redis had they come just before.
+fn debug_reload(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let (mut merge, mut noflush, mut nosave) = (false, false, false);
+    for i in 2..args.len() {
+        let o = args.get(i);
+        if o.eq_ignore_ascii_case(b"merge") {
+            merge = true;
+        } else if o.eq_ignore_ascii_case(b"noflush") {
+            noflush = true;
+        } else if o.eq_ignore_ascii_case(b"nosave") {
+            nosave = true;
+        } else {
+            return ctx
+                .error("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.");
+        }
+    }
+    if !nosave {
+        if let Err(e) = crate::persist::rdb::save_now(ctx.server) {
+            tracing::warn!("DEBUG RELOAD: {e}");
+            return ctx.error("ERR");
+        }
+    }
+    match crate::persist::rdb::debug_reload(ctx.server, merge, noflush, true) {
+        Ok(()) => ctx.out.ok(),
+        Err(e) => {
+            tracing::warn!("DEBUG RELOAD: {e}");
+            ctx.error("ERR Error trying to load the RDB dump, check server logs.")
+        }
     }
 }
 
@@ -1623,9 +1709,9 @@ fn latency_help(ctx: &mut Ctx<'_>, _: &Args<'_>) {
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: stops the server; on
 /// success no reply is sent and the process exits 0.
 ///
-/// ferrokv cannot save yet: an explicit SAVE fails with Redis's "Errors
-/// trying to SHUTDOWN" unless FORCE is given; the implicit save Redis does
-/// when save points are configured is skipped with a warning in the log.
+/// Saves the RDB first with SAVE, or without NOSAVE when save points are
+/// configured (prepareForShutdown); when that save fails the server keeps
+/// running and replies "Errors trying to SHUTDOWN" unless FORCE is given.
 /// No shutdown is ever pending (there are no replicas to wait for), so ABORT
 /// always answers "No shutdown in progress.".
 fn shutdown(ctx: &mut Ctx<'_>, args: &Args<'_>) {
@@ -1652,19 +1738,36 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         ctx.error("ERR No shutdown in progress.");
         return;
     }
-    if save && !force {
-        tracing::warn!("Error trying to save the DB, can't exit (persistence is not implemented).");
+    if !shutdown_save(ctx.server, save, nosave) && !force {
         ctx.error("ERR Errors trying to SHUTDOWN. Check logs.");
         return;
     }
-    if !nosave && !save && !ctx.server.config.read().get("save").is_empty() {
-        tracing::warn!(
-            "save points are configured but persistence is not implemented: exiting without saving"
-        );
-    }
+    ctx.server
+        .rdb
+        .shutdown_handled
+        .store(true, Ordering::SeqCst);
     tracing::info!("User requested shutdown...");
     ctx.client.close_after_reply = true;
     ctx.server.request_shutdown();
+}
+
+/// The save of a shutdown: done when `save`, or when save points are
+/// configured and not `nosave`. Cancels a running BGSAVE first. True when
+/// the shutdown may go on. Marks the shutdown as handled so the exit path
+/// does not save again.
+pub fn shutdown_save(server: &crate::server::Server, save: bool, nosave: bool) -> bool {
+    use crate::persist::rdb;
+    rdb::cancel_bgsave(server);
+    let want = save || (!nosave && !rdb::save_points(server).is_empty());
+    if want {
+        tracing::info!("Saving the final RDB snapshot before exiting.");
+        if let Err(e) = rdb::save_now(server) {
+            tracing::warn!("Error trying to save the DB, can't exit. ({e})");
+            return false;
+        }
+    }
+    server.rdb.shutdown_handled.store(true, Ordering::SeqCst);
+    true
 }
 
 #[cfg(test)]

@@ -1,0 +1,213 @@
+//! Persistence commands: SAVE, BGSAVE, LASTSAVE (rdb.c) and DUMP, RESTORE
+//! (cluster.c), with Redis 7.0's replies and errors. The file format and the
+//! save machinery live in `persist::rdb`.
+//!
+//! Differences from Redis: SAVE blocks only the calling connection's thread
+//! (other threads keep serving clients while it runs); RESTORE's FREQ is
+//! validated and ignored (no LFU counters are kept).
+
+use super::{acl, cmd, err, flags::*, Command, Ctx};
+use crate::db::{Entry, Value};
+use crate::persist::rdb::{self, PayloadError};
+use crate::resp::Args;
+use std::sync::atomic::Ordering;
+
+/// The persistence family's table entries.
+pub static COMMANDS: &[Command] = &[
+    cmd(
+        "save",
+        1,
+        ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI,
+        (0, 0, 0),
+        0,
+        save,
+    )
+    .doc(
+        "server",
+        "1.0.0",
+        "Synchronously save the dataset to disk",
+        "O(N) where N is the total number of keys in all databases",
+    ),
+    cmd(
+        "bgsave",
+        -1,
+        ADMIN | NOSCRIPT | NO_ASYNC_LOADING,
+        (0, 0, 0),
+        0,
+        bgsave,
+    )
+    .doc(
+        "server",
+        "1.0.0",
+        "Asynchronously save the dataset to disk",
+        "O(1)",
+    ),
+    cmd(
+        "lastsave",
+        1,
+        LOADING | STALE | FAST,
+        (0, 0, 0),
+        acl::ADMIN | acl::DANGEROUS,
+        lastsave,
+    )
+    .doc(
+        "server",
+        "1.0.0",
+        "Get the UNIX time stamp of the last successful save to disk",
+        "O(1)",
+    )
+    .tips(&["nondeterministic_output"]),
+    cmd("dump", 2, READONLY, (1, 1, 1), acl::KEYSPACE, dump)
+        .doc(
+            "generic",
+            "2.6.0",
+            "Return a serialized version of the value stored at the specified key.",
+            "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).",
+        )
+        .tips(&["nondeterministic_output"])
+        .key_flags(&["RO", "ACCESS"]),
+    cmd(
+        "restore",
+        -4,
+        WRITE | DENYOOM,
+        (1, 1, 1),
+        acl::KEYSPACE | acl::DANGEROUS,
+        restore,
+    )
+    .doc(
+        "generic",
+        "2.6.0",
+        "Create a key using the provided serialized value, previously obtained using DUMP.",
+        "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
+    )
+    .key_flags(&["OW", "UPDATE"]),
+];
+
+/// SAVE: synchronous save. "Background save already in progress" while a
+/// BGSAVE runs; a bare `-ERR` when writing failed (as Redis's shared.err).
+fn save(ctx: &mut Ctx<'_>, _: &Args<'_>) {
+    match rdb::save(ctx.server) {
+        Ok(()) => ctx.out.ok(),
+        Err(e) if e.starts_with("Background") => ctx.error(&format!("ERR {e}")),
+        Err(_) => ctx.error("ERR"),
+    }
+}
+
+/// BGSAVE [SCHEDULE]: starts a background save ("Background saving
+/// started"); with one running, an error (SCHEDULE included, as Redis,
+/// which only schedules behind other kinds of background work).
+fn bgsave(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    if args.len() > 1 && !(args.len() == 2 && args.get(1).eq_ignore_ascii_case(b"schedule")) {
+        return ctx.syntax();
+    }
+    match rdb::bgsave(ctx.server) {
+        Ok(()) => ctx.out.simple("Background saving started"),
+        Err(e) => ctx.error(&format!("ERR {e}")),
+    }
+}
+
+/// LASTSAVE: unix time of the last successful save (start time before).
+fn lastsave(ctx: &mut Ctx<'_>, _: &Args<'_>) {
+    ctx.out
+        .int(ctx.server.lastsave.load(Ordering::Relaxed) as i64);
+}
+
+/// DUMP key: the value in Redis's payload format, nil when missing.
+fn dump(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let key = args.get(1);
+    let opts = rdb::dump_opts(ctx.server);
+    let (h, mut g) = ctx.lock(key);
+    let payload = g
+        .get(h, key, ctx.now)
+        .map(|e| rdb::dump_payload(&e.value, &opts));
+    drop(g);
+    ctx.hit(payload.is_some());
+    match payload {
+        Some(p) => ctx.out.bulk(&p),
+        None => ctx.out.null(),
+    }
+}
+
+/// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]
+/// (cluster.c restoreCommand): options first, then BUSYKEY, TTL, payload
+/// checks, in Redis's order.
+fn restore(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let (mut replace, mut absttl) = (false, false);
+    let mut idle: Option<i64> = None;
+    let mut freq: Option<i64> = None;
+    let mut j = 4;
+    while j < args.len() {
+        let a = args.get(j);
+        let more = args.len() - j - 1;
+        if a.eq_ignore_ascii_case(b"replace") {
+            replace = true;
+        } else if a.eq_ignore_ascii_case(b"absttl") {
+            absttl = true;
+        } else if a.eq_ignore_ascii_case(b"idletime") && more >= 1 && freq.is_none() {
+            let Some(v) = super::arg_i64(ctx, args.get(j + 1)) else {
+                return;
+            };
+            if v < 0 {
+                return ctx.error("ERR Invalid IDLETIME value, must be >= 0");
+            }
+            idle = Some(v);
+            j += 1;
+        } else if a.eq_ignore_ascii_case(b"freq") && more >= 1 && idle.is_none() {
+            let Some(v) = super::arg_i64(ctx, args.get(j + 1)) else {
+                return;
+            };
+            if !(0..=255).contains(&v) {
+                return ctx.error("ERR Invalid FREQ value, must be >= 0 and <= 255");
+            }
+            freq = Some(v);
+            j += 1;
+        } else {
+            return ctx.syntax();
+        }
+        j += 1;
+    }
+    let key = args.get(1);
+    let (h, mut g) = ctx.lock(key);
+    if !replace && g.contains(h, key, ctx.now) {
+        drop(g);
+        return ctx.error("BUSYKEY Target key name already exists.");
+    }
+    let Some(mut ttl) = crate::util::parse_i64(args.get(2)) else {
+        drop(g);
+        return ctx.error(err::NOT_INT);
+    };
+    if ttl < 0 {
+        drop(g);
+        return ctx.error("ERR Invalid TTL value, must be >= 0");
+    }
+    let value: Value = match rdb::restore_value(ctx.server, args.get(3), key) {
+        Ok(v) => v,
+        Err(PayloadError::VersionOrChecksum) => {
+            drop(g);
+            return ctx.error("ERR DUMP payload version or checksum are wrong");
+        }
+        Err(PayloadError::BadFormat) => {
+            drop(g);
+            return ctx.error("ERR Bad data format");
+        }
+    };
+    let deleted = replace && g.remove(h, key).is_some();
+    if ttl != 0 && !absttl {
+        ttl = ttl.saturating_add(ctx.now as i64);
+    }
+    if ttl != 0 && ttl as u64 <= ctx.now {
+        // Already expired: the key is not created (a replaced one is gone).
+        drop(g);
+        ctx.dirty = Some(deleted as u64);
+        return ctx.out.ok();
+    }
+    let mut e = Entry::new(value, ctx.now);
+    e.expire_at = ttl as u64;
+    if let Some(s) = idle {
+        e.lru = ((ctx.now / 1000) as i64).saturating_sub(s).max(0) as u32;
+    }
+    let _ = freq;
+    g.insert(h, key, e);
+    drop(g);
+    ctx.out.ok();
+}

@@ -1,0 +1,3 @@
+//! Persistence: RDB snapshots ([`rdb`]).
+
+pub mod rdb;

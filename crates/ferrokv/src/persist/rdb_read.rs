@@ -1,0 +1,453 @@
+//! RDB parsing (Redis's rdbLoad / rdbLoadObject): a streaming reader over
+//! any `Read` that keeps the running CRC64 and byte offset, and the decoder
+//! of every value type Redis 7.0 can write plus the older encodings found
+//! in real dumps (see the table in rdb.rs). Every length is checked against
+//! the data actually present before memory is committed to it: strings are
+//! read in 1 MiB steps, collections never reserve more than a few thousand
+//! slots ahead, an LZF length beyond what the compressed bytes can expand
+//! to is refused.
+
+use super::blobs::{intset_decode, listpack_elems, parse_score, ziplist_elems, zipmap_pairs, Elem};
+use super::lzf as rdb_lzf;
+use super::*;
+use crate::db::list::End;
+use crate::db::{hash, zset, HashValue, ListValue, SetValue, StrValue, Value, ZSetValue};
+use std::io::Read;
+
+/// Encoding thresholds applied to loaded values (the live configuration),
+/// so that a loaded key has the encoding Redis would give it.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadLimits {
+    /// list-max-listpack-size.
+    pub list_fill: i64,
+    /// hash-max-listpack-entries / -value.
+    pub hash: hash::Limits,
+    /// set-max-intset-entries.
+    pub set_max_intset: u64,
+    /// zset-max-listpack-entries / -value.
+    pub zset: zset::Limits,
+}
+
+impl LoadLimits {
+    /// The limits of the server's live configuration.
+    pub fn of(server: &crate::server::Server) -> Self {
+        use std::sync::atomic::Ordering::Relaxed;
+        let l = &server.live;
+        LoadLimits {
+            list_fill: l.list_max_listpack_size.load(Relaxed),
+            hash: hash::Limits {
+                max_entries: l.hash_max_listpack_entries.load(Relaxed),
+                max_value: l.hash_max_listpack_value.load(Relaxed),
+            },
+            set_max_intset: l.set_max_intset_entries.load(Relaxed),
+            zset: zset::Limits {
+                max_entries: l.zset_max_listpack_entries.load(Relaxed) as usize,
+                max_value: l.zset_max_listpack_value.load(Relaxed) as usize,
+            },
+        }
+    }
+}
+
+/// A reader of RDB primitives that tracks the CRC64 of everything read and
+/// the offset (for error messages).
+pub struct Reader<R> {
+    r: R,
+    crc: crc::Digest<'static, u64, crc::Table<16>>,
+    /// Bytes consumed so far.
+    pub pos: u64,
+}
+
+/// Cap on one string (a key, a value or a packed blob): 4 GiB.
+const MAX_STRING: u64 = 1 << 32;
+
+impl<R: Read> Reader<R> {
+    /// Wraps `r` (pass a `BufReader` for files).
+    pub fn new(r: R) -> Self {
+        Reader {
+            r,
+            crc: CRC64.digest(),
+            pos: 0,
+        }
+    }
+
+    /// The CRC64 of everything read so far.
+    pub fn crc(&self) -> u64 {
+        self.crc.clone().finalize()
+    }
+
+    /// An error at the current offset.
+    pub fn err(&self, msg: impl Into<String>) -> RdbError {
+        RdbError {
+            msg: msg.into(),
+            offset: self.pos,
+        }
+    }
+
+    /// Fills `buf` exactly; a short read is the "truncated" error.
+    pub fn exact(&mut self, buf: &mut [u8]) -> Result<(), RdbError> {
+        match self.r.read_exact(buf) {
+            Ok(()) => {
+                self.crc.update(buf);
+                self.pos += buf.len() as u64;
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(self.err(
+                "unexpected end of file (the file is truncated: Short read or OOM loading DB)",
+            )),
+            Err(e) => Err(self.err(format!("read error: {e}"))),
+        }
+    }
+
+    /// Reads the 8-byte trailer without adding it to the CRC.
+    pub fn trailer(&mut self) -> Result<u64, RdbError> {
+        let mut b = [0u8; 8];
+        match self.r.read_exact(&mut b) {
+            Ok(()) => {
+                self.pos += 8;
+                Ok(u64::from_le_bytes(b))
+            }
+            Err(_) => {
+                Err(self.err("unexpected end of file before the checksum (the file is truncated)"))
+            }
+        }
+    }
+
+    /// One byte.
+    pub fn u8(&mut self) -> Result<u8, RdbError> {
+        let mut b = [0u8; 1];
+        self.exact(&mut b)?;
+        Ok(b[0])
+    }
+
+    /// `n` fixed bytes.
+    pub fn array<const N: usize>(&mut self) -> Result<[u8; N], RdbError> {
+        let mut b = [0u8; N];
+        self.exact(&mut b)?;
+        Ok(b)
+    }
+
+    /// `n` bytes, allocated as they arrive (a corrupt huge `n` fails at the
+    /// end of the data, not at allocation).
+    pub fn bytes(&mut self, n: u64) -> Result<Vec<u8>, RdbError> {
+        if n > MAX_STRING {
+            return Err(self.err(format!("string length {n} out of range")));
+        }
+        let n = n as usize;
+        let mut v = Vec::with_capacity(n.min(1 << 20));
+        while v.len() < n {
+            let old = v.len();
+            let step = (n - old).min(1 << 20);
+            v.resize(old + step, 0);
+            self.exact(&mut v[old..])?;
+        }
+        Ok(v)
+    }
+
+    /// An RDB length or special-encoding marker (rdbLoadLenByRef): (value,
+    /// true) for an encoded string's marker.
+    pub fn len_enc(&mut self) -> Result<(u64, bool), RdbError> {
+        let b = self.u8()?;
+        Ok(match b >> 6 {
+            0 => ((b & 0x3f) as u64, false),
+            1 => {
+                let lo = self.u8()?;
+                ((((b & 0x3f) as u64) << 8) | lo as u64, false)
+            }
+            2 => match b {
+                RDB_32BITLEN => (u32::from_be_bytes(self.array()?) as u64, false),
+                RDB_64BITLEN => (u64::from_be_bytes(self.array()?), false),
+                _ => return Err(self.err(format!("unknown length encoding 0x{b:02x}"))),
+            },
+            _ => ((b & 0x3f) as u64, true),
+        })
+    }
+
+    /// A plain length (an encoded marker here is an error).
+    pub fn length(&mut self) -> Result<u64, RdbError> {
+        match self.len_enc()? {
+            (n, false) => Ok(n),
+            _ => Err(self.err("unexpected string encoding where a length belongs")),
+        }
+    }
+
+    /// A collection length that must fit in memory terms.
+    fn count(&mut self) -> Result<usize, RdbError> {
+        let n = self.length()?;
+        usize::try_from(n).map_err(|_| self.err("length out of range"))
+    }
+
+    /// A string (rdbGenericLoadStringObject): raw, int-encoded or LZF.
+    pub fn string(&mut self) -> Result<Vec<u8>, RdbError> {
+        let (n, enc) = self.len_enc()?;
+        if !enc {
+            return self.bytes(n);
+        }
+        let v: i64 = match n as u8 {
+            RDB_ENC_INT8 => self.u8()? as i8 as i64,
+            RDB_ENC_INT16 => i16::from_le_bytes(self.array()?) as i64,
+            RDB_ENC_INT32 => i32::from_le_bytes(self.array()?) as i64,
+            RDB_ENC_LZF => {
+                let clen = self.length()?;
+                let len = self.length()?;
+                let c = self.bytes(clen)?;
+                // One control+offset pair expands to at most 264 bytes.
+                if len > clen.saturating_mul(132).saturating_add(32) || len > MAX_STRING {
+                    return Err(self.err("LZF uncompressed length out of range"));
+                }
+                return rdb_lzf::decompress(&c, len as usize)
+                    .map_err(|e| self.err(format!("invalid LZF string: {e}")));
+            }
+            x => return Err(self.err(format!("unknown string encoding {x}"))),
+        };
+        Ok(itoa::Buffer::new().format(v).as_bytes().to_vec())
+    }
+
+    /// A score in the old text form (ZSET type): length byte, 253 = NaN,
+    /// 254 = +inf, 255 = -inf.
+    fn text_double(&mut self) -> Result<f64, RdbError> {
+        let n = self.u8()?;
+        match n {
+            253 => Ok(f64::NAN),
+            254 => Ok(f64::INFINITY),
+            255 => Ok(f64::NEG_INFINITY),
+            _ => {
+                let b = self.bytes(n as u64)?;
+                parse_score(&b).ok_or_else(|| self.err("invalid score"))
+            }
+        }
+    }
+
+    /// Reads one value of RDB type `ty` (rdbLoadObject). Ok(None) for an
+    /// empty collection, which Redis also skips. `key` names the key in
+    /// errors.
+    pub fn value(
+        &mut self,
+        ty: u8,
+        key: &[u8],
+        lim: &LoadLimits,
+    ) -> Result<Option<Value>, RdbError> {
+        let name = String::from_utf8_lossy(key).into_owned();
+        let bad = |r: &Self, what: String| r.err(format!("{what} (key '{name}')"));
+        Ok(Some(match ty {
+            RDB_TYPE_STRING => Value::Str(StrValue::from_bytes(&self.string()?)),
+            RDB_TYPE_LIST => {
+                let n = self.count()?;
+                let mut l = ListValue::new();
+                for _ in 0..n {
+                    l.push(End::Right, &self.string()?, lim.list_fill);
+                }
+                list(l)
+            }
+            RDB_TYPE_LIST_ZIPLIST => {
+                let blob = self.string()?;
+                let elems = ziplist_elems(&blob).map_err(|e| bad(self, e))?;
+                let mut l = ListValue::new();
+                push_elems(&mut l, &elems, lim.list_fill);
+                list(l)
+            }
+            RDB_TYPE_LIST_QUICKLIST | RDB_TYPE_LIST_QUICKLIST_2 => {
+                let nodes = self.count()?;
+                let mut l = ListValue::new();
+                for _ in 0..nodes {
+                    let container = if ty == RDB_TYPE_LIST_QUICKLIST_2 {
+                        self.length()?
+                    } else {
+                        QUICKLIST_NODE_CONTAINER_PACKED
+                    };
+                    let blob = self.string()?;
+                    match container {
+                        QUICKLIST_NODE_CONTAINER_PLAIN => {
+                            l.push(End::Right, &blob, lim.list_fill);
+                        }
+                        QUICKLIST_NODE_CONTAINER_PACKED => {
+                            let elems = if ty == RDB_TYPE_LIST_QUICKLIST {
+                                ziplist_elems(&blob)
+                            } else {
+                                listpack_elems(&blob)
+                            }
+                            .map_err(|e| bad(self, e))?;
+                            push_elems(&mut l, &elems, lim.list_fill);
+                        }
+                        c => return Err(bad(self, format!("unknown quicklist container {c}"))),
+                    }
+                }
+                list(l)
+            }
+            RDB_TYPE_SET => {
+                let n = self.count()?;
+                let mut s = SetValue::new();
+                for _ in 0..n {
+                    let m = self.string()?;
+                    if !s.add(&m, lim.set_max_intset) {
+                        return Err(bad(self, "duplicate set member".into()));
+                    }
+                }
+                set(s)
+            }
+            RDB_TYPE_SET_INTSET => {
+                let blob = self.string()?;
+                let v = intset_decode(&blob).map_err(|e| bad(self, e))?;
+                let mut s = SetValue::new();
+                let mut t = itoa::Buffer::new();
+                for x in v {
+                    s.add(t.format(x).as_bytes(), lim.set_max_intset);
+                }
+                set(s)
+            }
+            RDB_TYPE_SET_LISTPACK => {
+                let blob = self.string()?;
+                let elems = listpack_elems(&blob).map_err(|e| bad(self, e))?;
+                let mut s = SetValue::new();
+                for e in elems {
+                    if !e.with(|m| s.add(m, lim.set_max_intset)) {
+                        return Err(bad(self, "duplicate set member".into()));
+                    }
+                }
+                set(s)
+            }
+            RDB_TYPE_ZSET | RDB_TYPE_ZSET_2 => {
+                let n = self.count()?;
+                let mut z = ZSetValue::new();
+                for _ in 0..n {
+                    let m = self.string()?;
+                    let s = if ty == RDB_TYPE_ZSET_2 {
+                        f64::from_le_bytes(self.array()?)
+                    } else {
+                        self.text_double()?
+                    };
+                    zadd(self, &mut z, &m, Some(s), lim, &name)?;
+                }
+                zset_value(z)
+            }
+            RDB_TYPE_ZSET_ZIPLIST | RDB_TYPE_ZSET_LISTPACK => {
+                let blob = self.string()?;
+                let elems = if ty == RDB_TYPE_ZSET_ZIPLIST {
+                    ziplist_elems(&blob)
+                } else {
+                    listpack_elems(&blob)
+                }
+                .map_err(|e| bad(self, e))?;
+                if elems.len() % 2 != 0 {
+                    return Err(bad(self, "sorted set with an odd element count".into()));
+                }
+                let mut z = ZSetValue::new();
+                for p in elems.chunks_exact(2) {
+                    let m = p[0].to_vec();
+                    zadd(self, &mut z, &m, p[1].score(), lim, &name)?;
+                }
+                zset_value(z)
+            }
+            RDB_TYPE_HASH => {
+                let n = self.count()?;
+                let mut h = HashValue::new();
+                for _ in 0..n {
+                    let f = self.string()?;
+                    let v = self.string()?;
+                    if !h.set(&f, &v, lim.hash) {
+                        return Err(bad(self, "duplicate hash field".into()));
+                    }
+                }
+                hash_value(h)
+            }
+            RDB_TYPE_HASH_ZIPMAP => {
+                let blob = self.string()?;
+                let pairs = zipmap_pairs(&blob).map_err(|e| bad(self, e))?;
+                let mut h = HashValue::new();
+                for (f, v) in pairs {
+                    if !h.set(f, v, lim.hash) {
+                        return Err(bad(self, "duplicate hash field".into()));
+                    }
+                }
+                hash_value(h)
+            }
+            RDB_TYPE_HASH_ZIPLIST | RDB_TYPE_HASH_LISTPACK => {
+                let blob = self.string()?;
+                let elems = if ty == RDB_TYPE_HASH_ZIPLIST {
+                    ziplist_elems(&blob)
+                } else {
+                    listpack_elems(&blob)
+                }
+                .map_err(|e| bad(self, e))?;
+                if elems.len() % 2 != 0 {
+                    return Err(bad(self, "hash with an odd element count".into()));
+                }
+                let mut h = HashValue::new();
+                for p in elems.chunks_exact(2) {
+                    let f = p[0].to_vec();
+                    let new = p[1].with(|v| h.set(&f, v, lim.hash));
+                    if !new {
+                        return Err(bad(self, "duplicate hash field".into()));
+                    }
+                }
+                hash_value(h)
+            }
+            RDB_TYPE_STREAM_LISTPACKS
+            | RDB_TYPE_STREAM_LISTPACKS_2
+            | RDB_TYPE_STREAM_LISTPACKS_3 => {
+                return Err(bad(
+                    self,
+                    "streams are not supported by ferrokv: cannot load a stream value".into(),
+                ))
+            }
+            RDB_TYPE_MODULE_PRE_GA | RDB_TYPE_MODULE_2 => {
+                return Err(bad(
+                    self,
+                    "modules are not supported by ferrokv: cannot load a module value".into(),
+                ))
+            }
+            t => return Err(bad(self, format!("unknown RDB value type {t}"))),
+        }))
+        .map(|v: Option<Value>| v.filter(|v| !is_empty(v)))
+    }
+}
+
+fn list(l: ListValue) -> Value {
+    Value::List(Box::new(l))
+}
+fn set(s: SetValue) -> Value {
+    Value::Set(Box::new(s))
+}
+fn zset_value(z: ZSetValue) -> Value {
+    Value::ZSet(Box::new(z))
+}
+fn hash_value(h: HashValue) -> Value {
+    Value::Hash(Box::new(h))
+}
+
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Str(_) => false,
+        Value::List(l) => l.is_empty(),
+        Value::Set(s) => s.is_empty(),
+        Value::ZSet(z) => z.is_empty(),
+        Value::Hash(h) => h.is_empty(),
+    }
+}
+
+fn push_elems(l: &mut ListValue, elems: &[Elem<'_>], fill: i64) {
+    for e in elems {
+        e.with(|b| l.push(End::Right, b, fill));
+    }
+}
+
+fn zadd<R: Read>(
+    r: &Reader<R>,
+    z: &mut ZSetValue,
+    m: &[u8],
+    score: Option<f64>,
+    lim: &LoadLimits,
+    key: &str,
+) -> Result<(), RdbError> {
+    let s = match score {
+        Some(s) if !s.is_nan() => s,
+        _ => {
+            return Err(r.err(format!(
+                "sorted set with an invalid or NaN score (key '{key}')"
+            )))
+        }
+    };
+    if !z.insert(m, s, lim.zset) {
+        return Err(r.err(format!("duplicate sorted set member (key '{key}')")));
+    }
+    Ok(())
+}

@@ -1,0 +1,271 @@
+//! RDB serialisation of keys and values (Redis 7.0's rdb.c layouts, RDB
+//! version 10), into byte buffers. The encodings chosen are those Redis
+//! 7.0 itself writes, so redis-server 7.0 loads them and redis-check-rdb
+//! accepts them:
+//!
+//! | value | RDB type |
+//! |---|---|
+//! | string | `STRING` (int-encoded when a canonical 32-bit integer, LZF when longer than 20 bytes and compression saves at least 4 bytes) |
+//! | list | `LIST_QUICKLIST_2`, one packed listpack per node, nodes cut by `list-max-listpack-size` |
+//! | set, `intset` | `SET_INTSET` |
+//! | set, `hashtable` | `SET` |
+//! | sorted set, `listpack` | `ZSET_LISTPACK` (member, score pairs in rank order) |
+//! | sorted set, `skiplist` | `ZSET_2` (binary little-endian doubles) |
+//! | hash, `listpack` | `HASH_LISTPACK` (insertion order) |
+//! | hash, `hashtable` | `HASH` |
+
+use super::blobs::{intset_encode, ListpackWriter};
+use super::lzf as rdb_lzf;
+use super::*;
+use crate::db::set::Member;
+use crate::db::{Entry, SetValue, StrValue, Value};
+
+/// Choices that shape the bytes written.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteOpts {
+    /// rdbcompression: LZF-compress strings longer than 20 bytes.
+    pub compress: bool,
+    /// list-max-listpack-size, for cutting lists into quicklist nodes.
+    pub list_fill: i64,
+}
+
+impl Default for WriteOpts {
+    fn default() -> Self {
+        WriteOpts {
+            compress: true,
+            list_fill: -2,
+        }
+    }
+}
+
+/// Appends an RDB length (rdbSaveLen): 6-bit, 14-bit, 32-bit or 64-bit.
+pub fn put_len(b: &mut Vec<u8>, n: u64) {
+    if n < 1 << 6 {
+        b.push(n as u8);
+    } else if n < 1 << 14 {
+        b.push(0x40 | (n >> 8) as u8);
+        b.push(n as u8);
+    } else if n <= u32::MAX as u64 {
+        b.push(RDB_32BITLEN);
+        b.extend_from_slice(&(n as u32).to_be_bytes());
+    } else {
+        b.push(RDB_64BITLEN);
+        b.extend_from_slice(&n.to_be_bytes());
+    }
+}
+
+/// Appends `v` int-encoded when it fits 32 bits (rdbEncodeInteger); false
+/// when it does not fit.
+fn put_encoded_int(b: &mut Vec<u8>, v: i64) -> bool {
+    if let Ok(x) = i8::try_from(v) {
+        b.push(0xC0 | RDB_ENC_INT8);
+        b.push(x as u8);
+    } else if let Ok(x) = i16::try_from(v) {
+        b.push(0xC0 | RDB_ENC_INT16);
+        b.extend_from_slice(&x.to_le_bytes());
+    } else if let Ok(x) = i32::try_from(v) {
+        b.push(0xC0 | RDB_ENC_INT32);
+        b.extend_from_slice(&x.to_le_bytes());
+    } else {
+        return false;
+    }
+    true
+}
+
+/// Appends a string as rdbSaveRawString: integer-encoded when it is a
+/// canonical integer of at most 11 characters that fits 32 bits, LZF when
+/// `compress` and longer than 20 bytes and compression saves at least 4
+/// bytes, raw otherwise.
+pub fn put_string(b: &mut Vec<u8>, s: &[u8], compress: bool) {
+    if s.len() <= 11 {
+        if let Some(v) = crate::util::parse_i64(s) {
+            if put_encoded_int(b, v) {
+                return;
+            }
+        }
+    }
+    if compress && s.len() > 20 {
+        if let Some(c) = rdb_lzf::compress(s, s.len() - 4) {
+            b.push(0xC0 | RDB_ENC_LZF);
+            put_len(b, c.len() as u64);
+            put_len(b, s.len() as u64);
+            b.extend_from_slice(&c);
+            return;
+        }
+    }
+    put_len(b, s.len() as u64);
+    b.extend_from_slice(s);
+}
+
+/// Appends an integer value as rdbSaveLongLongAsStringObject.
+fn put_int_string(b: &mut Vec<u8>, v: i64) {
+    if !put_encoded_int(b, v) {
+        let mut t = itoa::Buffer::new();
+        let s = t.format(v).as_bytes();
+        put_len(b, s.len() as u64);
+        b.extend_from_slice(s);
+    }
+}
+
+fn put_str_value(b: &mut Vec<u8>, s: &StrValue, compress: bool) {
+    match s {
+        StrValue::Int(v) => put_int_string(b, *v),
+        other => put_string(b, other.as_slice().unwrap_or_default(), compress),
+    }
+}
+
+/// A score as text for a listpack (Redis's d2string then lpAppend): an
+/// integral value in i64 range as its integer, otherwise the shortest text
+/// that parses back to the same double, in exponent form when long (Redis
+/// reads at most 127 characters of a listpack score).
+pub fn score_text(s: f64) -> String {
+    if s.is_infinite() {
+        return if s > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if s == s.trunc() && s.abs() < 9.0e18 {
+        if s == 0.0 && s.is_sign_negative() {
+            return "-0".into();
+        }
+        return (s as i64).to_string();
+    }
+    let a = s.abs();
+    if (1e-5..1e17).contains(&a) {
+        format!("{s}")
+    } else {
+        format!("{s:e}")
+    }
+}
+
+/// Bounds of one quicklist node for list-max-listpack-size `fill`:
+/// (max bytes, max entries), as quicklist.c.
+fn node_limits(fill: i64) -> (usize, usize) {
+    const SIZE_CLASSES: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
+    if fill >= 0 {
+        (crate::db::list::SIZE_SAFETY_LIMIT, (fill as usize).max(1))
+    } else {
+        let i = ((-fill) as usize).clamp(1, 5) - 1;
+        (SIZE_CLASSES[i], usize::MAX)
+    }
+}
+
+/// The RDB type byte `v` is written with (rdbSaveObjectType).
+pub fn rdb_type(v: &Value) -> u8 {
+    match v {
+        Value::Str(_) => RDB_TYPE_STRING,
+        Value::List(_) => RDB_TYPE_LIST_QUICKLIST_2,
+        Value::Set(s) => match &**s {
+            SetValue::Int(_) => RDB_TYPE_SET_INTSET,
+            SetValue::Table(_) => RDB_TYPE_SET,
+        },
+        Value::ZSet(z) if z.is_listpack() => RDB_TYPE_ZSET_LISTPACK,
+        Value::ZSet(_) => RDB_TYPE_ZSET_2,
+        Value::Hash(h) if h.is_listpack() => RDB_TYPE_HASH_LISTPACK,
+        Value::Hash(_) => RDB_TYPE_HASH,
+    }
+}
+
+/// Appends the RDB type byte and the serialised value (rdbSaveObjectType +
+/// rdbSaveObject). The same bytes form a DUMP payload's body.
+pub fn put_value(b: &mut Vec<u8>, v: &Value, o: &WriteOpts) {
+    b.push(rdb_type(v));
+    put_body(b, v, o);
+}
+
+/// Appends the serialised value without its type byte (rdbSaveObject).
+pub fn put_body(b: &mut Vec<u8>, v: &Value, o: &WriteOpts) {
+    match v {
+        Value::Str(s) => {
+            put_str_value(b, s, o.compress);
+        }
+        Value::List(l) => {
+            let (max_bytes, max_count) = node_limits(o.list_fill);
+            let mut nodes: Vec<Vec<u8>> = Vec::new();
+            let mut cur = ListpackWriter::new();
+            for e in l.iter() {
+                let sz = e.byte_len() + 11;
+                if cur.count() > 0 && (cur.count() >= max_count || cur.len_bytes() + sz > max_bytes)
+                {
+                    nodes.push(std::mem::take(&mut cur).finish());
+                }
+                e.with_bytes(|s| cur.push(s));
+            }
+            if cur.count() > 0 {
+                nodes.push(cur.finish());
+            }
+            put_len(b, nodes.len() as u64);
+            for n in nodes {
+                put_len(b, QUICKLIST_NODE_CONTAINER_PACKED);
+                put_string(b, &n, o.compress);
+            }
+        }
+        Value::Set(s) => match &**s {
+            SetValue::Int(is) => {
+                let v: Vec<i64> = is.iter().collect();
+                put_string(b, &intset_encode(&v), o.compress);
+            }
+            SetValue::Table(t) => {
+                put_len(b, t.len() as u64);
+                for m in s.iter() {
+                    match m {
+                        Member::Bytes(x) => put_string(b, x, o.compress),
+                        other => put_string(b, &other.to_vec(), o.compress),
+                    }
+                }
+            }
+        },
+        Value::ZSet(z) => {
+            if z.is_listpack() {
+                let mut w = ListpackWriter::new();
+                z.range(0, z.len(), false, |m, s| {
+                    w.push(m);
+                    w.push(score_text(s).as_bytes());
+                });
+                put_string(b, &w.finish(), o.compress);
+            } else {
+                put_len(b, z.len() as u64);
+                // Highest first, as Redis writes (its loader then inserts
+                // each at the head).
+                z.range(0, z.len(), true, |m, s| {
+                    put_string(b, m, o.compress);
+                    b.extend_from_slice(&s.to_le_bytes());
+                });
+            }
+        }
+        Value::Hash(h) => {
+            if h.is_listpack() {
+                let mut w = ListpackWriter::new();
+                for (f, v) in h.iter() {
+                    w.push(f);
+                    w.push(v);
+                }
+                put_string(b, &w.finish(), o.compress);
+            } else {
+                put_len(b, h.len() as u64);
+                for (f, v) in h.iter() {
+                    put_string(b, f, o.compress);
+                    put_string(b, v, o.compress);
+                }
+            }
+        }
+    }
+}
+
+/// Appends one key: its expiry (EXPIRETIME_MS) when it has one, then type,
+/// key and value (rdbSaveKeyValuePair; LRU/LFU fields are not written, as
+/// Redis does under the default maxmemory-policy).
+pub fn put_key(b: &mut Vec<u8>, key: &[u8], e: &Entry, o: &WriteOpts) {
+    if e.expire_at != 0 {
+        b.push(RDB_OPCODE_EXPIRETIME_MS);
+        b.extend_from_slice(&e.expire_at.to_le_bytes());
+    }
+    b.push(rdb_type(&e.value));
+    put_string(b, key, o.compress);
+    put_body(b, &e.value, o);
+}
+
+/// Appends an AUX field (opcode, key, value).
+pub fn put_aux(b: &mut Vec<u8>, k: &str, v: &[u8]) {
+    b.push(RDB_OPCODE_AUX);
+    put_string(b, k.as_bytes(), false);
+    put_string(b, v, false);
+}
