@@ -51,10 +51,36 @@ const fn d(name: &'static str, kind: Kind, default: &'static str, mutable: bool)
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
 const ENABLE_PROTECTED: &[&str] = &["no", "yes", "local"];
 const YESNO_ONLY_NO: &[&str] = &["no"];
+const APPENDFSYNC: &[&str] = &["always", "everysec", "no"];
 
 /// Every directive ferrokv understands, sorted by name.
 pub static DIRECTIVES: &[Directive] = &[
-    d("appendonly", Kind::Enum(YESNO_ONLY_NO), "no", true),
+    d("aof-load-truncated", Kind::Bool, "yes", true),
+    d("aof-rewrite-incremental-fsync", Kind::Bool, "yes", true),
+    d("aof-timestamp-enabled", Kind::Bool, "no", true),
+    d("aof-use-rdb-preamble", Kind::Bool, "yes", true),
+    d("appenddirname", Kind::Str, "appendonlydir", false),
+    d("appendfilename", Kind::Str, "appendonly.aof", false),
+    d("appendfsync", Kind::Enum(APPENDFSYNC), "everysec", true),
+    d("appendonly", Kind::Bool, "no", true),
+    d(
+        "auto-aof-rewrite-min-size",
+        Kind::Memory {
+            min: 0,
+            max: i64::MAX as u64,
+        },
+        "67108864",
+        true,
+    ),
+    d(
+        "auto-aof-rewrite-percentage",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "100",
+        true,
+    ),
     d("bind", Kind::List, "127.0.0.1 -::1", false),
     d(
         "client-query-buffer-limit",
@@ -140,6 +166,7 @@ pub static DIRECTIVES: &[Directive] = &[
         "10000",
         true,
     ),
+    d("no-appendfsync-on-rewrite", Kind::Bool, "no", true),
     d("pidfile", Kind::Str, "", false),
     d("port", Kind::Int { min: 0, max: 65535 }, "6379", false),
     d(

@@ -13,6 +13,7 @@ pub mod config;
 pub mod db;
 pub mod ldouble;
 pub mod net;
+pub mod persist;
 pub mod resp;
 pub mod server;
 pub mod stats;
@@ -102,6 +103,9 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
     }
     let pidfile = config.get("pidfile").to_string();
     let server = Server::new(config, threads);
+    // AOF first (Redis's loadDataFromDisk prefers it when appendonly yes).
+    persist::aof::load_at_startup(&server).map_err(std::io::Error::other)?;
+    persist::aof::start_tick(&server);
     let mut bound_port = port;
     if port != 0 || unixsocket.is_empty() {
         let mut any = false;
@@ -152,6 +156,9 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         _ = term.recv() => tracing::info!("Received SIGTERM scheduling shutdown..."),
     }
     server.shutting_down.store(true, Ordering::SeqCst);
+    if persist::aof::on() {
+        server.aof.flush_all();
+    }
     if !unixsocket.is_empty() {
         let _ = std::fs::remove_file(&unixsocket);
     }
@@ -177,7 +184,15 @@ async fn cron(server: Arc<Server>) {
         let s = server.clone();
         let budget = period / 4;
         let _ = tokio::task::spawn_blocking(move || {
+            // Expiry DELs are logged in order with write commands.
+            let prop = persist::aof::on();
+            if prop {
+                persist::aof::begin_background(&s);
+            }
             s.keyspace.active_expire_cycle(util::now_ms(), budget);
+            if prop {
+                persist::aof::end_background(&s);
+            }
         })
         .await;
         if tick.is_multiple_of(hz) {

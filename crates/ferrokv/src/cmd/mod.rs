@@ -665,6 +665,12 @@ pub fn execute(
     // batch begins). Redis also times commands with the wall clock (ustime).
     let start_us = client.clock_us;
     let now = start_us / 1000;
+    // AOF propagation (persist/aof.rs): one relaxed load when it is off.
+    let prop = c.flags & flags::WRITE != 0 && crate::persist::aof::on();
+    let db_at_start = client.db;
+    if prop {
+        crate::persist::aof::begin_command(server);
+    }
     let mut ctx = Ctx {
         server,
         client,
@@ -693,6 +699,18 @@ pub fn execute(
         let all = matches!(c.name, "move" | "swapdb" | "copy");
         crate::db::blocking::signal_after_command(server, client.db, &keys, all, now);
     }
+    if prop {
+        propagate(
+            server,
+            client,
+            c,
+            args,
+            failed,
+            &out.buf[reply_start..],
+            now,
+            db_at_start,
+        );
+    }
     let us = end_us.saturating_sub(start_us);
     let cs = &stats.cmds[id];
     bump(&cs.calls, 1);
@@ -719,6 +737,26 @@ pub fn execute(
         server.latency_sample(event, us / 1000);
     }
     finish_reply(client, out, reply_start);
+}
+
+/// Ends the AOF propagation of a write command (see persist/aof.rs): a
+/// command that blocked is remembered so that its serving is logged later.
+#[allow(clippy::too_many_arguments)]
+#[cold]
+fn propagate(
+    server: &Arc<Server>,
+    client: &Client,
+    c: &Command,
+    args: &Args<'_>,
+    failed: bool,
+    reply: &[u8],
+    now: u64,
+    db: usize,
+) {
+    if client.blocked.is_some() {
+        crate::persist::aof::register_blocked(server, client.handle.id, args);
+    }
+    crate::persist::aof::end_command(server, db, c.name, args, failed, reply, now);
 }
 
 fn reject(server: &Server, out: &mut Out, stats: &ThreadStats, id: usize, msg: &str) {

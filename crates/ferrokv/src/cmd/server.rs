@@ -288,6 +288,20 @@ pub static COMMANDS: &[Command] = &[
         "O(1)",
     )
     .tips(&["nondeterministic_output"]),
+    cmd(
+        "bgrewriteaof",
+        1,
+        super::flags::ADMIN | super::flags::NOSCRIPT | super::flags::NO_ASYNC_LOADING,
+        (0, 0, 0),
+        0,
+        bgrewriteaof,
+    )
+    .doc(
+        "server",
+        "1.0.0",
+        "Asynchronously rewrites the append-only file to disk",
+        "O(1)",
+    ),
     cmd("debug", -2, ADMIN_CFG, (0, 0, 0), 0, debug).doc(
         "server",
         "1.0.0",
@@ -431,6 +445,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         *live = next;
     }
     ctx.server.apply_config();
+    crate::persist::aof::config_changed(ctx.server);
     ctx.out.ok();
 }
 
@@ -1062,14 +1077,9 @@ fn info_persistence(ctx: &Ctx<'_>, s: &mut Section) {
     s.kv("rdb_last_bgsave_time_sec", -1);
     s.kv("rdb_current_bgsave_time_sec", -1);
     s.kv("rdb_saves", 0);
-    s.kv("aof_enabled", 0);
-    s.kv("aof_rewrite_in_progress", 0);
-    s.kv("aof_rewrite_scheduled", 0);
-    s.kv("aof_last_rewrite_time_sec", -1);
-    s.kv("aof_current_rewrite_time_sec", -1);
-    s.kv("aof_last_bgrewrite_status", "ok");
-    s.kv("aof_rewrites", 0);
-    s.kv("aof_last_write_status", "ok");
+    for (k, v) in srv.aof.info_fields() {
+        s.kv(k, v);
+    }
     s.kv("module_fork_in_progress", 0);
 }
 
@@ -1239,6 +1249,20 @@ fn time(ctx: &mut Ctx<'_>, _: &Args<'_>) {
 fn lastsave(ctx: &mut Ctx<'_>, _: &Args<'_>) {
     ctx.out
         .int(ctx.server.lastsave.load(Ordering::Relaxed) as i64);
+}
+
+/// BGREWRITEAOF: starts a background AOF rewrite (persist/aof.rs), as
+/// Redis 7.0's bgrewriteaofCommand: refused while one is running.
+fn bgrewriteaof(ctx: &mut Ctx<'_>, _: &Args<'_>) {
+    if ctx.server.aof.rewriting.load(Ordering::Acquire) {
+        return ctx.error("ERR Background append only file rewriting already in progress");
+    }
+    if crate::persist::aof::start_rewrite(ctx.server, false) {
+        ctx.out
+            .simple("Background append only file rewriting started");
+    } else {
+        ctx.error("ERR Background append only file rewriting already in progress");
+    }
 }
 
 // ---------------------------------------------------------------- DEBUG
@@ -1653,6 +1677,10 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         );
     }
     tracing::info!("User requested shutdown...");
+    if crate::persist::aof::on() {
+        tracing::info!("Calling fsync() on the AOF file.");
+        ctx.server.aof.flush_all();
+    }
     ctx.client.close_after_reply = true;
     ctx.server.request_shutdown();
 }

@@ -1,0 +1,3 @@
+//! Persistence: the append-only file ([`aof`]).
+
+pub mod aof;
