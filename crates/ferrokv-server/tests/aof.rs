@@ -422,8 +422,7 @@ fn incr_text(dir: &Path) -> String {
     let m = std::fs::read_to_string(d.join("appendonly.aof.manifest")).unwrap();
     let last = m
         .lines()
-        .filter(|l| l.ends_with("type i"))
-        .last()
+        .rfind(|l| l.ends_with("type i"))
         .unwrap()
         .split(' ')
         .nth(1)

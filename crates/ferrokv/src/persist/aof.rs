@@ -135,13 +135,12 @@ impl Manifest {
     /// Errors: Redis's message, with the line number and text when known.
     pub fn parse(text: &[u8]) -> Result<Manifest, String> {
         let mut m = Manifest::default();
-        let mut linenum = 0;
         let mut maxseq = 0;
         if text.is_empty() {
             return Err("Found an empty AOF manifest".into());
         }
-        for raw in text.split_inclusive(|&b| b == b'\n') {
-            linenum += 1;
+        for (i, raw) in text.split_inclusive(|&b| b == b'\n').enumerate() {
+            let linenum = i + 1;
             if raw.first() == Some(&b'#') {
                 continue;
             }
@@ -163,7 +162,7 @@ impl Manifest {
             crate::resp::parse::split_args(line.as_bytes(), &mut data, &mut ranges)
                 .map_err(|_| fail("Invalid AOF manifest file format"))?;
             let argv: Vec<Vec<u8>> = Args::new(&data, &ranges).to_vec();
-            if argv.len() < 6 || argv.len() % 2 != 0 {
+            if argv.len() < 6 || !argv.len().is_multiple_of(2) {
                 return Err(fail("Invalid AOF manifest file format"));
             }
             let (mut name, mut seq, mut kind) = (None, 0i64, 0u8);
@@ -1195,8 +1194,10 @@ pub fn config_changed(server: &Arc<Server>) {
     } else if !want && st != STATE_OFF {
         PROPAGATE.store(false, Ordering::SeqCst);
         a.rewrite_cancel.store(true, Ordering::SeqCst);
-        // Wait for write commands in flight, then close the file.
-        let _g = a.gate.guard();
+        // Wait for write commands in flight, then close the file (inside
+        // an EXEC block this thread already holds the gate).
+        let nested = TL.with(|t| t.borrow().depth > 0);
+        let _g = (!nested).then(|| a.gate.guard());
         a.flush_all();
         a.io.lock().file = None;
         a.buf.lock().db = -1;
@@ -1311,7 +1312,7 @@ fn rewrite(server: &Arc<Server>) -> std::io::Result<()> {
         let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
         write_snapshot(server, &mut w)?;
         w.flush()?;
-        Ok::<File, std::io::Error>(w.into_inner().map_err(|e| e.into_error())?)
+        w.into_inner().map_err(|e| e.into_error())
     })();
     drop(gate);
     let f = match res {
