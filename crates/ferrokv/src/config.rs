@@ -158,6 +158,8 @@ fn render_obl(d: &Directive, v: &str) -> String {
 }
 const SANITIZE: &[&str] = &["no", "yes", "clients"];
 
+const APPENDFSYNC: &[&str] = &["always", "everysec", "no"];
+
 /// Every directive ferrokv understands, sorted by name.
 pub static DIRECTIVES: &[Directive] = &[
     d(
@@ -176,7 +178,32 @@ pub static DIRECTIVES: &[Directive] = &[
         "128",
         true,
     ),
-    d("appendonly", Kind::Enum(YESNO_ONLY_NO), "no", true),
+    d("aof-load-truncated", Kind::Bool, "yes", true),
+    d("aof-rewrite-incremental-fsync", Kind::Bool, "yes", true),
+    d("aof-timestamp-enabled", Kind::Bool, "no", true),
+    d("aof-use-rdb-preamble", Kind::Bool, "yes", true),
+    d("appenddirname", Kind::Str, "appendonlydir", false),
+    d("appendfilename", Kind::Str, "appendonly.aof", false),
+    d("appendfsync", Kind::Enum(APPENDFSYNC), "everysec", true),
+    d("appendonly", Kind::Bool, "no", true),
+    d(
+        "auto-aof-rewrite-min-size",
+        Kind::Memory {
+            min: 0,
+            max: i64::MAX as u64,
+        },
+        "67108864",
+        true,
+    ),
+    d(
+        "auto-aof-rewrite-percentage",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "100",
+        true,
+    ),
     d("bind", Kind::List, "127.0.0.1 -::1", false),
     d("client-output-buffer-limit", Kind::List, OBL_DEFAULT, true),
     d(
@@ -264,6 +291,7 @@ pub static DIRECTIVES: &[Directive] = &[
         "10000",
         true,
     ),
+    d("no-appendfsync-on-rewrite", Kind::Bool, "no", true),
     d("notify-keyspace-events", Kind::Str, "", true),
     d("pidfile", Kind::Str, "", false),
     d("port", Kind::Int { min: 0, max: 65535 }, "6379", false),

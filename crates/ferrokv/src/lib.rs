@@ -115,7 +115,11 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
     acl::startup(&server).map_err(std::io::Error::other)?;
     // The dataset is loaded before any listener exists, so no client sees
     // a partial keyspace; a bad file stops the start-up with its name.
-    persist::rdb::load_at_startup(&server).map_err(std::io::Error::other)?;
+    // The AOF when appendonly is yes (Redis's loadDataFromDisk), else the RDB.
+    if !persist::aof::load_at_startup(&server).map_err(std::io::Error::other)? {
+        persist::rdb::load_at_startup(&server).map_err(std::io::Error::other)?;
+    }
+    persist::aof::start_tick(&server);
     let mut bound_port = port;
     if port != 0 || unixsocket.is_empty() {
         let mut any = false;
@@ -166,6 +170,9 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         _ = term.recv() => tracing::info!("Received SIGTERM scheduling shutdown..."),
     }
     server.shutting_down.store(true, Ordering::SeqCst);
+    if persist::aof::on() {
+        server.aof.flush_all();
+    }
     if !server.rdb.shutdown_handled.load(Ordering::SeqCst) {
         // Signals: save when save points are configured, as Redis's
         // prepareForShutdown (a failed save is logged; the process exits).
@@ -199,6 +206,8 @@ async fn cron(server: Arc<Server>) {
         let s = server.clone();
         let budget = period / 4;
         let _ = tokio::task::spawn_blocking(move || {
+            // Expiry DELs are logged in order with write commands: each
+            // step holds its gate stripe, then the AOF gate (tx.rs).
             s.keyspace
                 .active_expire_cycle(util::now_ms(), budget, &mut |f| tx::background_step(&s, f));
         })

@@ -156,6 +156,8 @@ pub struct Server {
     pub executable: String,
     /// RDB persistence state (SAVE, BGSAVE, INFO persistence).
     pub rdb: crate::persist::rdb::RdbState,
+    /// The append-only file (persist/aof.rs).
+    pub aof: crate::persist::aof::Aof,
 }
 
 impl Server {
@@ -192,6 +194,7 @@ impl Server {
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
             rdb: Default::default(),
+            aof: Default::default(),
         });
         s.apply_config();
         s

@@ -305,9 +305,20 @@ pub fn touch_db(
 /// Active expiry step wrapper: runs `f` (which deletes expired keys of one
 /// shard) inside the gate, then applies the events it queued, so an EXEC
 /// never misses an expiry-driven touch.
+///
+/// With the AOF on, the step also holds the AOF gate (taken after the
+/// stripe, the order every command uses) so its expiry `DEL`s are logged in
+/// execution order.
 pub fn background_step(server: &Server, f: &mut dyn FnMut()) {
     let _g = gate_shared();
+    let prop = crate::persist::aof::on();
+    if prop {
+        crate::persist::aof::begin_background(server);
+    }
     f();
+    if prop {
+        crate::persist::aof::end_background(server);
+    }
     if events::pending() {
         events::drain(server);
     }

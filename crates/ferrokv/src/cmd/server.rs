@@ -273,6 +273,20 @@ pub static COMMANDS: &[Command] = &[
     cmd("time", 1, LS | FAST, (0, 0, 0), 0, time)
         .doc("server", "2.6.0", "Return the current server time", "O(1)")
         .tips(&["nondeterministic_output"]),
+    cmd(
+        "bgrewriteaof",
+        1,
+        super::flags::ADMIN | super::flags::NOSCRIPT | super::flags::NO_ASYNC_LOADING,
+        (0, 0, 0),
+        0,
+        bgrewriteaof,
+    )
+    .doc(
+        "server",
+        "1.0.0",
+        "Asynchronously rewrites the append-only file to disk",
+        "O(1)",
+    ),
     cmd("debug", -2, ADMIN_CFG, (0, 0, 0), 0, debug).doc(
         "server",
         "1.0.0",
@@ -435,6 +449,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         *live = next;
     }
     ctx.server.apply_config();
+    crate::persist::aof::config_changed(ctx.server);
     ctx.out.ok();
 }
 
@@ -1109,16 +1124,9 @@ fn info_persistence(ctx: &Ctx<'_>, s: &mut Section) {
         "rdb_last_load_keys_loaded",
         st.keys_loaded.load(Ordering::Relaxed),
     );
-    s.kv("aof_enabled", 0);
-    s.kv("aof_rewrite_in_progress", 0);
-    s.kv("aof_rewrite_scheduled", 0);
-    s.kv("aof_last_rewrite_time_sec", -1);
-    s.kv("aof_current_rewrite_time_sec", -1);
-    s.kv("aof_last_bgrewrite_status", "ok");
-    s.kv("aof_rewrites", 0);
-    s.kv("aof_rewrites_consecutive_failures", 0);
-    s.kv("aof_last_write_status", "ok");
-    s.kv("aof_last_cow_size", 0);
+    for (k, v) in srv.aof.info_fields() {
+        s.kv(k, v);
+    }
     s.kv("module_fork_in_progress", 0);
     s.kv("module_fork_last_cow_size", 0);
 }
@@ -1282,6 +1290,20 @@ fn time(ctx: &mut Ctx<'_>, _: &Args<'_>) {
     ctx.out.array(2);
     ctx.out.bulk_int((us / 1_000_000) as i64);
     ctx.out.bulk_int((us % 1_000_000) as i64);
+}
+
+/// BGREWRITEAOF: starts a background AOF rewrite (persist/aof.rs), as
+/// Redis 7.0's bgrewriteaofCommand: refused while one is running.
+fn bgrewriteaof(ctx: &mut Ctx<'_>, _: &Args<'_>) {
+    if ctx.server.aof.rewriting.load(Ordering::Acquire) {
+        return ctx.error("ERR Background append only file rewriting already in progress");
+    }
+    if crate::persist::aof::start_rewrite(ctx.server, false) {
+        ctx.out
+            .simple("Background append only file rewriting started");
+    } else {
+        ctx.error("ERR Background append only file rewriting already in progress");
+    }
 }
 
 // ---------------------------------------------------------------- DEBUG
@@ -1747,6 +1769,10 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         .shutdown_handled
         .store(true, Ordering::SeqCst);
     tracing::info!("User requested shutdown...");
+    if crate::persist::aof::on() {
+        tracing::info!("Calling fsync() on the AOF file.");
+        ctx.server.aof.flush_all();
+    }
     ctx.client.close_after_reply = true;
     ctx.server.request_shutdown();
 }

@@ -133,6 +133,8 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     ctx.out.array(m.queued.len());
     let deny = std::mem::replace(&mut ctx.client.deny_blocking, true);
     let mut skip_after = false;
+    // The AOF logs the transaction as one MULTI ... EXEC unit.
+    let block = crate::persist::aof::begin_block(ctx.server);
     for (id, args) in m.queued.iter() {
         let start = ctx.out.buf.len();
         super::run(
@@ -153,6 +155,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
             _ => {}
         }
     }
+    crate::persist::aof::end_block(ctx.server, block);
     ctx.client.deny_blocking = deny;
     if skip_after && ctx.client.reply_mode == ReplyMode::On {
         ctx.client.reply_mode = ReplyMode::SkipNext;

@@ -76,6 +76,13 @@ impl Shard {
     #[inline]
     pub fn get(&mut self, h: u64, key: &[u8], now: u64) -> Option<&mut Entry> {
         if self.dict.get(h, key).is_some_and(|e| e.is_expired(now)) {
+            // With the AOF on, only a write context may delete (and log a
+            // DEL); elsewhere the key is just reported absent.
+            if crate::persist::aof::on()
+                && !crate::persist::aof::expired(self as *const Shard as usize, key)
+            {
+                return None;
+            }
             self.remove(h, key);
             self.expired += 1;
             crate::events::expired(self.db as usize, key);
@@ -209,7 +216,10 @@ impl Shard {
                 let i = (rand_u64() % len as u64) as usize;
                 let key = self.volatile.get_index(i).expect("in range").clone();
                 let h = hash_key(&key);
-                if self.dict.get(h, &key).is_some_and(|e| e.is_expired(now)) {
+                if self.dict.get(h, &key).is_some_and(|e| e.is_expired(now))
+                    && (!crate::persist::aof::on()
+                        || crate::persist::aof::expired(self as *const Shard as usize, &key))
+                {
                     self.remove(h, &key);
                     crate::events::expired(self.db as usize, &key);
                     round_expired += 1;

@@ -220,6 +220,11 @@ where
             client.close_after_reply = true;
         }
         update_info(&client, &rbuf, &out);
+        if crate::persist::aof::on() {
+            // The batch's AOF records are written (and with appendfsync
+            // always, fsync'd) before its replies leave.
+            crate::persist::aof::before_reply(&server);
+        }
         if handle.outbox.pending() > 0 && !drain_outbox(&server, &handle, &mut wr, &mut spare).await
         {
             break 'conn;
@@ -242,6 +247,9 @@ where
             match block_wait(&server, &handle, &mut rd, &mut rbuf, b, &mut out).await {
                 true => {
                     update_info(&client, &rbuf, &out);
+                    if crate::persist::aof::on() {
+                        crate::persist::aof::before_served_reply(&server);
+                    }
                     bump(&server.stats.local(ncmds).net_out, out.buf.len() as u64);
                     if wr.write_all(&out.buf).await.is_err() {
                         break 'conn;

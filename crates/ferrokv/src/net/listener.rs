@@ -150,6 +150,12 @@ pub fn start_workers(n: usize) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Handles of every I/O worker runtime (empty when none were started):
+/// a task spawned on one runs between two of its batches (AOF barrier).
+pub fn worker_handles() -> Vec<tokio::runtime::Handle> {
+    WORKERS.get().map(|w| w.handles.clone()).unwrap_or_default()
+}
+
 /// The runtime of the next worker (round-robin), or the current runtime
 /// when no workers were started (tests that embed the server).
 fn next_worker() -> tokio::runtime::Handle {

@@ -1,3 +1,4 @@
-//! Persistence: RDB snapshots ([`rdb`]).
+//! Persistence: RDB snapshots ([`rdb`]) and the append-only file ([`aof`]).
 
+pub mod aof;
 pub mod rdb;

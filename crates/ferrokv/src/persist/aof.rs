@@ -1,0 +1,2062 @@
+//! The append-only file (AOF), in Redis 7.0's multi-part layout.
+//!
+//! **Layout** (Redis 7.0 aof.c): a directory (`appenddirname`, default
+//! `appendonlydir`) holding a manifest (`appendonly.aof.manifest`, lines
+//! `file <name> seq <n> type b|i|h`), at most one *base* file (a snapshot in
+//! command form, `appendonly.aof.<n>.base.aof`) and one or more *incr*
+//! files (`appendonly.aof.<n>.incr.aof`) with every write executed since.
+//! The manifest is always replaced atomically (temp file + rename).
+//!
+//! **Propagation** ([`begin_command`] / [`end_command`], called by
+//! `cmd::execute` around every write command while the AOF is on): what
+//! is logged replays to the same state, as Redis 7.0's `call()` /
+//! `alsoPropagate` make it: relative expiry becomes absolute
+//! (`PEXPIREAT`, `SET .. PXAT`), an expiry in the past becomes `DEL`,
+//! `INCRBYFLOAT` becomes `SET .. KEEPTTL`, `HINCRBYFLOAT` `HSET`, `SPOP`
+//! `SREM`, blocking pops their non-blocking forms, keys deleted by expiry
+//! `DEL`, and commands that changed nothing (an error, a nil pop, `DEL` of a
+//! missing key...) are not logged. The effect of a command is read from its
+//! reply, so the command families need no change. A unit (one command, or
+//! one [`begin_block`]..[`end_block`] block such as EXEC) that produces more
+//! than one record is wrapped in `MULTI`/`EXEC`, as Redis 7.0 does.
+//! `SELECT` is emitted whenever the database changes. The same records can
+//! feed replicas later (see [`Aof::append_units`]).
+//!
+//! **Ordering**: while the AOF is on, write commands run one at a time
+//! under a global *gate* (reads still run in parallel), so records enter
+//! the log in execution order. Lazy expiry outside a write command does
+//! not delete the key while the AOF is on (the key is only reported
+//! absent); the active expiry cycle and write commands delete it and log a
+//! `DEL`. The loader does not expire keys while loading (it runs commands
+//! with a clock of 0), exactly as Redis does, so the `DEL`s matter.
+//!
+//! **Durability**: the records of a batch are written to the file before
+//! the batch's replies are sent (`appendfsync everysec|no`, as Redis's
+//! `beforeSleep` does) and, with `appendfsync always`, fsync'd too (group
+//! commit: one fsync covers every record appended so far, from any
+//! thread). With `everysec` a background thread fsyncs once a second.
+//!
+//! **Rewrite** (BGREWRITEAOF, auto rewrite, CONFIG SET appendonly yes):
+//! a new incr file is opened and added to the manifest, then the keyspace
+//! is walked shard by shard into a new base file while write commands wait
+//! at the gate (reads are served), then the manifest is switched to the new
+//! base plus the new incr file and the old files are deleted.
+//!
+//! **Loading** ([`load_at_startup`]): manifest, then base, then incr files
+//! in order; a legacy single `appendonly.aof` is loaded and moved into the
+//! directory as Redis 7.0 does. A truncated tail of the last file is
+//! dropped with a warning (and the file truncated) when
+//! `aof-load-truncated yes`; any other damage stops start-up with an error
+//! naming the file and the byte offset.
+
+use crate::cmd::{self, Ctx};
+use crate::db::keyspace::SHARDS;
+use crate::net::connection::Client;
+use crate::resp::{Args, Out, OwnedArgs};
+use crate::server::Server;
+use parking_lot::Mutex;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// True while write commands are propagated to the AOF (state ON or
+/// WAIT_REWRITE). Global so that the keyspace's expiry paths can check it
+/// with one relaxed load.
+pub static PROPAGATE: AtomicBool = AtomicBool::new(false);
+
+/// True while write commands must be propagated (one relaxed load: the
+/// whole cost of the AOF on the request path when it is off).
+#[inline]
+pub fn on() -> bool {
+    PROPAGATE.load(Ordering::Relaxed)
+}
+
+/// `appendfsync always`.
+pub const FSYNC_ALWAYS: u8 = 0;
+/// `appendfsync everysec`.
+pub const FSYNC_EVERYSEC: u8 = 1;
+/// `appendfsync no`.
+pub const FSYNC_NO: u8 = 2;
+
+/// AOF off (Redis's AOF_OFF).
+pub const STATE_OFF: u8 = 0;
+/// AOF on (AOF_ON).
+pub const STATE_ON: u8 = 1;
+/// Turned on at run time, waiting for the first rewrite (AOF_WAIT_REWRITE).
+pub const STATE_WAIT_REWRITE: u8 = 2;
+
+/// Items per command in a rewritten base (Redis's AOF_REWRITE_ITEMS_PER_CMD).
+const ITEMS_PER_CMD: usize = 64;
+
+/// Reader for an RDB-format base file (`.base.rdb`, or a legacy AOF with an
+/// RDB preamble): given the file's bytes, loads the dataset and returns the
+/// number of bytes consumed, or an error text. Installed by the RDB module
+/// once it exists; until then such a base is refused with a clear error.
+pub type RdbBaseReader = fn(&Arc<Server>, &[u8]) -> Result<usize, String>;
+
+/// The installed RDB base reader (see [`RdbBaseReader`]).
+pub static RDB_BASE_READER: OnceLock<RdbBaseReader> = OnceLock::new();
+
+// ------------------------------------------------------------ manifest
+
+/// One line of the manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileInfo {
+    /// File name inside the AOF directory.
+    pub name: String,
+    /// Sequence number.
+    pub seq: i64,
+    /// `b` base, `i` incr, `h` history.
+    pub kind: u8,
+}
+
+/// The manifest: which files make up the AOF, in load order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Manifest {
+    /// The base file, if any.
+    pub base: Option<FileInfo>,
+    /// Incr files, ascending sequence.
+    pub incrs: Vec<FileInfo>,
+    /// History files (to delete).
+    pub history: Vec<FileInfo>,
+    /// Highest base sequence used.
+    pub base_seq: i64,
+    /// Highest incr sequence used.
+    pub incr_seq: i64,
+}
+
+impl Manifest {
+    /// Parses manifest text with Redis 7.0's rules (`aofLoadManifestFromFile`).
+    /// Errors: Redis's message, with the line number and text when known.
+    pub fn parse(text: &[u8]) -> Result<Manifest, String> {
+        let mut m = Manifest::default();
+        let mut maxseq = 0;
+        if text.is_empty() {
+            return Err("Found an empty AOF manifest".into());
+        }
+        for (i, raw) in text.split_inclusive(|&b| b == b'\n').enumerate() {
+            let linenum = i + 1;
+            if raw.first() == Some(&b'#') {
+                continue;
+            }
+            let fail = |why: &str| {
+                format!(
+                    "Reading the manifest file, at line {linenum}: '{}': {why}",
+                    String::from_utf8_lossy(raw).trim()
+                )
+            };
+            if raw.last() != Some(&b'\n') {
+                return Err(fail("Invalid AOF manifest file format (no newline)"));
+            }
+            let line = String::from_utf8_lossy(raw);
+            let line = line.trim_matches(|c| c == ' ' || c == '\t' || c == '\r' || c == '\n');
+            if line.is_empty() {
+                return Err(fail("Invalid AOF manifest file format"));
+            }
+            let (mut data, mut ranges) = (Vec::new(), Vec::new());
+            crate::resp::parse::split_args(line.as_bytes(), &mut data, &mut ranges)
+                .map_err(|_| fail("Invalid AOF manifest file format"))?;
+            let argv: Vec<Vec<u8>> = Args::new(&data, &ranges).to_vec();
+            if argv.len() < 6 || !argv.len().is_multiple_of(2) {
+                return Err(fail("Invalid AOF manifest file format"));
+            }
+            let (mut name, mut seq, mut kind) = (None, 0i64, 0u8);
+            for kv in argv.chunks(2) {
+                let k = String::from_utf8_lossy(&kv[0]).to_ascii_lowercase();
+                match k.as_str() {
+                    "file" => {
+                        let n = String::from_utf8_lossy(&kv[1]).into_owned();
+                        if n.contains('/') {
+                            return Err(fail("File can't be a path, just a filename"));
+                        }
+                        name = Some(n);
+                    }
+                    "seq" => {
+                        seq = std::str::from_utf8(&kv[1])
+                            .ok()
+                            .and_then(|s| s.parse().ok())
+                            .unwrap_or(0)
+                    }
+                    "type" => kind = kv[1].first().copied().unwrap_or(0),
+                    _ => {}
+                }
+            }
+            let (Some(name), true, true) = (name, seq != 0, kind != 0) else {
+                return Err(fail("Invalid AOF manifest file format"));
+            };
+            let fi = FileInfo { name, seq, kind };
+            match kind {
+                b'b' => {
+                    if m.base.is_some() {
+                        return Err(fail("Found duplicate base file information"));
+                    }
+                    m.base_seq = seq;
+                    m.base = Some(fi);
+                }
+                b'h' => m.history.push(fi),
+                b'i' => {
+                    if seq <= maxseq {
+                        return Err(fail("Found a non-monotonic sequence number"));
+                    }
+                    maxseq = seq;
+                    m.incr_seq = seq;
+                    m.incrs.push(fi);
+                }
+                _ => return Err(fail("Unknown AOF file type")),
+            }
+        }
+        Ok(m)
+    }
+
+    /// The manifest text (base first, then history, then incr files).
+    pub fn format(&self) -> String {
+        let mut s = String::new();
+        let line = |s: &mut String, f: &FileInfo| {
+            let name = if f.name.bytes().all(|b| b.is_ascii_graphic() && b != b'"') {
+                f.name.clone()
+            } else {
+                let mut q = Vec::new();
+                cmd::repr(f.name.as_bytes(), &mut q);
+                String::from_utf8_lossy(&q).into_owned()
+            };
+            s.push_str(&format!(
+                "file {} seq {} type {}\n",
+                name, f.seq, f.kind as char
+            ));
+        };
+        if let Some(b) = &self.base {
+            line(&mut s, b);
+        }
+        for f in &self.history {
+            line(&mut s, f);
+        }
+        for f in &self.incrs {
+            line(&mut s, f);
+        }
+        s
+    }
+}
+
+// ------------------------------------------------------------ thread-local propagation state
+
+enum Rec {
+    /// A command record (RESP bytes) in database `db`.
+    Cmd(usize, Vec<u8>),
+    /// A key deleted by expiry in the shard at this address (resolved to
+    /// its database at the end of the command).
+    Del(usize, Vec<u8>),
+}
+
+#[derive(Default)]
+struct Local {
+    /// Nesting of write contexts (commands, blocks, expiry cycles); the
+    /// gate is held while > 0.
+    depth: u32,
+    /// Open blocks (EXEC).
+    blocks: u32,
+    /// Records of the current unit.
+    pending: Vec<Rec>,
+    /// Where the current command's own record goes (before records of
+    /// blocked clients it served).
+    own_at: Option<usize>,
+    /// Index in `pending` where the current command started.
+    cmd_start: usize,
+    /// Logical AOF offset the current batch's replies wait for.
+    need: u64,
+}
+
+thread_local! {
+    static TL: RefCell<Local> = RefCell::new(Local::default());
+}
+
+fn enc(out: &mut Vec<u8>, args: &[&[u8]]) {
+    let mut b = itoa::Buffer::new();
+    out.push(b'*');
+    out.extend_from_slice(b.format(args.len()).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for a in args {
+        out.push(b'$');
+        out.extend_from_slice(b.format(a.len()).as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+fn rec(args: &[&[u8]]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(16 + args.iter().map(|a| a.len() + 16).sum::<usize>());
+    enc(&mut v, args);
+    v
+}
+
+/// Starts a write command's propagation context: takes the gate (unless
+/// this thread already holds it: a command inside EXEC). Call only when
+/// [`on`] said true, and always pair with [`end_command`].
+pub fn begin_command(server: &Server) {
+    TL.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.depth == 0 {
+            server.aof.gate.lock();
+        }
+        t.depth += 1;
+        t.own_at = None;
+        t.cmd_start = t.pending.len();
+    });
+}
+
+/// Ends a write command's propagation context: derives the records of the
+/// command from its arguments and reply (`failed`: it replied an error),
+/// appends them (with any expiry `DEL`s and served blocked clients'
+/// pops) to the AOF buffer when this is the outermost unit, and releases
+/// the gate. `db` is the database the command ran in; `now` its time (ms).
+pub fn end_command(
+    server: &Server,
+    db: usize,
+    name: &str,
+    args: &Args<'_>,
+    failed: bool,
+    reply: &[u8],
+    now: u64,
+) {
+    let mut own = Vec::new();
+    if !failed {
+        own_records(name, args, reply, now, &mut own);
+    }
+    let done = TL.with(|t| {
+        let mut t = t.borrow_mut();
+        let at = t.own_at.unwrap_or(t.pending.len());
+        for (i, r) in own.into_iter().enumerate() {
+            t.pending.insert(at + i, Rec::Cmd(db, r));
+        }
+        t.depth -= 1;
+        if t.depth == 0 {
+            Some(std::mem::take(&mut t.pending))
+        } else {
+            None
+        }
+    });
+    if let Some(p) = done {
+        finish_unit(server, p);
+    }
+}
+
+/// Begins a block whose records are logged as one unit, wrapped in
+/// `MULTI`/`EXEC` when it produces more than one (EXEC, later scripts).
+/// Takes the gate for the whole block. Returns whether propagation is on;
+/// pass that value to [`end_block`]. Inside the block run each command
+/// through `cmd::execute` (which calls [`begin_command`]/[`end_command`]).
+pub fn begin_block(server: &Server) -> bool {
+    if !on() {
+        return false;
+    }
+    TL.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.depth == 0 {
+            server.aof.gate.lock();
+        }
+        t.depth += 1;
+        t.blocks += 1;
+    });
+    true
+}
+
+/// Ends a block started by [`begin_block`] (`began` is its return value):
+/// appends the block's records as one unit and releases the gate.
+pub fn end_block(server: &Server, began: bool) {
+    if !began {
+        return;
+    }
+    let done = TL.with(|t| {
+        let mut t = t.borrow_mut();
+        t.depth -= 1;
+        t.blocks -= 1;
+        if t.depth == 0 {
+            Some(std::mem::take(&mut t.pending))
+        } else {
+            None
+        }
+    });
+    if let Some(p) = done {
+        finish_unit(server, p);
+    }
+}
+
+/// Starts a background write context (the active expiry cycle): takes the
+/// gate so that its `DEL`s are ordered with commands. Always pair with
+/// [`end_background`].
+pub fn begin_background(server: &Server) {
+    begin_command(server);
+}
+
+/// Ends [`begin_background`]: logs the expiry `DEL`s and releases the gate.
+pub fn end_background(server: &Server) {
+    let done = TL.with(|t| {
+        let mut t = t.borrow_mut();
+        t.depth -= 1;
+        if t.depth == 0 {
+            Some(std::mem::take(&mut t.pending))
+        } else {
+            None
+        }
+    });
+    if let Some(p) = done {
+        finish_unit(server, p);
+    }
+}
+
+fn finish_unit(server: &Server, pending: Vec<Rec>) {
+    if !pending.is_empty() && on() {
+        let mut recs = Vec::with_capacity(pending.len());
+        for r in pending {
+            match r {
+                Rec::Cmd(db, b) => recs.push((db, b)),
+                Rec::Del(addr, key) => {
+                    if let Some(db) = db_of_shard(server, addr) {
+                        recs.push((db, rec(&[b"DEL", &key])));
+                    }
+                }
+            }
+        }
+        let end = server.aof.append_units(&recs);
+        TL.with(|t| {
+            let mut t = t.borrow_mut();
+            t.need = t.need.max(end);
+        });
+    }
+    // Locked by the outermost begin_* on this thread.
+    server.aof.gate.unlock();
+}
+
+fn db_of_shard(server: &Server, addr: usize) -> Option<usize> {
+    let ks = &server.keyspace;
+    let size = std::mem::size_of::<parking_lot::Mutex<crate::db::Shard>>();
+    for i in 0..ks.db_count() {
+        let first = ks.db(i).shard_at(0) as *const _ as usize;
+        let end = first + size * SHARDS;
+        if addr >= first && addr < end {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// Called by the keyspace when a key found expired is about to be deleted
+/// while [`on`] is true (`shard` is the shard's address). In a write
+/// context it records a `DEL` and returns true (delete now); otherwise it
+/// returns false and the key stays until a write context deletes it.
+pub fn expired(shard: usize, key: &[u8]) -> bool {
+    TL.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.depth == 0 {
+            return false;
+        }
+        t.pending.push(Rec::Del(shard, key.to_vec()));
+        true
+    })
+}
+
+/// Remembers the arguments of a blocking command that blocked, so that its
+/// serving can be logged in non-blocking form ([`served`]).
+pub fn register_blocked(server: &Server, client_id: u64, args: &Args<'_>) {
+    let mut m = server.aof.blocked_args.lock();
+    if m.len() > 10_000 {
+        m.retain(|id, _| server.clients.get(*id).is_some());
+    }
+    m.insert(client_id, args.to_vec());
+}
+
+/// Called when a blocked client (`client_id`, database `db`) was served
+/// with `reply` while [`on`]: logs the pop in its non-blocking form
+/// (BLPOP → LPOP ...), after the record of the command that served it.
+pub fn served(server: &Server, db: usize, client_id: u64, reply: &[u8], now: u64) {
+    let Some(argv) = server.aof.blocked_args.lock().remove(&client_id) else {
+        return;
+    };
+    let mut o = OwnedArgs::default();
+    for a in &argv {
+        o.push(a);
+    }
+    let args = o.args();
+    let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+    let mut out = Vec::new();
+    own_records(&name, &args, reply, now, &mut out);
+    TL.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.depth == 0 {
+            return;
+        }
+        if t.own_at.is_none() {
+            t.own_at = Some(t.pending.len());
+        }
+        for r in out {
+            t.pending.push(Rec::Cmd(db, r));
+        }
+    });
+}
+
+/// Before a batch's replies are written: makes the batch's records durable
+/// as `appendfsync` asks (written; with `always` also fsync'd).
+pub fn before_reply(server: &Server) {
+    let need = TL.with(|t| std::mem::take(&mut t.borrow_mut().need));
+    if need != 0 {
+        let a = &server.aof;
+        a.flush_to(need, a.fsync.load(Ordering::Relaxed) == FSYNC_ALWAYS);
+    }
+}
+
+/// Before the reply of a blocked client served by another connection:
+/// flushes everything appended so far (its pop's record included).
+pub fn before_served_reply(server: &Server) {
+    let a = &server.aof;
+    let end = a.buf.lock().end;
+    a.flush_to(end, a.fsync.load(Ordering::Relaxed) == FSYNC_ALWAYS);
+}
+
+// ------------------------------------------------------------ reply-driven rewriting
+
+enum R<'a> {
+    Nil,
+    Int(i64),
+    Str(&'a [u8]),
+    Arr(Vec<R<'a>>),
+    Other,
+}
+
+fn parse_reply(b: &[u8]) -> Option<(R<'_>, usize)> {
+    let nl = memchr::memchr(b'\n', b)?;
+    let line = &b[1..nl.saturating_sub(1).max(1)];
+    let rest = nl + 1;
+    let num = || crate::util::parse_i64(line);
+    match *b.first()? {
+        b'_' => Some((R::Nil, rest)),
+        b':' => Some((R::Int(num()?), rest)),
+        b'+' | b',' | b'(' => Some((R::Str(line), rest)),
+        b'-' | b'#' => Some((R::Other, rest)),
+        b'$' | b'=' => {
+            let n = num()?;
+            if n < 0 {
+                return Some((R::Nil, rest));
+            }
+            let end = rest + n as usize;
+            let s = b.get(rest..end)?;
+            Some((R::Str(s), end + 2))
+        }
+        b'*' | b'~' | b'>' | b'%' => {
+            let mut n = num()?;
+            if n < 0 {
+                return Some((R::Nil, rest));
+            }
+            if b[0] == b'%' {
+                n *= 2;
+            }
+            let mut v = Vec::new();
+            let mut pos = rest;
+            for _ in 0..n {
+                let (r, used) = parse_reply(b.get(pos..)?)?;
+                v.push(r);
+                pos += used;
+            }
+            Some((R::Arr(v), pos))
+        }
+        _ => None,
+    }
+}
+
+fn abs_ms(unit_ms: i64, relative: bool, v: &[u8], now: u64) -> Option<i64> {
+    let n = crate::util::parse_i64(v)?;
+    let ms = n.checked_mul(unit_ms)?;
+    if relative {
+        ms.checked_add(now as i64)
+    } else {
+        Some(ms)
+    }
+}
+
+/// The records one successful write command produces (Redis 7.0's
+/// propagation rules, see the module documentation), derived from its
+/// arguments and reply.
+fn own_records(name: &str, args: &Args<'_>, reply: &[u8], now: u64, out: &mut Vec<Vec<u8>>) {
+    let r = parse_reply(reply).map(|x| x.0).unwrap_or(R::Other);
+    let a = |i: usize| args.get(i);
+    let all = || args.iter().collect::<Vec<_>>();
+    let n = args.len();
+    let mut itoa_b = itoa::Buffer::new();
+    match name {
+        "set" => {
+            let (mut nx, mut xx, mut get) = (false, false, false);
+            let mut exp: Option<i64> = None;
+            let mut pxat = false;
+            let mut i = 3;
+            while i < n {
+                let o = a(i);
+                let next = (i + 1 < n).then(|| a(i + 1));
+                if o.eq_ignore_ascii_case(b"nx") {
+                    nx = true;
+                } else if o.eq_ignore_ascii_case(b"xx") {
+                    xx = true;
+                } else if o.eq_ignore_ascii_case(b"get") {
+                    get = true;
+                } else if o.eq_ignore_ascii_case(b"ex") {
+                    exp = next.and_then(|v| abs_ms(1000, true, v, now));
+                    i += 1;
+                } else if o.eq_ignore_ascii_case(b"px") {
+                    exp = next.and_then(|v| abs_ms(1, true, v, now));
+                    i += 1;
+                } else if o.eq_ignore_ascii_case(b"exat") {
+                    exp = next.and_then(|v| abs_ms(1000, false, v, now));
+                    i += 1;
+                } else if o.eq_ignore_ascii_case(b"pxat") {
+                    pxat = true;
+                    i += 1;
+                }
+                i += 1;
+            }
+            let happened = match r {
+                R::Nil => get && !xx,
+                R::Str(_) if get => !nx,
+                R::Str(_) => true,
+                _ => false,
+            };
+            if !happened {
+                return;
+            }
+            match exp {
+                Some(ms) if !pxat => out.push(rec(&[
+                    b"SET",
+                    a(1),
+                    a(2),
+                    b"PXAT",
+                    itoa_b.format(ms).as_bytes(),
+                ])),
+                _ => out.push(rec(&all())),
+            }
+        }
+        "setex" | "psetex" => {
+            let unit = if name == "setex" { 1000 } else { 1 };
+            if let Some(ms) = abs_ms(unit, true, a(2), now) {
+                out.push(rec(&[
+                    b"SET",
+                    a(1),
+                    a(3),
+                    b"PXAT",
+                    itoa_b.format(ms).as_bytes(),
+                ]));
+            }
+        }
+        "getex" => {
+            if matches!(r, R::Nil) || n < 3 {
+                return;
+            }
+            let o = a(2);
+            if o.eq_ignore_ascii_case(b"persist") {
+                out.push(rec(&[b"PERSIST", a(1)]));
+                return;
+            }
+            let ms = if o.eq_ignore_ascii_case(b"ex") {
+                abs_ms(1000, true, a(3), now)
+            } else if o.eq_ignore_ascii_case(b"px") {
+                abs_ms(1, true, a(3), now)
+            } else if o.eq_ignore_ascii_case(b"exat") {
+                abs_ms(1000, false, a(3), now)
+            } else {
+                abs_ms(1, false, a(3), now)
+            };
+            if let Some(ms) = ms {
+                if ms <= now as i64 {
+                    out.push(rec(&[b"DEL", a(1)]));
+                } else {
+                    out.push(rec(&[b"PEXPIREAT", a(1), itoa_b.format(ms).as_bytes()]));
+                }
+            }
+        }
+        "getdel" => {
+            if !matches!(r, R::Nil) {
+                out.push(rec(&[b"DEL", a(1)]));
+            }
+        }
+        "expire" | "pexpire" | "expireat" | "pexpireat" => {
+            if !matches!(r, R::Int(1)) {
+                return;
+            }
+            let ms = match name {
+                "expire" => abs_ms(1000, true, a(2), now),
+                "pexpire" => abs_ms(1, true, a(2), now),
+                "expireat" => abs_ms(1000, false, a(2), now),
+                _ => abs_ms(1, false, a(2), now),
+            };
+            let Some(ms) = ms else { return };
+            if ms <= now as i64 {
+                out.push(rec(&[b"DEL", a(1)]));
+            } else if name == "pexpireat" {
+                out.push(rec(&all()));
+            } else {
+                let t = itoa_b.format(ms).as_bytes().to_vec();
+                let mut v: Vec<&[u8]> = vec![b"PEXPIREAT", a(1), &t];
+                v.extend(args.iter().skip(3));
+                out.push(rec(&v));
+            }
+        }
+        "incrbyfloat" => {
+            if let R::Str(v) = r {
+                out.push(rec(&[b"SET", a(1), v, b"KEEPTTL"]));
+            }
+        }
+        "hincrbyfloat" => {
+            if let R::Str(v) = r {
+                out.push(rec(&[b"HSET", a(1), a(2), v]));
+            }
+        }
+        "spop" => match r {
+            R::Str(m) => out.push(rec(&[b"SREM", a(1), m])),
+            R::Arr(v) => {
+                for m in v {
+                    if let R::Str(m) = m {
+                        out.push(rec(&[b"SREM", a(1), m]));
+                    }
+                }
+            }
+            _ => {}
+        },
+        "blpop" | "brpop" => {
+            if let R::Arr(v) = r {
+                if let Some(R::Str(k)) = v.first() {
+                    let c: &[u8] = if name == "blpop" { b"LPOP" } else { b"RPOP" };
+                    out.push(rec(&[c, k]));
+                }
+            }
+        }
+        "brpoplpush" => {
+            if matches!(r, R::Str(_)) {
+                out.push(rec(&[b"RPOPLPUSH", a(1), a(2)]));
+            }
+        }
+        "blmove" => {
+            if matches!(r, R::Str(_)) && n >= 5 {
+                out.push(rec(&[b"LMOVE", a(1), a(2), a(3), a(4)]));
+            }
+        }
+        "bzpopmin" | "bzpopmax" => {
+            if let R::Arr(v) = r {
+                if let Some(R::Str(k)) = v.first() {
+                    let c: &[u8] = if name == "bzpopmin" {
+                        b"ZPOPMIN"
+                    } else {
+                        b"ZPOPMAX"
+                    };
+                    out.push(rec(&[c, k]));
+                }
+            }
+        }
+        "lmpop" | "blmpop" | "zmpop" | "bzmpop" => {
+            let R::Arr(v) = r else { return };
+            let (Some(R::Str(k)), Some(R::Arr(items))) = (v.first(), v.get(1)) else {
+                return;
+            };
+            if items.is_empty() {
+                return;
+            }
+            // The direction word follows the keys.
+            let first = if name.starts_with('b') { 2 } else { 1 };
+            let Some(nk) = crate::util::parse_i64(a(first)) else {
+                return;
+            };
+            let di = first + 1 + nk.max(0) as usize;
+            if di >= n {
+                return;
+            }
+            let d = a(di);
+            let c: &[u8] = if name.ends_with("lmpop") {
+                if d.eq_ignore_ascii_case(b"left") {
+                    b"LPOP"
+                } else {
+                    b"RPOP"
+                }
+            } else if d.eq_ignore_ascii_case(b"min") {
+                b"ZPOPMIN"
+            } else {
+                b"ZPOPMAX"
+            };
+            out.push(rec(&[c, k, itoa_b.format(items.len()).as_bytes()]));
+        }
+        "sort" => {
+            if matches!(r, R::Int(_)) {
+                out.push(rec(&all()));
+            }
+        }
+        "linsert" => {
+            if matches!(r, R::Int(x) if x > 0) {
+                out.push(rec(&all()));
+            }
+        }
+        "del" | "unlink" | "persist" | "sadd" | "srem" | "hdel" | "zrem" | "lrem" | "hsetnx"
+        | "setnx" | "msetnx" | "renamenx" | "move" | "smove" | "copy" | "lpushx" | "rpushx"
+        | "zremrangebyscore" | "zremrangebyrank" | "zremrangebylex" => {
+            if !matches!(r, R::Int(0)) {
+                out.push(rec(&all()));
+            }
+        }
+        _ => match r {
+            R::Nil => {}
+            R::Arr(ref v) if v.is_empty() && name.contains("pop") => {}
+            _ => out.push(rec(&all())),
+        },
+    }
+}
+
+// ------------------------------------------------------------ the AOF state
+
+/// The write gate: a lock without a guard object, taken by one function
+/// and released by another on the same thread (begin/end of a command).
+#[derive(Default)]
+struct Gate {
+    held: Mutex<bool>,
+    cv: parking_lot::Condvar,
+}
+
+impl Gate {
+    fn lock(&self) {
+        let mut h = self.held.lock();
+        while *h {
+            self.cv.wait(&mut h);
+        }
+        *h = true;
+    }
+
+    fn unlock(&self) {
+        *self.held.lock() = false;
+        self.cv.notify_one();
+    }
+
+    fn guard(&self) -> GateGuard<'_> {
+        self.lock();
+        GateGuard(self)
+    }
+}
+
+struct GateGuard<'a>(&'a Gate);
+
+impl Drop for GateGuard<'_> {
+    fn drop(&mut self) {
+        self.0.unlock();
+    }
+}
+
+struct Buf {
+    data: Vec<u8>,
+    /// Logical offset after the last byte appended.
+    end: u64,
+    /// Database of the last record (-1: emit SELECT first).
+    db: i64,
+}
+
+struct Io {
+    file: Option<File>,
+    spare: Vec<u8>,
+    last_fsync: Instant,
+}
+
+/// The AOF's shared state (a field of [`Server`]).
+pub struct Aof {
+    gate: Gate,
+    buf: Mutex<Buf>,
+    io: Mutex<Io>,
+    manifest: Mutex<Manifest>,
+    written: AtomicU64,
+    synced: AtomicU64,
+    blocked_args: Mutex<HashMap<u64, Vec<Vec<u8>>>>,
+    /// STATE_OFF / STATE_ON / STATE_WAIT_REWRITE.
+    pub state: AtomicU8,
+    /// FSYNC_ALWAYS / FSYNC_EVERYSEC / FSYNC_NO.
+    pub fsync: AtomicU8,
+    /// A rewrite is running.
+    pub rewriting: AtomicBool,
+    /// A rewrite was requested while one could not start yet.
+    pub rewrite_scheduled: AtomicBool,
+    rewrite_cancel: AtomicBool,
+    rewrite_started: Mutex<Option<Instant>>,
+    /// Duration of the last rewrite, seconds (-1: none yet).
+    pub last_rewrite_secs: AtomicI64,
+    /// Status of the last rewrite.
+    pub last_rewrite_ok: AtomicBool,
+    /// Rewrites done since start.
+    pub rewrites: AtomicU64,
+    /// Status of the last write to the AOF.
+    pub last_write_ok: AtomicBool,
+    /// Size of the base file, bytes.
+    pub base_size: AtomicU64,
+    /// Size of base plus incr files, bytes.
+    pub current_size: AtomicU64,
+    /// Size after the last rewrite or load (auto rewrite's reference).
+    rewrite_base_size: AtomicU64,
+    tick_started: AtomicBool,
+}
+
+impl Default for Aof {
+    fn default() -> Self {
+        Aof {
+            gate: Gate::default(),
+            buf: Mutex::new(Buf {
+                data: Vec::new(),
+                end: 0,
+                db: -1,
+            }),
+            io: Mutex::new(Io {
+                file: None,
+                spare: Vec::new(),
+                last_fsync: Instant::now(),
+            }),
+            manifest: Mutex::new(Manifest::default()),
+            written: AtomicU64::new(0),
+            synced: AtomicU64::new(0),
+            blocked_args: Mutex::new(HashMap::new()),
+            state: AtomicU8::new(STATE_OFF),
+            fsync: AtomicU8::new(FSYNC_EVERYSEC),
+            rewriting: AtomicBool::new(false),
+            rewrite_scheduled: AtomicBool::new(false),
+            rewrite_cancel: AtomicBool::new(false),
+            rewrite_started: Mutex::new(None),
+            last_rewrite_secs: AtomicI64::new(-1),
+            last_rewrite_ok: AtomicBool::new(true),
+            rewrites: AtomicU64::new(0),
+            last_write_ok: AtomicBool::new(true),
+            base_size: AtomicU64::new(0),
+            current_size: AtomicU64::new(0),
+            rewrite_base_size: AtomicU64::new(0),
+            tick_started: AtomicBool::new(false),
+        }
+    }
+}
+
+fn select_rec(out: &mut Vec<u8>, db: usize) {
+    let mut b = itoa::Buffer::new();
+    enc(out, &[b"SELECT", b.format(db).as_bytes()]);
+}
+
+struct Paths {
+    dir: PathBuf,
+    fname: String,
+}
+
+fn paths(server: &Server) -> Paths {
+    let c = server.config.read();
+    Paths {
+        dir: PathBuf::from(c.get("appenddirname")),
+        fname: c.get("appendfilename").to_string(),
+    }
+}
+
+fn fsync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+fn write_manifest(p: &Paths, m: &Manifest) -> std::io::Result<()> {
+    let tmp = p.dir.join(format!("temp-{}.manifest", p.fname));
+    let dst = p.dir.join(format!("{}.manifest", p.fname));
+    {
+        let mut f = File::create(&tmp)?;
+        f.write_all(m.format().as_bytes())?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, &dst)?;
+    fsync_dir(&p.dir);
+    Ok(())
+}
+
+fn file_len(p: &Path) -> u64 {
+    std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+}
+
+impl Aof {
+    /// Appends units of records (database, RESP bytes) to the buffer,
+    /// emitting SELECT when the database changes and wrapping more than one
+    /// record in MULTI/EXEC. Returns the logical offset after them, for
+    /// [`Aof::flush_to`]. (The entry point replication will share.)
+    pub fn append_units(&self, recs: &[(usize, Vec<u8>)]) -> u64 {
+        let mut b = self.buf.lock();
+        let start = b.data.len();
+        let wrap = recs.len() > 1;
+        for (i, (db, r)) in recs.iter().enumerate() {
+            if b.db != *db as i64 {
+                select_rec(&mut b.data, *db);
+                b.db = *db as i64;
+            }
+            if wrap && i == 0 {
+                enc(&mut b.data, &[b"MULTI"]);
+            }
+            b.data.extend_from_slice(r);
+        }
+        if wrap {
+            enc(&mut b.data, &[b"EXEC"]);
+        }
+        b.end += (b.data.len() - start) as u64;
+        b.end
+    }
+
+    /// Writes the buffer to the current incr file when less than `target`
+    /// (logical offset) was written, and fsyncs it when `fsync` and less
+    /// was synced. Group commit: a caller finding its target already
+    /// covered by another's write (or fsync) returns at once.
+    pub fn flush_to(&self, target: u64, fsync: bool) {
+        let done = |s: &Self| {
+            if fsync {
+                s.synced.load(Ordering::Acquire) >= target
+            } else {
+                s.written.load(Ordering::Acquire) >= target
+            }
+        };
+        if done(self) {
+            return;
+        }
+        let mut io = self.io.lock();
+        if done(self) {
+            return;
+        }
+        self.write_locked(&mut io);
+        if fsync {
+            self.fsync_locked(&mut io);
+        }
+    }
+
+    fn write_locked(&self, io: &mut Io) {
+        let end = {
+            let mut b = self.buf.lock();
+            std::mem::swap(&mut b.data, &mut io.spare);
+            b.end
+        };
+        if io.spare.is_empty() {
+            self.written.store(end, Ordering::Release);
+            return;
+        }
+        let Some(f) = io.file.as_mut() else {
+            // No file (AOF being switched off): drop the records.
+            io.spare.clear();
+            self.written.store(end, Ordering::Release);
+            self.synced.store(end, Ordering::Release);
+            return;
+        };
+        match f.write_all(&io.spare) {
+            Ok(()) => {
+                self.current_size
+                    .fetch_add(io.spare.len() as u64, Ordering::Relaxed);
+                io.spare.clear();
+                self.written.store(end, Ordering::Release);
+                if !self.last_write_ok.swap(true, Ordering::Relaxed) {
+                    tracing::warn!("AOF write error looks solved, Redis can write again.");
+                }
+            }
+            Err(e) => {
+                self.last_write_ok.store(false, Ordering::Relaxed);
+                if self.fsync.load(Ordering::Relaxed) == FSYNC_ALWAYS {
+                    tracing::error!(
+                        "Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting...: {e}"
+                    );
+                    std::process::exit(1);
+                }
+                tracing::warn!("Error writing to the AOF file: {e}");
+                // Keep the records for the next attempt, in order.
+                let mut b = self.buf.lock();
+                let newer = std::mem::take(&mut b.data);
+                b.data = std::mem::take(&mut io.spare);
+                b.data.extend_from_slice(&newer);
+            }
+        }
+    }
+
+    fn fsync_locked(&self, io: &mut Io) {
+        let w = self.written.load(Ordering::Acquire);
+        if let Some(f) = io.file.as_ref() {
+            if let Err(e) = f.sync_data() {
+                tracing::warn!("AOF fsync failed: {e}");
+                self.last_write_ok.store(false, Ordering::Relaxed);
+                if self.fsync.load(Ordering::Relaxed) == FSYNC_ALWAYS {
+                    tracing::error!("Can't recover from AOF fsync error when the AOF fsync policy is 'always'. Exiting...");
+                    std::process::exit(1);
+                }
+                return;
+            }
+        }
+        io.last_fsync = Instant::now();
+        self.synced.store(w, Ordering::Release);
+    }
+
+    /// Writes and fsyncs everything buffered (SHUTDOWN, SIGTERM, turning
+    /// the AOF off).
+    pub fn flush_all(&self) {
+        let end = self.buf.lock().end;
+        let mut io = self.io.lock();
+        let _ = end;
+        self.write_locked(&mut io);
+        self.fsync_locked(&mut io);
+    }
+
+    /// The `INFO persistence` aof_* fields, in Redis 7.0's order.
+    pub fn info_fields(&self) -> Vec<(&'static str, String)> {
+        let st = self.state.load(Ordering::Relaxed);
+        let rewriting = self.rewriting.load(Ordering::Relaxed);
+        let cur = self
+            .rewrite_started
+            .lock()
+            .map(|t| t.elapsed().as_secs() as i64)
+            .unwrap_or(-1);
+        let mut v = vec![
+            ("aof_enabled", ((st != STATE_OFF) as u8).to_string()),
+            ("aof_rewrite_in_progress", (rewriting as u8).to_string()),
+            (
+                "aof_rewrite_scheduled",
+                (self.rewrite_scheduled.load(Ordering::Relaxed) as u8).to_string(),
+            ),
+            (
+                "aof_last_rewrite_time_sec",
+                self.last_rewrite_secs.load(Ordering::Relaxed).to_string(),
+            ),
+            (
+                "aof_current_rewrite_time_sec",
+                if rewriting { cur } else { -1 }.to_string(),
+            ),
+            (
+                "aof_last_bgrewrite_status",
+                ok_err(self.last_rewrite_ok.load(Ordering::Relaxed)),
+            ),
+            (
+                "aof_rewrites",
+                self.rewrites.load(Ordering::Relaxed).to_string(),
+            ),
+            ("aof_rewrites_consecutive_failures", "0".into()),
+            (
+                "aof_last_write_status",
+                ok_err(self.last_write_ok.load(Ordering::Relaxed)),
+            ),
+            ("aof_last_cow_size", "0".into()),
+        ];
+        if st != STATE_OFF {
+            let pending = self.buf.lock().data.len();
+            v.extend([
+                (
+                    "aof_current_size",
+                    self.current_size.load(Ordering::Relaxed).to_string(),
+                ),
+                (
+                    "aof_base_size",
+                    self.base_size.load(Ordering::Relaxed).to_string(),
+                ),
+                (
+                    "aof_pending_rewrite",
+                    (self.rewrite_scheduled.load(Ordering::Relaxed) as u8).to_string(),
+                ),
+                ("aof_buffer_length", pending.to_string()),
+                ("aof_pending_bio_fsync", "0".into()),
+                ("aof_delayed_fsync", "0".into()),
+            ]);
+        }
+        v
+    }
+}
+
+fn ok_err(ok: bool) -> String {
+    if ok { "ok" } else { "err" }.to_string()
+}
+
+fn policy(s: &str) -> u8 {
+    match s {
+        "always" => FSYNC_ALWAYS,
+        "no" => FSYNC_NO,
+        _ => FSYNC_EVERYSEC,
+    }
+}
+
+// ------------------------------------------------------------ start / stop at run time
+
+/// After CONFIG SET: applies `appendfsync`, and `appendonly` turned on
+/// (starts a rewrite that produces the base, as Redis's startAppendOnly)
+/// or off (flushes, fsyncs and closes the file, as stopAppendOnly).
+pub fn config_changed(server: &Arc<Server>) {
+    let (want, pol) = {
+        let c = server.config.read();
+        (c.get("appendonly") == "yes", policy(c.get("appendfsync")))
+    };
+    let a = &server.aof;
+    a.fsync.store(pol, Ordering::Relaxed);
+    let st = a.state.load(Ordering::Acquire);
+    if want && st == STATE_OFF {
+        a.state.store(STATE_WAIT_REWRITE, Ordering::Release);
+        PROPAGATE.store(true, Ordering::SeqCst);
+        start_tick(server);
+        if !start_rewrite(server, true) {
+            a.rewrite_scheduled.store(true, Ordering::Relaxed);
+        }
+    } else if !want && st != STATE_OFF {
+        PROPAGATE.store(false, Ordering::SeqCst);
+        a.rewrite_cancel.store(true, Ordering::SeqCst);
+        // Wait for write commands in flight, then close the file (inside
+        // an EXEC block this thread already holds the gate).
+        let nested = TL.with(|t| t.borrow().depth > 0);
+        let _g = (!nested).then(|| a.gate.guard());
+        a.flush_all();
+        a.io.lock().file = None;
+        a.buf.lock().db = -1;
+        a.state.store(STATE_OFF, Ordering::Release);
+        a.rewrite_scheduled.store(false, Ordering::Relaxed);
+        tracing::info!("Background append only file rewriting stopped: AOF turned off");
+    }
+}
+
+/// Waits until every I/O thread has finished the batch it was executing
+/// (a task queued on each worker runs only between batches), so that
+/// commands started before a change of [`PROPAGATE`] are over.
+fn io_barrier() {
+    for h in crate::net::listener::worker_handles() {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        h.spawn(async move {
+            let _ = tx.send(());
+        });
+        let _ = rx.recv_timeout(Duration::from_secs(10));
+    }
+}
+
+/// Starts a background rewrite (BGREWRITEAOF). Returns false when one is
+/// already running. `barrier`: first wait for commands that may have run
+/// unpropagated (the AOF was just turned on).
+pub fn start_rewrite(server: &Arc<Server>, barrier: bool) -> bool {
+    let a = &server.aof;
+    if a.rewriting.swap(true, Ordering::AcqRel) {
+        return false;
+    }
+    a.rewrite_scheduled.store(false, Ordering::Relaxed);
+    a.rewrite_cancel.store(false, Ordering::SeqCst);
+    *a.rewrite_started.lock() = Some(Instant::now());
+    let s = server.clone();
+    let spawned = std::thread::Builder::new()
+        .name("ferrokv-aofrw".into())
+        .spawn(move || {
+            if barrier {
+                io_barrier();
+            }
+            let t0 = Instant::now();
+            let r = rewrite(&s);
+            let a = &s.aof;
+            match r {
+                Ok(()) => {
+                    a.last_rewrite_ok.store(true, Ordering::Relaxed);
+                    a.rewrites.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!("Background AOF rewrite finished successfully");
+                }
+                Err(e) => {
+                    a.last_rewrite_ok.store(false, Ordering::Relaxed);
+                    tracing::warn!("Background AOF rewrite failed: {e}");
+                }
+            }
+            a.last_rewrite_secs
+                .store(t0.elapsed().as_secs() as i64, Ordering::Relaxed);
+            *a.rewrite_started.lock() = None;
+            a.rewriting.store(false, Ordering::Release);
+        });
+    if spawned.is_err() {
+        a.rewriting.store(false, Ordering::Release);
+        *a.rewrite_started.lock() = None;
+        return false;
+    }
+    true
+}
+
+/// The rewrite itself (see the module documentation).
+fn rewrite(server: &Arc<Server>) -> std::io::Result<()> {
+    let a = &server.aof;
+    let p = paths(server);
+    std::fs::create_dir_all(&p.dir)?;
+    let gate = a.gate.guard();
+    let st = a.state.load(Ordering::Acquire);
+    let propagating = st != STATE_OFF;
+    let mut new_incr = None;
+    if propagating {
+        let mut io = a.io.lock();
+        if st == STATE_WAIT_REWRITE {
+            // Records so far are part of the snapshot taken below.
+            let mut b = a.buf.lock();
+            b.data.clear();
+            a.written.store(b.end, Ordering::Release);
+            a.synced.store(b.end, Ordering::Release);
+        } else {
+            a.write_locked(&mut io);
+            a.fsync_locked(&mut io);
+        }
+        let mut m = a.manifest.lock().clone();
+        m.incr_seq += 1;
+        let fi = FileInfo {
+            name: format!("{}.{}.incr.aof", p.fname, m.incr_seq),
+            seq: m.incr_seq,
+            kind: b'i',
+        };
+        let f = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(p.dir.join(&fi.name))?;
+        m.incrs.push(fi.clone());
+        write_manifest(&p, &m)?;
+        *a.manifest.lock() = m;
+        io.file = Some(f);
+        a.buf.lock().db = -1;
+        new_incr = Some(fi);
+    }
+    let tmp = p
+        .dir
+        .join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
+    let res = (|| {
+        let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
+        write_snapshot(server, &mut w)?;
+        w.flush()?;
+        w.into_inner().map_err(|e| e.into_error())
+    })();
+    drop(gate);
+    let f = match res {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
+    f.sync_all()?;
+    drop(f);
+    if a.rewrite_cancel.load(Ordering::SeqCst) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(std::io::Error::other("rewrite cancelled (AOF turned off)"));
+    }
+    let _io = a.io.lock();
+    let mut m = a.manifest.lock().clone();
+    m.base_seq += 1;
+    let base = FileInfo {
+        name: format!("{}.{}.base.aof", p.fname, m.base_seq),
+        seq: m.base_seq,
+        kind: b'b',
+    };
+    std::fs::rename(&tmp, p.dir.join(&base.name))?;
+    let mut history = std::mem::take(&mut m.history);
+    if let Some(mut old) = m.base.take() {
+        old.kind = b'h';
+        history.push(old);
+    }
+    for mut f in std::mem::take(&mut m.incrs) {
+        if Some(&f) != new_incr.as_ref() {
+            f.kind = b'h';
+            history.push(f);
+        }
+    }
+    m.base = Some(base.clone());
+    if let Some(fi) = new_incr.clone() {
+        m.incrs.push(fi);
+    }
+    m.history = history.clone();
+    write_manifest(&p, &m)?;
+    for h in &history {
+        let _ = std::fs::remove_file(p.dir.join(&h.name));
+    }
+    m.history.clear();
+    write_manifest(&p, &m)?;
+    let base_size = file_len(&p.dir.join(&base.name));
+    let incr_size = new_incr
+        .as_ref()
+        .map(|f| file_len(&p.dir.join(&f.name)))
+        .unwrap_or(0);
+    *a.manifest.lock() = m;
+    a.base_size.store(base_size, Ordering::Relaxed);
+    a.current_size
+        .store(base_size + incr_size, Ordering::Relaxed);
+    a.rewrite_base_size
+        .store(base_size + incr_size, Ordering::Relaxed);
+    if a.state.load(Ordering::Acquire) == STATE_WAIT_REWRITE {
+        a.state.store(STATE_ON, Ordering::Release);
+    }
+    Ok(())
+}
+
+/// Writes the whole keyspace in command form (SELECT, SET / RPUSH / SADD /
+/// HMSET / ZADD in batches of 64 items, PEXPIREAT), skipping keys already
+/// expired, as Redis's rewriteAppendOnlyFileRio.
+pub fn write_snapshot(server: &Server, w: &mut impl Write) -> std::io::Result<()> {
+    use crate::db::Value;
+    let now = crate::util::now_ms();
+    let ks = &server.keyspace;
+    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let mut ib = itoa::Buffer::new();
+    for dbi in 0..ks.db_count() {
+        let mut selected = false;
+        for si in 0..SHARDS {
+            let g = ks.db(dbi).shard_at(si).lock();
+            for (k, e) in g.iter() {
+                if e.is_expired(now) {
+                    continue;
+                }
+                if !selected {
+                    select_rec(&mut buf, dbi);
+                    selected = true;
+                }
+                match &e.value {
+                    Value::Str(s) => {
+                        let mut t = itoa::Buffer::new();
+                        enc(&mut buf, &[b"SET", k, s.as_bytes(&mut t)]);
+                    }
+                    Value::List(l) => {
+                        let items: Vec<Vec<u8>> = l.iter().map(|x| x.to_vec()).collect();
+                        batched(
+                            &mut buf,
+                            b"RPUSH",
+                            k,
+                            items.iter().map(|x| vec![x.as_slice()]),
+                        );
+                    }
+                    Value::Set(s) => {
+                        let items: Vec<Vec<u8>> = s
+                            .iter()
+                            .map(|m| match m {
+                                crate::db::set::Member::Int(i) => {
+                                    itoa::Buffer::new().format(i).as_bytes().to_vec()
+                                }
+                                crate::db::set::Member::Bytes(b) => b.to_vec(),
+                            })
+                            .collect();
+                        batched(
+                            &mut buf,
+                            b"SADD",
+                            k,
+                            items.iter().map(|x| vec![x.as_slice()]),
+                        );
+                    }
+                    Value::Hash(h) => {
+                        batched(&mut buf, b"HMSET", k, h.iter().map(|(f, v)| vec![f, v]));
+                    }
+                    Value::ZSet(z) => {
+                        let mut items: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(z.len());
+                        z.range(0, z.len(), false, |m, s| {
+                            let mut sb = Vec::new();
+                            crate::util::fmt_double_17g(s, &mut sb);
+                            items.push((sb, m.to_vec()));
+                        });
+                        batched(
+                            &mut buf,
+                            b"ZADD",
+                            k,
+                            items.iter().map(|(s, m)| vec![s.as_slice(), m.as_slice()]),
+                        );
+                    }
+                }
+                if e.expire_at != 0 {
+                    enc(
+                        &mut buf,
+                        &[b"PEXPIREAT", k, ib.format(e.expire_at).as_bytes()],
+                    );
+                }
+                if buf.len() >= 64 * 1024 {
+                    w.write_all(&buf)?;
+                    buf.clear();
+                }
+            }
+        }
+    }
+    w.write_all(&buf)
+}
+
+fn batched<'a>(
+    buf: &mut Vec<u8>,
+    cmd: &[u8],
+    key: &[u8],
+    items: impl Iterator<Item = Vec<&'a [u8]>>,
+) {
+    let mut argv: Vec<&[u8]> = vec![cmd, key];
+    let mut count = 0;
+    for it in items {
+        argv.extend(it);
+        count += 1;
+        if count == ITEMS_PER_CMD {
+            enc(buf, &argv);
+            argv.truncate(2);
+            count = 0;
+        }
+    }
+    if count > 0 {
+        enc(buf, &argv);
+    }
+}
+
+// ------------------------------------------------------------ background tick
+
+/// Starts the background thread (once): writes buffered records every
+/// 100 ms, fsyncs once a second with `everysec`, runs scheduled and
+/// automatic rewrites (`auto-aof-rewrite-percentage` / `-min-size`).
+pub fn start_tick(server: &Arc<Server>) {
+    if server.aof.tick_started.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let s = server.clone();
+    let _ = std::thread::Builder::new()
+        .name("ferrokv-aof".into())
+        .spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(100));
+            tick(&s);
+        });
+}
+
+fn tick(server: &Arc<Server>) {
+    let a = &server.aof;
+    if a.state.load(Ordering::Acquire) == STATE_OFF {
+        return;
+    }
+    let pol = a.fsync.load(Ordering::Relaxed);
+    {
+        let end = a.buf.lock().end;
+        a.flush_to(end, false);
+        if pol == FSYNC_EVERYSEC {
+            let mut io = a.io.lock();
+            if io.last_fsync.elapsed() >= Duration::from_secs(1)
+                && a.synced.load(Ordering::Acquire) < a.written.load(Ordering::Acquire)
+            {
+                // fsync a duplicate of the descriptor without holding the
+                // lock, so writers are not stalled behind the disk.
+                let w = a.written.load(Ordering::Acquire);
+                let dup = io.file.as_ref().and_then(|f| f.try_clone().ok());
+                io.last_fsync = Instant::now();
+                drop(io);
+                if let Some(f) = dup {
+                    if f.sync_data().is_ok() {
+                        a.synced.fetch_max(w, Ordering::AcqRel);
+                    }
+                }
+            }
+        }
+    }
+    if a.rewriting.load(Ordering::Acquire) {
+        return;
+    }
+    if a.rewrite_scheduled.load(Ordering::Relaxed) {
+        let barrier = a.state.load(Ordering::Acquire) == STATE_WAIT_REWRITE;
+        start_rewrite(server, barrier);
+        return;
+    }
+    if a.state.load(Ordering::Acquire) != STATE_ON {
+        return;
+    }
+    let (pct, min) = {
+        let c = server.config.read();
+        (
+            c.get_i64("auto-aof-rewrite-percentage"),
+            c.get("auto-aof-rewrite-min-size")
+                .parse::<u64>()
+                .unwrap_or(0),
+        )
+    };
+    let cur = a.current_size.load(Ordering::Relaxed);
+    if pct > 0 && cur > min {
+        let base = a.rewrite_base_size.load(Ordering::Relaxed).max(1);
+        let growth = (cur * 100 / base) as i64 - 100;
+        if growth >= pct {
+            tracing::info!("Starting automatic rewriting of AOF on {growth}% growth");
+            start_rewrite(server, false);
+        }
+    }
+}
+
+// ------------------------------------------------------------ loading
+
+/// A failed load: the message to print before exiting with status 1.
+pub type LoadError = String;
+
+/// Loads the AOF at start-up when `appendonly yes` (Redis's
+/// `loadDataFromDisk` + `aofOpenIfNeededOnServerStart`): manifest, base,
+/// incr files; a legacy single file is loaded and moved into the AOF
+/// directory. Then opens the last incr file for appending (creating the
+/// first base and incr files on a fresh start) and turns propagation on.
+/// Returns Ok(true) when the AOF is on (the caller must not load an RDB
+/// file then), Ok(false) when `appendonly no`.
+pub fn load_at_startup(server: &Arc<Server>) -> Result<bool, LoadError> {
+    let (enabled, truncated_ok, pol) = {
+        let c = server.config.read();
+        (
+            c.get("appendonly") == "yes",
+            c.get("aof-load-truncated") == "yes",
+            policy(c.get("appendfsync")),
+        )
+    };
+    let a = &server.aof;
+    a.fsync.store(pol, Ordering::Relaxed);
+    if !enabled {
+        return Ok(false);
+    }
+    let p = paths(server);
+    let mpath = p.dir.join(format!("{}.manifest", p.fname));
+    let legacy = PathBuf::from(&p.fname);
+    let t0 = Instant::now();
+    let mut legacy_loaded = false;
+    let mut m = if mpath.exists() {
+        let text = std::fs::read(&mpath).map_err(|e| {
+            format!(
+                "Fatal error: can't open the AOF manifest file {}: {e}",
+                mpath.display()
+            )
+        })?;
+        Manifest::parse(&text).map_err(|e| format!("*** FATAL AOF MANIFEST FILE ERROR *** {e}"))?
+    } else if legacy.is_file() {
+        // Redis 7.0 aofUpgradePrepare: the old file becomes the base.
+        load_file(server, &legacy, true, truncated_ok)?;
+        std::fs::create_dir_all(&p.dir)
+            .map_err(|e| format!("Can't create the AOF directory {}: {e}", p.dir.display()))?;
+        let m = Manifest {
+            base: Some(FileInfo {
+                name: p.fname.clone(),
+                seq: 1,
+                kind: b'b',
+            }),
+            base_seq: 1,
+            ..Default::default()
+        };
+        std::fs::rename(&legacy, p.dir.join(&p.fname)).map_err(|e| {
+            format!(
+                "Error moving the AOF file {} into {}: {e}",
+                p.fname,
+                p.dir.display()
+            )
+        })?;
+        write_manifest(&p, &m).map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
+        tracing::info!("Successfully migrated an old-style AOF into the AOF directory");
+        legacy_loaded = true;
+        m
+    } else {
+        Manifest::default()
+    };
+    if !legacy_loaded {
+        let mut files: Vec<&FileInfo> = Vec::new();
+        if let Some(b) = &m.base {
+            files.push(b);
+        }
+        files.extend(m.incrs.iter());
+        for (i, f) in files.iter().enumerate() {
+            let path = p.dir.join(&f.name);
+            if !path.is_file() {
+                return Err(format!("The AOF file {} doesn't exist", f.name));
+            }
+            load_file(server, &path, i + 1 == files.len(), truncated_ok)?;
+        }
+        if !files.is_empty() {
+            tracing::info!(
+                "DB loaded from append only file: {:.3} seconds",
+                t0.elapsed().as_secs_f64()
+            );
+        }
+    }
+    // Open for appending.
+    std::fs::create_dir_all(&p.dir)
+        .map_err(|e| format!("Can't create the AOF directory {}: {e}", p.dir.display()))?;
+    let fresh = m.base.is_none() && m.incrs.is_empty();
+    if m.incrs.is_empty() {
+        m.incr_seq += 1;
+        m.incrs.push(FileInfo {
+            name: format!("{}.{}.incr.aof", p.fname, m.incr_seq),
+            seq: m.incr_seq,
+            kind: b'i',
+        });
+    }
+    let last = m.incrs.last().cloned().expect("one incr file");
+    let f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(p.dir.join(&last.name))
+        .map_err(|e| format!("Can't open the append-only file {}: {e}", last.name))?;
+    if fresh {
+        // Redis 7.0 creates the first base at start-up (the dataset loaded
+        // from RDB, or empty).
+        m.base_seq += 1;
+        let base = FileInfo {
+            name: format!("{}.{}.base.aof", p.fname, m.base_seq),
+            seq: m.base_seq,
+            kind: b'b',
+        };
+        let bpath = p.dir.join(&base.name);
+        (|| {
+            let mut w = BufWriter::new(File::create(&bpath)?);
+            write_snapshot(server, &mut w)?;
+            w.flush()?;
+            w.get_ref().sync_all()
+        })()
+        .map_err(|e| format!("Can't write the AOF base file {}: {e}", base.name))?;
+        m.base = Some(base);
+    }
+    for h in std::mem::take(&mut m.history) {
+        let _ = std::fs::remove_file(p.dir.join(&h.name));
+    }
+    write_manifest(&p, &m).map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
+    let base_size = m
+        .base
+        .as_ref()
+        .map(|b| file_len(&p.dir.join(&b.name)))
+        .unwrap_or(0);
+    let total: u64 = base_size
+        + m.incrs
+            .iter()
+            .map(|f| file_len(&p.dir.join(&f.name)))
+            .sum::<u64>();
+    a.base_size.store(base_size, Ordering::Relaxed);
+    a.current_size.store(total, Ordering::Relaxed);
+    a.rewrite_base_size.store(total, Ordering::Relaxed);
+    *a.manifest.lock() = m;
+    a.io.lock().file = Some(f);
+    a.buf.lock().db = -1;
+    a.state.store(STATE_ON, Ordering::Release);
+    PROPAGATE.store(true, Ordering::SeqCst);
+    Ok(true)
+}
+
+/// Loads one AOF file (base or incr) by executing its commands. `last`:
+/// the last file of the set (only its tail may be truncated).
+pub fn load_file(
+    server: &Arc<Server>,
+    path: &Path,
+    last: bool,
+    truncated_ok: bool,
+) -> Result<(), LoadError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let data = std::fs::read(path)
+        .map_err(|e| format!("Unrecoverable error reading the append only file {name}: {e}"))?;
+    let mut pos = 0usize;
+    if data.starts_with(b"REDIS") {
+        let Some(reader) = RDB_BASE_READER.get() else {
+            return Err(format!(
+                "The append only file {name} starts with an RDB preamble, which this build of ferrokv cannot read yet"
+            ));
+        };
+        tracing::info!("Reading RDB base file on AOF loading...");
+        pos = reader(server, &data).map_err(|e| {
+            format!("Error reading the RDB base file {name}, AOF loading aborted: {e}")
+        })?;
+    }
+    let handle = crate::net::connection::new_handle(server, "aof".into(), String::new(), -1, false);
+    let mut client = Client::new(handle);
+    client.authenticated = true;
+    client.deny_blocking = true;
+    let mut out = Out::new();
+    let ncmds = cmd::table().all.len();
+    let stats = server.stats.local(ncmds);
+    let mut valid_up_to = pos;
+    let mut valid_before_multi = pos;
+    let mut multi: Option<Vec<OwnedArgs>> = None;
+    let fmterr = |off: usize, why: &str| {
+        let msg = format!(
+            "Bad file format reading the append only file {name} at offset {off} ({why}): make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>"
+        );
+        tracing::error!("{msg}");
+        msg
+    };
+    let truncated = loop {
+        if pos >= data.len() {
+            break false;
+        }
+        let start = pos;
+        if data[pos] == b'#' {
+            // Annotation (aof-timestamp-enabled).
+            match memchr::memchr(b'\n', &data[pos..]) {
+                Some(nl) => {
+                    pos += nl + 1;
+                    valid_up_to = pos;
+                    continue;
+                }
+                None => break true,
+            }
+        }
+        if data[pos] != b'*' {
+            return Err(fmterr(pos, "expected '*'"));
+        }
+        let Some((argc, p2)) = read_num(&data, pos + 1) else {
+            if memchr::memchr(b'\n', &data[pos..]).is_none() {
+                break true;
+            }
+            return Err(fmterr(pos, "invalid multibulk length"));
+        };
+        if argc < 1 {
+            return Err(fmterr(pos, "invalid multibulk length"));
+        }
+        pos = p2;
+        let mut argv = OwnedArgs::default();
+        let mut short = false;
+        for _ in 0..argc {
+            if pos >= data.len() {
+                short = true;
+                break;
+            }
+            if data[pos] != b'$' {
+                return Err(fmterr(pos, "expected '$'"));
+            }
+            let Some((len, p3)) = read_num(&data, pos + 1) else {
+                if memchr::memchr(b'\n', &data[pos..]).is_none() {
+                    short = true;
+                    break;
+                }
+                return Err(fmterr(pos, "invalid bulk length"));
+            };
+            if len < 0 {
+                return Err(fmterr(pos, "invalid bulk length"));
+            }
+            let end = p3 + len as usize;
+            if end + 2 > data.len() {
+                short = true;
+                break;
+            }
+            if &data[end..end + 2] != b"\r\n" {
+                return Err(fmterr(end, "bulk string not terminated by CRLF"));
+            }
+            argv.push(&data[p3..end]);
+            pos = end + 2;
+        }
+        if short {
+            break true;
+        }
+        let args = argv.args();
+        let cname = args.get(0);
+        if cname.eq_ignore_ascii_case(b"multi") {
+            valid_before_multi = start;
+            multi = Some(Vec::new());
+        } else if cname.eq_ignore_ascii_case(b"exec") {
+            if let Some(q) = multi.take() {
+                for a in &q {
+                    run_loaded(
+                        server,
+                        &mut client,
+                        &mut out,
+                        &stats,
+                        &a.args(),
+                        &name,
+                        start,
+                    )?;
+                }
+            }
+        } else if let Some(q) = multi.as_mut() {
+            q.push(argv.clone());
+        } else {
+            run_loaded(server, &mut client, &mut out, &stats, &args, &name, start)?;
+        }
+        valid_up_to = pos;
+    };
+    let mut truncated = truncated;
+    if multi.is_some() {
+        tracing::warn!("Revert incomplete MULTI/EXEC transaction in AOF file {name}");
+        valid_up_to = valid_before_multi;
+        truncated = true;
+    }
+    if truncated {
+        if truncated_ok && last {
+            tracing::warn!("!!! Warning: short read while loading the AOF file {name}!!!");
+            tracing::warn!("!!! Truncating the AOF {name} at offset {valid_up_to} !!!");
+            let f = OpenOptions::new()
+                .write(true)
+                .open(path)
+                .and_then(|f| f.set_len(valid_up_to as u64).map(|_| f))
+                .and_then(|f| f.sync_all());
+            if let Err(e) = f {
+                return Err(format!("Error truncating the AOF file {name}: {e}"));
+            }
+            tracing::warn!("AOF {name} loaded anyway because aof-load-truncated is enabled");
+            return Ok(());
+        }
+        if !last {
+            return Err(format!(
+                "Fatal error: the truncated file {name} is not the last file (unexpected end of file at offset {})",
+                data.len()
+            ));
+        }
+        let msg = format!(
+            "Unexpected end of file reading the append only file {name} (last valid command ends at offset {valid_up_to}, file size {}). You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server.",
+            data.len()
+        );
+        tracing::error!("{msg}");
+        return Err(msg);
+    }
+    Ok(())
+}
+
+fn read_num(data: &[u8], from: usize) -> Option<(i64, usize)> {
+    let nl = memchr::memchr(b'\n', data.get(from..)?)? + from;
+    if nl == from || data[nl - 1] != b'\r' {
+        return None;
+    }
+    let n = crate::util::parse_i64(&data[from..nl - 1])?;
+    Some((n, nl + 1))
+}
+
+fn run_loaded(
+    server: &Arc<Server>,
+    client: &mut Client,
+    out: &mut Out,
+    stats: &crate::stats::ThreadStats,
+    args: &Args<'_>,
+    file: &str,
+    offset: usize,
+) -> Result<(), LoadError> {
+    let t = cmd::table();
+    let name = args.get(0);
+    let Some(mut id) = t.lookup(name) else {
+        let msg = format!(
+            "Unknown command '{}' reading the append only file {file} at offset {offset}",
+            String::from_utf8_lossy(name)
+        );
+        tracing::error!("{msg}");
+        return Err(msg);
+    };
+    let mut c = t.all[id];
+    if c.is_container() && args.len() >= 2 {
+        if let Some(s) = t.lookup_sub(id, args.get(1)) {
+            id = s;
+            c = t.all[id];
+        }
+    }
+    let argc = args.len() as i32;
+    if (c.arity > 0 && argc != c.arity) || argc < -c.arity {
+        let msg = format!(
+            "Bad file format reading the append only file {file} at offset {offset}: wrong number of arguments for '{}'",
+            c.name
+        );
+        tracing::error!("{msg}");
+        return Err(msg);
+    }
+    // A clock of 0: no key expires while loading (Redis's keyIsExpired
+    // returns 0 while loading); absolute expiry times are kept as logged.
+    let mut ctx = Ctx {
+        server,
+        client,
+        out,
+        now: 0,
+        stats,
+        failed: false,
+        dirty: None,
+    };
+    (c.handler)(&mut ctx, args);
+    out.buf.clear();
+    if crate::events::pending() {
+        // Key events of loaded commands (no subscriber exists yet).
+        crate::events::drain(server);
+    }
+    if let Some(b) = client.blocked.take() {
+        b.waiter.claim();
+        crate::db::blocking::unregister(&server.keyspace, &b.waiter);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_round_trip() {
+        let text = b"file appendonly.aof.1.base.aof seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\nfile appendonly.aof.2.incr.aof seq 2 type i\n";
+        let m = Manifest::parse(text).unwrap();
+        assert_eq!(m.incrs.len(), 2);
+        assert_eq!(m.base_seq, 1);
+        assert_eq!(m.incr_seq, 2);
+        assert_eq!(m.format().as_bytes(), text);
+    }
+
+    #[test]
+    fn manifest_errors() {
+        assert!(Manifest::parse(b"").is_err());
+        assert!(Manifest::parse(b"file a seq 1\n").is_err());
+        assert!(Manifest::parse(b"file a seq 2 type i\nfile b seq 1 type i\n").is_err());
+        assert!(Manifest::parse(b"file a seq 1 type b\nfile b seq 2 type b\n").is_err());
+        assert!(Manifest::parse(b"file x/a seq 1 type b\n").is_err());
+        assert!(Manifest::parse(b"file a seq 1 type z\n").is_err());
+    }
+
+    fn recs(name: &str, argv: &[&str], reply: &str, now: u64) -> Vec<String> {
+        let mut o = OwnedArgs::default();
+        for a in argv {
+            o.push(a.as_bytes());
+        }
+        let mut out = Vec::new();
+        own_records(name, &o.args(), reply.as_bytes(), now, &mut out);
+        out.into_iter()
+            .map(|r| String::from_utf8_lossy(&r).replace("\r\n", " "))
+            .collect()
+    }
+
+    #[test]
+    fn rewrites() {
+        assert_eq!(
+            recs("expire", &["expire", "k", "10"], ":1\r\n", 1000),
+            ["*3 $9 PEXPIREAT $1 k $5 11000 "]
+        );
+        assert!(recs("expire", &["expire", "k", "10"], ":0\r\n", 1000).is_empty());
+        assert_eq!(
+            recs("expire", &["expire", "k", "-1"], ":1\r\n", 1000),
+            ["*2 $3 DEL $1 k "]
+        );
+        assert_eq!(
+            recs("set", &["set", "k", "v", "EX", "1"], "+OK\r\n", 5),
+            ["*5 $3 SET $1 k $1 v $4 PXAT $4 1005 "]
+        );
+        assert!(recs("set", &["set", "k", "v", "NX"], "$-1\r\n", 5).is_empty());
+        assert_eq!(
+            recs("set", &["set", "k", "v", "NX", "GET"], "$-1\r\n", 5).len(),
+            1
+        );
+        assert!(recs("set", &["set", "k", "v", "NX", "GET"], "$1\r\nx\r\n", 5).is_empty());
+        assert!(recs("set", &["set", "k", "v", "XX", "GET"], "_\r\n", 5).is_empty());
+        assert_eq!(
+            recs(
+                "incrbyfloat",
+                &["incrbyfloat", "k", "1.5"],
+                "$3\r\n2.5\r\n",
+                0
+            ),
+            ["*4 $3 SET $1 k $3 2.5 $7 KEEPTTL "]
+        );
+        assert_eq!(
+            recs(
+                "blpop",
+                &["blpop", "a", "b", "0"],
+                "*2\r\n$1\r\nb\r\n$1\r\nx\r\n",
+                0
+            ),
+            ["*2 $4 LPOP $1 b "]
+        );
+        assert_eq!(
+            recs(
+                "blmpop",
+                &["blmpop", "0", "2", "a", "b", "RIGHT", "COUNT", "5"],
+                "*2\r\n$1\r\na\r\n*2\r\n$1\r\nx\r\n$1\r\ny\r\n",
+                0
+            ),
+            ["*3 $4 RPOP $1 a $1 2 "]
+        );
+        assert_eq!(
+            recs(
+                "bzpopmax",
+                &["bzpopmax", "z", "0"],
+                "*3\r\n$1\r\nz\r\n$1\r\nm\r\n,1.5\r\n",
+                0
+            ),
+            ["*2 $7 ZPOPMAX $1 z "]
+        );
+        assert_eq!(
+            recs(
+                "spop",
+                &["spop", "s", "2"],
+                "*2\r\n$1\r\na\r\n$1\r\nb\r\n",
+                0
+            )
+            .len(),
+            2
+        );
+        assert!(recs("del", &["del", "x"], ":0\r\n", 0).is_empty());
+        assert!(recs("lpop", &["lpop", "x"], "$-1\r\n", 0).is_empty());
+        assert!(recs("sort", &["sort", "x"], "*0\r\n", 0).is_empty());
+        assert_eq!(
+            recs("getex", &["getex", "k", "persist"], "$1\r\nv\r\n", 0),
+            ["*2 $7 PERSIST $1 k "]
+        );
+    }
+}
