@@ -51,6 +51,7 @@ const fn d(name: &'static str, kind: Kind, default: &'static str, mutable: bool)
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
 const ENABLE_PROTECTED: &[&str] = &["no", "yes", "local"];
 const YESNO_ONLY_NO: &[&str] = &["no"];
+const TLS_AUTH_CLIENTS: &[&str] = &["no", "yes", "optional"];
 
 /// Every directive ferrokv understands, sorted by name.
 pub static DIRECTIVES: &[Directive] = &[
@@ -141,7 +142,7 @@ pub static DIRECTIVES: &[Directive] = &[
         true,
     ),
     d("pidfile", Kind::Str, "", false),
-    d("port", Kind::Int { min: 0, max: 65535 }, "6379", false),
+    d("port", Kind::Int { min: 0, max: 65535 }, "6379", true),
     d(
         "proto-max-bulk-len",
         Kind::Memory {
@@ -208,6 +209,47 @@ pub static DIRECTIVES: &[Directive] = &[
         "0",
         true,
     ),
+    d(
+        "tls-auth-clients",
+        Kind::Enum(TLS_AUTH_CLIENTS),
+        "yes",
+        true,
+    ),
+    d("tls-ca-cert-dir", Kind::Str, "", true),
+    d("tls-ca-cert-file", Kind::Str, "", true),
+    d("tls-cert-file", Kind::Str, "", true),
+    d("tls-ciphers", Kind::Str, "", true),
+    d("tls-ciphersuites", Kind::Str, "", true),
+    d("tls-client-cert-file", Kind::Str, "", true),
+    d("tls-client-key-file", Kind::Str, "", true),
+    d("tls-client-key-file-pass", Kind::Str, "", true),
+    d("tls-cluster", Kind::Bool, "no", true),
+    d("tls-dh-params-file", Kind::Str, "", true),
+    d("tls-key-file", Kind::Str, "", true),
+    d("tls-key-file-pass", Kind::Str, "", true),
+    d("tls-port", Kind::Int { min: 0, max: 65535 }, "0", true),
+    d("tls-prefer-server-ciphers", Kind::Bool, "no", true),
+    d("tls-protocols", Kind::Str, "", true),
+    d("tls-replication", Kind::Bool, "no", true),
+    d(
+        "tls-session-cache-size",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "20480",
+        true,
+    ),
+    d(
+        "tls-session-cache-timeout",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "300",
+        true,
+    ),
+    d("tls-session-caching", Kind::Bool, "yes", true),
     d("unixsocket", Kind::Str, "", false),
     d("unixsocketperm", Kind::Octal, "0", false),
     d(

@@ -124,6 +124,8 @@ pub struct Server {
     pub threads: usize,
     /// Path of the executable (INFO executable).
     pub executable: String,
+    /// The TLS context of the TLS listener (net::tls).
+    pub tls: crate::net::tls::TlsState,
 }
 
 impl Server {
@@ -157,6 +159,7 @@ impl Server {
             executable: std::env::current_exe()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
+            tls: Default::default(),
         });
         s.apply_config();
         s

@@ -428,6 +428,13 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 return;
             }
         }
+        if let Err((name, why)) = crate::net::listener::apply_config_set(ctx.server, &live, &next) {
+            drop(live);
+            ctx.error(&format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+            ));
+            return;
+        }
         *live = next;
     }
     ctx.server.apply_config();
