@@ -285,6 +285,27 @@ pub async fn accept_tls(server: Arc<Server>, listener: TcpListener) {
     }
 }
 
+/// One running accept loop and a duplicate of its listening socket, so it
+/// can be closed at once from any thread (the loop itself is dropped later,
+/// on the main runtime).
+struct AcceptLoop {
+    task: tokio::task::AbortHandle,
+    fd: std::os::fd::OwnedFd,
+}
+
+impl AcceptLoop {
+    /// Stops accepting now: new connections are refused from this point,
+    /// as when Redis closes a listener.
+    fn close(self) {
+        self.task.abort();
+        // SAFETY: shutdown(2) on a descriptor this struct owns (a dup of the
+        // listener's), so it cannot name an unrelated socket.
+        unsafe {
+            libc::shutdown(self.fd.as_raw_fd(), libc::SHUT_RDWR);
+        }
+    }
+}
+
 /// The running TCP and TLS accept loops, so CONFIG SET port / tls-port can
 /// replace them (Redis 7.0's changeListenPort).
 #[derive(Default)]
@@ -295,8 +316,8 @@ struct Listening {
     binds: Vec<String>,
     backlog: u32,
     /// Accept loops of the plain port and of the TLS port.
-    tcp: Vec<tokio::task::AbortHandle>,
-    tls: Vec<tokio::task::AbortHandle>,
+    tcp: Vec<AcceptLoop>,
+    tls: Vec<AcceptLoop>,
 }
 
 static LISTENING: parking_lot::Mutex<Option<Listening>> = parking_lot::Mutex::new(None);
@@ -324,18 +345,20 @@ fn spawn_loops(
     main: &tokio::runtime::Handle,
     listeners: Vec<TcpListener>,
     tls: bool,
-) -> Vec<tokio::task::AbortHandle> {
-    listeners
-        .into_iter()
-        .map(|l| {
-            let s = server.clone();
-            if tls {
-                main.spawn(accept_tls(s, l)).abort_handle()
-            } else {
-                main.spawn(accept_tcp(s, l)).abort_handle()
-            }
-        })
-        .collect()
+) -> std::io::Result<Vec<AcceptLoop>> {
+    use std::os::fd::AsFd;
+    let mut out = Vec::with_capacity(listeners.len());
+    for l in listeners {
+        let fd = l.as_fd().try_clone_to_owned()?;
+        let s = server.clone();
+        let task = if tls {
+            main.spawn(accept_tls(s, l)).abort_handle()
+        } else {
+            main.spawn(accept_tcp(s, l)).abort_handle()
+        };
+        out.push(AcceptLoop { task, fd });
+    }
+    Ok(out)
 }
 
 /// Starts the TCP listeners at start-up, on the current (main) runtime:
@@ -363,11 +386,11 @@ pub fn listen(
     if port != 0 || (!unixsocket && tls_port == 0) {
         let ls = bind_all(binds, port, backlog)?;
         bound = ls[0].local_addr().map(|a| a.port()).unwrap_or(port);
-        state.tcp = spawn_loops(server, &main, ls, false);
+        state.tcp = spawn_loops(server, &main, ls, false)?;
     }
     if tls_port != 0 {
         let ls = bind_all(binds, tls_port, backlog)?;
-        state.tls = spawn_loops(server, &main, ls, true);
+        state.tls = spawn_loops(server, &main, ls, true)?;
     }
     *LISTENING.lock() = Some(state);
     Ok(bound)
@@ -391,15 +414,15 @@ pub fn change_port(server: &Arc<Server>, tls: bool, port: u16) -> std::io::Resul
     } else {
         let _enter = main.enter();
         let ls = bind_all(&state.binds, port, state.backlog)?;
-        spawn_loops(server, &main, ls, tls)
+        spawn_loops(server, &main, ls, tls)?
     };
     let old = if tls {
         std::mem::replace(&mut state.tls, new)
     } else {
         std::mem::replace(&mut state.tcp, new)
     };
-    for h in old {
-        h.abort();
+    for l in old {
+        l.close();
     }
     if !tls {
         server.bound_port.store(port as u64, Ordering::Relaxed);
