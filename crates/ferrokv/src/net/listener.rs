@@ -433,7 +433,8 @@ pub fn change_port(server: &Arc<Server>, tls: bool, port: u16) -> std::io::Resul
 /// CONFIG SET's hook for the listeners and TLS (Redis 7.0's apply functions
 /// of `port`, `tls-port` and the `tls-*` file/protocol directives), run
 /// before `new` replaces `old`: rebuilds the TLS context when TLS is on and
-/// a TLS directive changed (or TLS was not configured yet), then moves the
+/// a TLS directive changed (or TLS was not configured yet, or the TLS port
+/// opens), then moves the
 /// ports that changed, then installs the new context. Nothing changes on
 /// error, which is (directive name, Redis's reason text).
 pub fn apply_config_set(
@@ -451,7 +452,10 @@ pub fn apply_config_set(
     let old_tls_port = old.get_i64("tls-port") as u16;
     let new_tls_port = new.get_i64("tls-port") as u16;
     let mut ctx = None;
-    if tls::enabled(new) && (changed_tls.is_some() || !server.tls.is_configured()) {
+    // Opening the TLS port always rebuilds: files may have changed while
+    // it was closed.
+    let opening = old_tls_port == 0 && new_tls_port != 0;
+    if tls::enabled(new) && (changed_tls.is_some() || opening || !server.tls.is_configured()) {
         match tls::build(new) {
             Ok(c) => ctx = Some(c),
             Err(e) => {
