@@ -159,6 +159,7 @@ fn render_obl(d: &Directive, v: &str) -> String {
 const SANITIZE: &[&str] = &["no", "yes", "clients"];
 
 const APPENDFSYNC: &[&str] = &["always", "everysec", "no"];
+const TLS_AUTH_CLIENTS: &[&str] = &["no", "yes", "optional"];
 
 /// Every directive ferrokv understands, sorted by name.
 pub static DIRECTIVES: &[Directive] = &[
@@ -294,7 +295,7 @@ pub static DIRECTIVES: &[Directive] = &[
     d("no-appendfsync-on-rewrite", Kind::Bool, "no", true),
     d("notify-keyspace-events", Kind::Str, "", true),
     d("pidfile", Kind::Str, "", false),
-    d("port", Kind::Int { min: 0, max: 65535 }, "6379", false),
+    d("port", Kind::Int { min: 0, max: 65535 }, "6379", true),
     d(
         "proto-max-bulk-len",
         Kind::Memory {
@@ -375,6 +376,47 @@ pub static DIRECTIVES: &[Directive] = &[
         "0",
         true,
     ),
+    d(
+        "tls-auth-clients",
+        Kind::Enum(TLS_AUTH_CLIENTS),
+        "yes",
+        true,
+    ),
+    d("tls-ca-cert-dir", Kind::Str, "", true),
+    d("tls-ca-cert-file", Kind::Str, "", true),
+    d("tls-cert-file", Kind::Str, "", true),
+    d("tls-ciphers", Kind::Str, "", true),
+    d("tls-ciphersuites", Kind::Str, "", true),
+    d("tls-client-cert-file", Kind::Str, "", true),
+    d("tls-client-key-file", Kind::Str, "", true),
+    d("tls-client-key-file-pass", Kind::Str, "", true),
+    d("tls-cluster", Kind::Bool, "no", true),
+    d("tls-dh-params-file", Kind::Str, "", true),
+    d("tls-key-file", Kind::Str, "", true),
+    d("tls-key-file-pass", Kind::Str, "", true),
+    d("tls-port", Kind::Int { min: 0, max: 65535 }, "0", true),
+    d("tls-prefer-server-ciphers", Kind::Bool, "no", true),
+    d("tls-protocols", Kind::Str, "", true),
+    d("tls-replication", Kind::Bool, "no", true),
+    d(
+        "tls-session-cache-size",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "20480",
+        true,
+    ),
+    d(
+        "tls-session-cache-timeout",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "300",
+        true,
+    ),
+    d("tls-session-caching", Kind::Bool, "yes", true),
     d("unixsocket", Kind::Str, "", false),
     d("unixsocketperm", Kind::Octal, "0", false),
     d(

@@ -120,25 +120,24 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         persist::rdb::load_at_startup(&server).map_err(std::io::Error::other)?;
     }
     persist::aof::start_tick(&server);
-    let mut bound_port = port;
-    if port != 0 || unixsocket.is_empty() {
-        let mut any = false;
-        for b in &binds {
-            if let Some(l) = net::listener::bind_tcp(b, bound_port, backlog)? {
-                if let Ok(a) = l.local_addr() {
-                    bound_port = a.port();
-                }
-                any = true;
-                tokio::spawn(net::listener::accept_tcp(server.clone(), l));
-            }
-        }
-        if !any {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::AddrNotAvailable,
-                "Failed listening on any bind address",
-            ));
-        }
+    let tls_port = server.config.read().get_i64("tls-port") as u16;
+    if tls_port != 0 {
+        let ctx = net::tls::build(&server.config.read()).map_err(|e| {
+            tracing::warn!("{e}");
+            std::io::Error::other(format!(
+                "Failed to configure TLS. Check logs for more info. ({e})"
+            ))
+        })?;
+        server.tls.install(ctx);
     }
+    let bound_port = net::listener::listen(
+        &server,
+        &binds,
+        port,
+        tls_port,
+        backlog,
+        !unixsocket.is_empty(),
+    )?;
     server
         .bound_port
         .store(bound_port as u64, Ordering::Relaxed);
@@ -160,6 +159,7 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         version = %VERSION,
         redis_version = %REDIS_VERSION,
         port = bound_port,
+        tls_port,
         pid = std::process::id(),
         threads,
         "ferrokv ready to accept connections"

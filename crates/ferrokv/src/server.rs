@@ -158,6 +158,8 @@ pub struct Server {
     pub rdb: crate::persist::rdb::RdbState,
     /// The append-only file (persist/aof.rs).
     pub aof: crate::persist::aof::Aof,
+    /// The TLS context of the TLS listener (net::tls).
+    pub tls: crate::net::tls::TlsState,
 }
 
 impl Server {
@@ -195,6 +197,7 @@ impl Server {
                 .unwrap_or_default(),
             rdb: Default::default(),
             aof: Default::default(),
+            tls: Default::default(),
         });
         s.apply_config();
         s

@@ -446,6 +446,13 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 let _ = next.set("dir", &cwd.display().to_string());
             }
         }
+        if let Err((name, why)) = crate::net::listener::apply_config_set(ctx.server, &live, &next) {
+            drop(live);
+            ctx.error(&format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+            ));
+            return;
+        }
         *live = next;
     }
     ctx.server.apply_config();

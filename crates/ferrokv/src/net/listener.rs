@@ -168,6 +168,66 @@ fn next_worker() -> tokio::runtime::Handle {
     }
 }
 
+/// Counts an accepted TCP socket, sets TCP_NODELAY and keepalive, and
+/// registers its client; None (socket closed, with Redis's error text)
+/// when `maxclients` is reached. Returns the socket as a std socket (to be
+/// registered with a worker's reactor) and the client's handle.
+fn admit_tcp(
+    server: &Arc<Server>,
+    sock: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    tls: bool,
+) -> Option<(std::net::TcpStream, Arc<super::clients::ClientHandle>)> {
+    server.stats.connections.fetch_add(1, Ordering::Relaxed);
+    let _ = sock.set_nodelay(true);
+    let fd = sock.as_raw_fd();
+    if over_limit(server) {
+        server
+            .stats
+            .rejected_connections
+            .fetch_add(1, Ordering::Relaxed);
+        if !tls {
+            tokio::spawn(async move {
+                let mut sock = sock;
+                let _ = sock
+                    .write_all(b"-ERR max number of clients reached\r\n")
+                    .await;
+            });
+        }
+        // Over TLS the handshake has not happened, so the error cannot be
+        // sent: Redis's write fails the same way and the socket is closed.
+        return None;
+    }
+    if protected_mode_refuses(server, peer.ip()) {
+        server
+            .stats
+            .rejected_connections
+            .fetch_add(1, Ordering::Relaxed);
+        if !tls {
+            tokio::spawn(async move {
+                let mut sock = sock;
+                let _ = sock
+                    .write_all(crate::acl::PROTECTED_MODE_ERR.as_bytes())
+                    .await;
+            });
+        }
+        return None;
+    }
+    set_keepalive(fd, server.live.tcp_keepalive.load(Ordering::Relaxed));
+    let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let handle = new_handle(server, peer.to_string(), laddr, fd, false);
+    server.clients.add(handle.clone());
+    // Hand the socket to a worker: it must be registered with that
+    // worker's reactor, so move it as a std socket.
+    match sock.into_std() {
+        Ok(s) => Some((s, handle)),
+        Err(_) => {
+            server.clients.remove(handle.id);
+            None
+        }
+    }
+}
+
 /// Accepts TCP clients forever.
 pub async fn accept_tcp(server: Arc<Server>, listener: TcpListener) {
     loop {
@@ -179,46 +239,10 @@ pub async fn accept_tcp(server: Arc<Server>, listener: TcpListener) {
                 continue;
             }
         };
-        server.stats.connections.fetch_add(1, Ordering::Relaxed);
-        let _ = sock.set_nodelay(true);
-        let fd = sock.as_raw_fd();
-        if over_limit(&server) {
-            server
-                .stats
-                .rejected_connections
-                .fetch_add(1, Ordering::Relaxed);
-            tokio::spawn(async move {
-                let mut sock = sock;
-                let _ = sock
-                    .write_all(b"-ERR max number of clients reached\r\n")
-                    .await;
-            });
-            continue;
-        }
-        if protected_mode_refuses(&server, peer.ip()) {
-            server
-                .stats
-                .rejected_connections
-                .fetch_add(1, Ordering::Relaxed);
-            tokio::spawn(async move {
-                let mut sock = sock;
-                let _ = sock
-                    .write_all(crate::acl::PROTECTED_MODE_ERR.as_bytes())
-                    .await;
-            });
-            continue;
-        }
-        set_keepalive(fd, server.live.tcp_keepalive.load(Ordering::Relaxed));
-        let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
-        let handle = new_handle(&server, peer.to_string(), laddr, fd, false);
-        server.clients.add(handle.clone());
-        let s = server.clone();
-        // Hand the socket to a worker: it must be registered with that
-        // worker's reactor, so move it as a std socket.
-        let Ok(std_sock) = sock.into_std() else {
-            server.clients.remove(handle.id);
+        let Some((std_sock, handle)) = admit_tcp(&server, sock, peer, false) else {
             continue;
         };
+        let s = server.clone();
         next_worker().spawn(async move {
             match tokio::net::TcpStream::from_std(std_sock) {
                 Ok(sock) => serve(s, sock, handle).await,
@@ -226,6 +250,275 @@ pub async fn accept_tcp(server: Arc<Server>, listener: TcpListener) {
             }
         });
     }
+}
+
+/// Accepts TLS clients forever (`tls-port`): the client is registered at
+/// accept, as in Redis; the handshake runs on the client's worker thread
+/// with the TLS context current at accept time and the `tls-auth-clients`
+/// mode read then; the stream is then served by the same connection loop
+/// as plain TCP. A failed handshake is logged as Redis logs it ("Error
+/// accepting a client connection: ...") and closes the socket.
+pub async fn accept_tls(server: Arc<Server>, listener: TcpListener) {
+    loop {
+        let (sock, peer) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!("accept (tls): {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let Some((std_sock, handle)) = admit_tcp(&server, sock, peer, true) else {
+            continue;
+        };
+        let mode = super::tls::AuthClients::parse(server.config.read().get("tls-auth-clients"));
+        let acceptor = match server.tls.acceptor(mode) {
+            Ok(a) => a,
+            Err(why) => {
+                tracing::warn!("Error accepting a client connection: {why}");
+                server.clients.remove(handle.id);
+                continue;
+            }
+        };
+        let s = server.clone();
+        next_worker().spawn(async move {
+            let Ok(sock) = tokio::net::TcpStream::from_std(std_sock) else {
+                s.clients.remove(handle.id);
+                return;
+            };
+            // A TLS connection opens with a handshake record (content type
+            // 22). Anything else (a plain RESP client) is closed without a
+            // TLS alert, as OpenSSL does for "wrong version number": the
+            // client sees the connection reset, not stray bytes.
+            let mut first = [0u8; 1];
+            let fail = match sock.peek(&mut first).await {
+                Ok(1) if first[0] == 0x16 => None,
+                Ok(1) => Some("wrong version number (not a TLS handshake)".to_string()),
+                _ => Some("connection closed before the TLS handshake".to_string()),
+            };
+            let fail = match fail {
+                Some(f) => f,
+                None => match acceptor.accept(sock).await {
+                    Ok(tls) => return serve(s, tls, handle).await,
+                    Err(e) => e.to_string(),
+                },
+            };
+            tracing::warn!(
+                "Error accepting a client connection: {fail} (conn: fd={} addr={})",
+                handle.fd,
+                handle.addr
+            );
+            s.clients.remove(handle.id);
+        });
+    }
+}
+
+/// One running accept loop and a duplicate of its listening socket, so it
+/// can be closed at once from any thread (the loop itself is dropped later,
+/// on the main runtime).
+struct AcceptLoop {
+    task: tokio::task::AbortHandle,
+    fd: std::os::fd::OwnedFd,
+}
+
+impl AcceptLoop {
+    /// Stops accepting now: new connections are refused from this point,
+    /// as when Redis closes a listener.
+    fn close(self) {
+        self.task.abort();
+        // SAFETY: shutdown(2) on a descriptor this struct owns (a dup of the
+        // listener's), so it cannot name an unrelated socket.
+        unsafe {
+            libc::shutdown(self.fd.as_raw_fd(), libc::SHUT_RDWR);
+        }
+    }
+}
+
+/// The running TCP and TLS accept loops, so CONFIG SET port / tls-port can
+/// replace them (Redis 7.0's changeListenPort).
+#[derive(Default)]
+struct Listening {
+    /// The runtime the accept loops run on (the main one).
+    main: Option<tokio::runtime::Handle>,
+    /// `bind` addresses and `tcp-backlog`, as at start-up.
+    binds: Vec<String>,
+    backlog: u32,
+    /// Accept loops of the plain port and of the TLS port.
+    tcp: Vec<AcceptLoop>,
+    tls: Vec<AcceptLoop>,
+}
+
+static LISTENING: parking_lot::Mutex<Option<Listening>> = parking_lot::Mutex::new(None);
+
+/// Binds `port` on every bind address. Errors: a mandatory address failed,
+/// or no address could be bound ("Failed listening on any bind address").
+fn bind_all(binds: &[String], port: u16, backlog: u32) -> std::io::Result<Vec<TcpListener>> {
+    let mut out = Vec::new();
+    for b in binds {
+        if let Some(l) = bind_tcp(b, port, backlog)? {
+            out.push(l);
+        }
+    }
+    if out.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AddrNotAvailable,
+            "Failed listening on any bind address",
+        ));
+    }
+    Ok(out)
+}
+
+fn spawn_loops(
+    server: &Arc<Server>,
+    main: &tokio::runtime::Handle,
+    listeners: Vec<TcpListener>,
+    tls: bool,
+) -> std::io::Result<Vec<AcceptLoop>> {
+    use std::os::fd::AsFd;
+    let mut out = Vec::with_capacity(listeners.len());
+    for l in listeners {
+        let fd = l.as_fd().try_clone_to_owned()?;
+        let s = server.clone();
+        let task = if tls {
+            main.spawn(accept_tls(s, l)).abort_handle()
+        } else {
+            main.spawn(accept_tcp(s, l)).abort_handle()
+        };
+        out.push(AcceptLoop { task, fd });
+    }
+    Ok(out)
+}
+
+/// Starts the TCP listeners at start-up, on the current (main) runtime:
+/// the plain `port` and, when `tls_port` is not 0, the TLS port (the TLS
+/// context must be installed first). `port 0` disables plain TCP when a
+/// unix socket or a TLS port is configured, as in Redis; otherwise it
+/// binds a free port (ferrokv's convenience for tests). Returns the plain
+/// port actually bound (0 when none). Errors: binding failed.
+pub fn listen(
+    server: &Arc<Server>,
+    binds: &[String],
+    port: u16,
+    tls_port: u16,
+    backlog: u32,
+    unixsocket: bool,
+) -> std::io::Result<u16> {
+    let main = tokio::runtime::Handle::current();
+    let mut state = Listening {
+        main: Some(main.clone()),
+        binds: binds.to_vec(),
+        backlog,
+        ..Default::default()
+    };
+    let mut bound = 0;
+    if port != 0 || (!unixsocket && tls_port == 0) {
+        let ls = bind_all(binds, port, backlog)?;
+        bound = ls[0].local_addr().map(|a| a.port()).unwrap_or(port);
+        state.tcp = spawn_loops(server, &main, ls, false)?;
+    }
+    if tls_port != 0 {
+        let ls = bind_all(binds, tls_port, backlog)?;
+        state.tls = spawn_loops(server, &main, ls, true)?;
+    }
+    *LISTENING.lock() = Some(state);
+    Ok(bound)
+}
+
+/// Moves the plain (`tls` false) or TLS listeners to `port` at run time
+/// (CONFIG SET port / tls-port): binds the new port on every bind address
+/// first, then closes the old listeners; `port` 0 only closes them.
+/// Connected clients stay. Errors: binding failed (old listeners kept) or
+/// the server was not started by [`listen`].
+pub fn change_port(server: &Arc<Server>, tls: bool, port: u16) -> std::io::Result<()> {
+    let mut guard = LISTENING.lock();
+    let Some(state) = guard.as_mut() else {
+        return Err(std::io::Error::other("listeners not started"));
+    };
+    let Some(main) = state.main.clone() else {
+        return Err(std::io::Error::other("listeners not started"));
+    };
+    let new = if port == 0 {
+        Vec::new()
+    } else {
+        let _enter = main.enter();
+        let ls = bind_all(&state.binds, port, state.backlog)?;
+        spawn_loops(server, &main, ls, tls)?
+    };
+    let old = if tls {
+        std::mem::replace(&mut state.tls, new)
+    } else {
+        std::mem::replace(&mut state.tcp, new)
+    };
+    for l in old {
+        l.close();
+    }
+    if !tls {
+        server.bound_port.store(port as u64, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// CONFIG SET's hook for the listeners and TLS (Redis 7.0's apply functions
+/// of `port`, `tls-port` and the `tls-*` file/protocol directives), run
+/// before `new` replaces `old`: rebuilds the TLS context when TLS is on and
+/// a TLS directive changed (or TLS was not configured yet, or the TLS port
+/// opens), then moves the
+/// ports that changed, then installs the new context. Nothing changes on
+/// error, which is (directive name, Redis's reason text).
+pub fn apply_config_set(
+    server: &Arc<Server>,
+    old: &crate::config::Config,
+    new: &crate::config::Config,
+) -> Result<(), (&'static str, &'static str)> {
+    use super::tls;
+    const TLS_ERR: &str = "Unable to update TLS configuration. Check server logs.";
+    const PORT_ERR: &str = "Unable to listen on this port. Check server logs.";
+    let changed_tls = tls::RELOAD_DIRECTIVES
+        .iter()
+        .find(|d| old.get(d) != new.get(d))
+        .copied();
+    let old_tls_port = old.get_i64("tls-port") as u16;
+    let new_tls_port = new.get_i64("tls-port") as u16;
+    let mut ctx = None;
+    // Opening the TLS port always rebuilds: files may have changed while
+    // it was closed.
+    let opening = old_tls_port == 0 && new_tls_port != 0;
+    if tls::enabled(new) && (changed_tls.is_some() || opening || !server.tls.is_configured()) {
+        match tls::build(new) {
+            Ok(c) => ctx = Some(c),
+            Err(e) => {
+                tracing::warn!("{e}");
+                let name = changed_tls.unwrap_or("tls-port");
+                tracing::warn!(
+                    "Failed applying new configuration. Possibly related to new {name} setting. Restoring previous settings."
+                );
+                return Err((name, TLS_ERR));
+            }
+        }
+    }
+    // Accept loops read the context at each accept, after this CONFIG SET
+    // released the configuration lock, so installing it last is in time.
+    if new_tls_port != old_tls_port {
+        if let Err(e) = change_port(server, true, new_tls_port) {
+            tracing::warn!("Failed to bind TLS port {new_tls_port}: {e}");
+            return Err(("tls-port", PORT_ERR));
+        }
+    }
+    let old_port = old.get_i64("port") as u16;
+    let new_port = new.get_i64("port") as u16;
+    if new_port != old_port {
+        if let Err(e) = change_port(server, false, new_port) {
+            tracing::warn!("Failed to bind port {new_port}: {e}");
+            if new_tls_port != old_tls_port {
+                let _ = change_port(server, true, old_tls_port);
+            }
+            return Err(("port", PORT_ERR));
+        }
+    }
+    if let Some(c) = ctx {
+        server.tls.install(c);
+    }
+    Ok(())
 }
 
 /// Binds the unix socket at `path` with permissions `perm` (0 = default).

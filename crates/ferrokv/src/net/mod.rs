@@ -1,6 +1,7 @@
 //! Networking: listeners ([`listener`]), the per-connection loop
-//! ([`connection`]) and the client registry ([`clients`]).
+//! ([`connection`]), the client registry ([`clients`]) and TLS ([`tls`]).
 
 pub mod clients;
 pub mod connection;
 pub mod listener;
+pub mod tls;
