@@ -725,7 +725,10 @@ impl Config {
         let mut v: Vec<(&'static str, String)> = DIRECTIVES
             .iter()
             .filter(|d| crate::util::glob_match(pattern, d.name.as_bytes(), true))
-            .map(|d| (d.name, self.get(d.name).to_string()))
+            .map(|d| match d.name {
+                "notify-keyspace-events" => (d.name, crate::events::display(self.get(d.name))),
+                _ => (d.name, self.get(d.name).to_string()),
+            })
             .collect();
         for (alias, canon) in ALIASES {
             if crate::util::glob_match(pattern, alias.as_bytes(), true) {

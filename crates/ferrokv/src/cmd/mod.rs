@@ -813,9 +813,6 @@ pub fn run(
             db_at_start,
         );
     }
-    if !failed && c.flags & flags::WRITE != 0 && crate::events::watching() {
-        touch_written_keys(c, client.db, args);
-    }
     if crate::events::pending() {
         crate::events::drain(server);
     }
@@ -845,32 +842,6 @@ pub fn run(
             "command"
         };
         server.latency_sample(event, us / 1000);
-    }
-}
-
-/// WATCH for the families whose handlers do not report their key changes
-/// one by one yet (hashes, sets, sorted sets, SORT ... STORE): after a
-/// successful write, every key argument counts as touched. This never
-/// misses a change; it may fail an EXEC for a write that changed nothing,
-/// where Redis would not.
-fn touch_written_keys(c: &Command, db: usize, args: &Args<'_>) {
-    if c.acl & (acl::HASH | acl::SET | acl::SORTEDSET) == 0 {
-        return;
-    }
-    for i in c.key_positions(args) {
-        crate::events::touch(db, args.get(i));
-    }
-    if c.flags & flags::MOVABLE_KEYS != 0 || c.name == "sort" {
-        // Destination keys of *STORE commands and SORT ... STORE dst.
-        let n = args.len();
-        for i in 1..n {
-            if c.name.ends_with("store") && i == 1 {
-                crate::events::touch(db, args.get(i));
-            }
-            if args.get(i).eq_ignore_ascii_case(b"store") && i + 1 < n {
-                crate::events::touch(db, args.get(i + 1));
-            }
-        }
     }
 }
 
