@@ -259,6 +259,18 @@ pub fn expired(db: usize, key: &[u8]) {
     }
 }
 
+/// Hook for maxmemory eviction (not built yet): `key` of database `db` was
+/// evicted. As Redis 7.0's evict.c `performEvictions`, this touches its
+/// watchers (signalModifiedKey) and notifies `evicted` (class `e`). Call it
+/// where the key is removed, like the other events (queued, applied by
+/// [`drain`] with no shard lock held).
+#[inline]
+pub fn evicted(db: usize, key: &[u8]) {
+    if on() {
+        push(db, true, EVICTED, "evicted", key);
+    }
+}
+
 /// True when this thread has queued events.
 #[inline]
 pub fn pending() -> bool {
