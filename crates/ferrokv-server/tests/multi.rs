@@ -816,3 +816,55 @@ fn watch_touches_are_exact_per_command() {
         d.script(&script);
     }
 }
+
+/// Sends `req` on a fresh connection and returns every byte received
+/// within 300 ms.
+fn pipeline_bytes(port: u16, req: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.write_all(req.as_bytes()).expect("write");
+    std::thread::sleep(Duration::from_millis(300));
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let mut out = Vec::new();
+    let mut buf = [0u8; 65536];
+    while let Ok(n) = s.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// SUBSCRIBE and friends inside MULTI (Redis 7.0 lets them run from EXEC
+/// for compatibility: the confirmations go inside the EXEC reply, the
+/// client is subscribed afterwards, RESP2 PING then answers [pong, ""]),
+/// UNSUBSCRIBE without subscriptions, RESP3, and a subscribed RESP2 client
+/// trying MULTI: byte-identical to redis-server.
+#[test]
+fn subscribe_inside_multi_matches_redis() {
+    let Some(d) = duo() else {
+        return;
+    };
+    let (pa, pb) = (d._ours.port, d._redis.port);
+    for req in [
+        "MULTI\r\nSUBSCRIBE a b\r\nPING\r\nEXEC\r\nPING\r\nGET x\r\nUNSUBSCRIBE a b\r\nGET x\r\n",
+        "MULTI\r\nPSUBSCRIBE p* q*\r\nSSUBSCRIBE s\r\nPUNSUBSCRIBE p* q*\r\nEXEC\r\nSUNSUBSCRIBE s\r\nPING\r\n",
+        "MULTI\r\nUNSUBSCRIBE\r\nPUNSUBSCRIBE x\r\nSUNSUBSCRIBE\r\nEXEC\r\nPING\r\n",
+        "MULTI\r\nSUBSCRIBE a\r\nPUBLISH a hello\r\nEXEC\r\nPING\r\n",
+        "HELLO 3\r\nMULTI\r\nSUBSCRIBE a b\r\nPSUBSCRIBE p*\r\nPING\r\nEXEC\r\nPING\r\nSSUBSCRIBE s\r\nGET x\r\n",
+        "SUBSCRIBE a\r\nMULTI\r\nPING\r\nEXEC\r\n",
+        "MULTI\r\nSUBSCRIBE a\r\nDISCARD\r\nPING\r\n",
+        "EXEC x\r\nEXEC\r\nMULTI\r\nEXEC x\r\nEXEC\r\n",
+    ] {
+        let x = pipeline_bytes(pa, req);
+        let y = pipeline_bytes(pb, req);
+        // HELLO's reply carries the server's id, version and mode.
+        let cut = |s: &str| match s.find("modules") {
+            Some(i) if req.starts_with("HELLO") => s[i..].to_string(),
+            _ => s.to_string(),
+        };
+        assert_eq!(cut(&x), cut(&y), "for {req:?}");
+    }
+}

@@ -712,7 +712,7 @@ pub fn execute(
         && crate::pubsub::refused_in_context(client, out.resp3, t.all[client.last_top].name)
     {
         let msg = crate::pubsub::refused_message(c.name);
-        reject(server, out, stats, id, &msg);
+        reject_in_multi(server, client, out, stats, id, &msg, is_exec);
         finish_reply(client, out, reply_start);
         return;
     }
@@ -855,8 +855,9 @@ fn flag_transaction(client: &mut Client) {
 }
 
 /// A command refused before running (server.c `rejectCommand`): inside
-/// MULTI it flags the transaction; a refused EXEC aborts the transaction
-/// with "EXECABORT Transaction discarded because of: <reason>".
+/// MULTI it flags the transaction; a refused EXEC (inside MULTI or not, as
+/// Redis) aborts with "EXECABORT Transaction discarded because of:
+/// <reason>".
 fn reject_in_multi(
     server: &Server,
     client: &mut Client,
@@ -866,7 +867,7 @@ fn reject_in_multi(
     msg: &str,
     is_exec: bool,
 ) {
-    if is_exec && client.multi.is_some() {
+    if is_exec {
         client.multi = None;
         crate::tx::unwatch_all(&mut client.watch);
         let reason = msg.strip_prefix("ERR ").unwrap_or(msg);
@@ -915,9 +916,20 @@ fn acl_check(
     id: usize,
     args: &Args<'_>,
 ) -> Result<(), String> {
+    acl_check_kind(server, client, c, id, args).map_err(|d| crate::acl::denied_message(d, c))
+}
+
+/// [`acl_check`] returning the kind of denial.
+fn acl_check_kind(
+    server: &Arc<Server>,
+    client: &mut Client,
+    c: &'static Command,
+    id: usize,
+    args: &Args<'_>,
+) -> Result<(), crate::acl::Denied> {
     let Some(user) = client.acl.user(&server.acl) else {
         // The user was deleted: the connection is being closed.
-        return Err(acl_denied_text(c));
+        return Err(crate::acl::Denied::Command);
     };
     if user.unrestricted() {
         return Ok(());
@@ -936,12 +948,36 @@ fn acl_check(
         crate::acl::Denied::Channel(_) => "channel",
     };
     log_acl_denial(server, client, c, reason, object, user.name.clone());
-    Err(crate::acl::denied_message(d, c))
+    Err(d)
 }
 
-fn acl_denied_text(c: &Command) -> String {
-    crate::acl::denied_message(crate::acl::Denied::Command, c)
+/// The ACL re-check of a queued command when EXEC runs it (multi.c
+/// execCommand: permissions may have changed since queuing). None when
+/// allowed; else the error to put in the EXEC reply array in place of the
+/// command's reply, after logging the denial in ACL LOG (context "multi").
+pub fn exec_acl_check(
+    server: &Arc<Server>,
+    client: &mut Client,
+    id: usize,
+    args: &Args<'_>,
+) -> Option<String> {
+    if !server.acl.restricted.load(Ordering::Relaxed) {
+        return None;
+    }
+    let c = table().all[id];
+    let reason = match acl_check_kind(server, client, c, id, args).err()? {
+        crate::acl::Denied::Key(_) => "no permission to touch the specified keys",
+        crate::acl::Denied::Channel(_) => {
+            "no permission to access one of the channels used as arguments"
+        }
+        crate::acl::Denied::Command => "no permission to execute the command or subcommand",
+    };
+    Some(format!(
+        "NOPERM ACLs rules changed between the moment the transaction was accumulated \
+         and the EXEC call. This command is no longer allowed for the following reason: {reason}"
+    ))
 }
+
 
 /// Adds an ACL LOG entry for `client` (reason command/key/channel/auth),
 /// with its CLIENT LIST line showing `c` as the current command.
@@ -963,10 +999,16 @@ pub fn log_acl_denial(
         }
     }
     let client_info = client.handle.describe(now);
+    // Redis 7.0: "multi" while the client is queuing or running EXEC.
+    let context = if client.multi.is_some() || tx::in_exec() {
+        "multi"
+    } else {
+        "toplevel"
+    };
     server.acl.log_event(crate::acl::LogEntry {
         count: 1,
         reason,
-        context: "toplevel",
+        context,
         object,
         username,
         ctime_ms: now,
