@@ -826,7 +826,10 @@ fn exec_rechecks_acl_for_queued_commands() {
         run(&mut u, "PUBLISH ch m");
         run(&mut u, "INCR n");
         run(&mut u, "CONFIG GET maxclients");
-        run(&mut admin, "ACL SETUSER alice -set -config resetkeys ~k ~n resetchannels");
+        run(
+            &mut admin,
+            "ACL SETUSER alice -set -config resetkeys ~k ~n resetchannels",
+        );
         run(&mut u, "EXEC");
         // Denied while queuing: flagged, EXECABORT; logged as "multi".
         run(&mut u, "MULTI");
@@ -871,17 +874,67 @@ fn subscribers_killed_when_channel_permissions_revoked() {
     };
     // (rules before, subscribe command, rules after, killed?)
     let cases: &[(&str, &str, &str, bool)] = &[
-        ("resetchannels &foo:1", "SUBSCRIBE foo:1", "resetchannels", true),
-        ("resetchannels &foo:1", "SSUBSCRIBE foo:1", "resetchannels", true),
-        ("resetchannels &bar:*", "PSUBSCRIBE bar:*", "resetchannels", true),
+        (
+            "resetchannels &foo:1",
+            "SUBSCRIBE foo:1",
+            "resetchannels",
+            true,
+        ),
+        (
+            "resetchannels &foo:1",
+            "SSUBSCRIBE foo:1",
+            "resetchannels",
+            true,
+        ),
+        (
+            "resetchannels &bar:*",
+            "PSUBSCRIBE bar:*",
+            "resetchannels",
+            true,
+        ),
         ("allchannels", "PSUBSCRIBE foo", "resetchannels", true),
-        ("resetchannels &foo:1 &bar:*", "SUBSCRIBE foo:1", "resetchannels &foo:1", false),
-        ("resetchannels &foo:1 &bar:*", "PSUBSCRIBE bar:*", "resetchannels &foo:1 &bar:*", false),
-        ("resetchannels &bar:*", "SUBSCRIBE bar:2", "resetchannels &bar:2", false),
-        ("resetchannels &bar:*", "PSUBSCRIBE bar:*", "resetchannels &bar:2", true),
-        ("resetchannels &bar:*", "PSUBSCRIBE bar:*", "allchannels", false),
-        ("resetchannels &bar:*", "SUBSCRIBE bar:1", "resetchannels &x (&bar:*)", false),
-        ("resetchannels &foo:1", "SUBSCRIBE foo:1", "resetchannels", true),
+        (
+            "resetchannels &foo:1 &bar:*",
+            "SUBSCRIBE foo:1",
+            "resetchannels &foo:1",
+            false,
+        ),
+        (
+            "resetchannels &foo:1 &bar:*",
+            "PSUBSCRIBE bar:*",
+            "resetchannels &foo:1 &bar:*",
+            false,
+        ),
+        (
+            "resetchannels &bar:*",
+            "SUBSCRIBE bar:2",
+            "resetchannels &bar:2",
+            false,
+        ),
+        (
+            "resetchannels &bar:*",
+            "PSUBSCRIBE bar:*",
+            "resetchannels &bar:2",
+            true,
+        ),
+        (
+            "resetchannels &bar:*",
+            "PSUBSCRIBE bar:*",
+            "allchannels",
+            false,
+        ),
+        (
+            "resetchannels &bar:*",
+            "SUBSCRIBE bar:1",
+            "resetchannels &x (&bar:*)",
+            false,
+        ),
+        (
+            "resetchannels &foo:1",
+            "SUBSCRIBE foo:1",
+            "resetchannels",
+            true,
+        ),
     ];
     for port in [ours.port, redis.port] {
         let mut admin = Raw::connect(port);

@@ -810,9 +810,8 @@ fn watch_touches_are_exact_per_command() {
     for (setup, write) in cases {
         // SPOP's reply is random: not compared (the EXEC reply is).
         let tilde = if write.starts_with("SPOP") { "~" } else { "" };
-        let script = format!(
-            "FLUSHALL\n{setup}\nWATCH k\n@2 {tilde}{write}\nMULTI\nPING\nEXEC\nFLUSHALL"
-        );
+        let script =
+            format!("FLUSHALL\n{setup}\nWATCH k\n@2 {tilde}{write}\nMULTI\nPING\nEXEC\nFLUSHALL");
         d.script(&script);
     }
 }

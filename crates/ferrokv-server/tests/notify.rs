@@ -62,8 +62,7 @@ impl Side {
 
     /// Messages received up to the sentinel: "channel message" each.
     fn drain(&mut self) -> Vec<String> {
-        self.cmd
-            .cmd(&[b"PUBLISH", b"__keysync@0__:s", b"sentinel"]);
+        self.cmd.cmd(&[b"PUBLISH", b"__keysync@0__:s", b"sentinel"]);
         let mut v = Vec::new();
         loop {
             let f = self.sub.reply();
@@ -360,7 +359,12 @@ const SETS: &[&str] = &[
     "SPOP nokey 5",
 ];
 
-const SETS_RANDOM: &[&str] = &["SADD sq 1 2 3 4 5 6 7 8", "SPOP sq", "SPOP sq 2", "SPOP sq 6"];
+const SETS_RANDOM: &[&str] = &[
+    "SADD sq 1 2 3 4 5 6 7 8",
+    "SPOP sq",
+    "SPOP sq 2",
+    "SPOP sq 6",
+];
 
 const ZSETS: &[&str] = &[
     "ZADD z1 1 a 2 b",
@@ -485,7 +489,10 @@ fn restore_and_dump_notify_like_redis() {
     n.run_args(&[b"RESTORE", b"dst", b"0", &raw, b"REPLACE"], false);
     n.run_args(&[b"RESTORE", b"dst2", b"100000", &raw], false);
     // Already expired: REPLACE deletes the old key ("del"), nothing new.
-    n.run_args(&[b"RESTORE", b"dst", b"1", &raw, b"REPLACE", b"ABSTTL"], false);
+    n.run_args(
+        &[b"RESTORE", b"dst", b"1", &raw, b"REPLACE", b"ABSTTL"],
+        false,
+    );
     n.run_args(&[b"RESTORE", b"dst3", b"1", &raw, b"ABSTTL"], false);
 }
 
@@ -512,7 +519,10 @@ fn expired_events_lazy_and_active() {
     assert_eq!(a, b);
     assert_eq!(
         a,
-        ["__keyspace@0__:active expired", "__keyevent@0__:expired active"]
+        [
+            "__keyspace@0__:active expired",
+            "__keyevent@0__:expired active"
+        ]
     );
 }
 
@@ -535,8 +545,27 @@ const MIXED: &[&str] = &[
 #[test]
 fn flag_combinations_match_redis() {
     for flags in [
-        "K", "E", "KA", "EA", "Kg", "E$", "Kl", "Es", "Kh", "Ez", "Kx", "KEe", "Et", "Kd", "En",
-        "Kn", "KEg$lshzxe", "KEA", "AKEn", "g$", "",
+        "K",
+        "E",
+        "KA",
+        "EA",
+        "Kg",
+        "E$",
+        "Kl",
+        "Es",
+        "Kh",
+        "Ez",
+        "Kx",
+        "KEe",
+        "Et",
+        "Kd",
+        "En",
+        "Kn",
+        "KEg$lshzxe",
+        "KEA",
+        "AKEn",
+        "g$",
+        "",
     ] {
         let Some(mut n) = Notif::start(flags, false) else {
             return;
@@ -565,7 +594,12 @@ fn config_set_at_run_time() {
         ("mKEA", "AKEm"),
     ] {
         n.run_args(
-            &[b"CONFIG", b"SET", b"notify-keyspace-events", flags.as_bytes()],
+            &[
+                b"CONFIG",
+                b"SET",
+                b"notify-keyspace-events",
+                flags.as_bytes(),
+            ],
             false,
         );
         let got = n.run("CONFIG GET notify-keyspace-events");
@@ -589,7 +623,11 @@ fn resp3_subscribers() {
     // Check the frame itself once: a push of four bulk strings.
     n.a.cmd.cmds("SET pushed 1");
     let f = n.a.sub.reply();
-    assert!(f.starts_with(b">4\r\n$8\r\npmessage\r\n"), "{:?}", String::from_utf8_lossy(&f));
+    assert!(
+        f.starts_with(b">4\r\n$8\r\npmessage\r\n"),
+        "{:?}",
+        String::from_utf8_lossy(&f)
+    );
     let _ = n.a.sub.reply();
     n.b.cmd.cmds("SET pushed 1");
     let g = n.b.sub.reply();

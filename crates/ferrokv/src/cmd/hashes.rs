@@ -19,9 +19,9 @@
 //!   and hash-max-listpack-value as currently configured.
 
 use super::{acl, cmd, err, flags::*, Command, Ctx};
-use crate::events::{GENERIC, HASH, NEW};
 use crate::db::hash::{HashValue, Limits};
 use crate::db::{Entry, Shard, Value};
+use crate::events::{GENERIC, HASH, NEW};
 use crate::resp::Args;
 use crate::util::{glob_match, parse_i64, rand_u64};
 use std::sync::atomic::Ordering;

@@ -16,8 +16,8 @@ pub mod hashes;
 pub mod keys;
 pub mod keyspecs;
 pub mod lists;
-pub mod pubsub;
 pub mod persist;
+pub mod pubsub;
 pub mod server;
 pub mod sets;
 pub mod sort;
@@ -704,7 +704,15 @@ pub fn execute(
     if crate::persist::rdb::writes_denied(server)
         && (c.flags & flags::WRITE != 0 || c.name == "ping")
     {
-        reject_in_multi(server, client, out, stats, id, crate::persist::rdb::MISCONF, is_exec);
+        reject_in_multi(
+            server,
+            client,
+            out,
+            stats,
+            id,
+            crate::persist::rdb::MISCONF,
+            is_exec,
+        );
         finish_reply(client, out, reply_start);
         return;
     }
@@ -977,7 +985,6 @@ pub fn exec_acl_check(
          and the EXEC call. This command is no longer allowed for the following reason: {reason}"
     ))
 }
-
 
 /// Adds an ACL LOG entry for `client` (reason command/key/channel/auth),
 /// with its CLIENT LIST line showing `c` as the current command.

@@ -17,9 +17,9 @@
 //! destination included, through `Keyspace::lock_keys`, so they are atomic.
 
 use super::{acl, cmd, flags::*, Command, Ctx};
-use crate::events::{GENERIC, NEW, SET};
 use crate::db::set::Member;
 use crate::db::{hash_key, Entry, KeyLocks, SetValue, Shard, Value};
+use crate::events::{GENERIC, NEW, SET};
 use crate::resp::{Args, Out};
 use crate::server::Server;
 use crate::util::{glob_match, parse_i64, rand_u64};

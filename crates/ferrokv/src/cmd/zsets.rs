@@ -22,12 +22,12 @@
 //! (ZADD, ZINCRBY, ZUNIONSTORE/ZINTERSTORE/ZDIFFSTORE, ZRANGESTORE) serves
 //! the key's waiters FIFO before releasing its shard lock.
 
-use crate::events::{self, GENERIC, NEW};
 use super::{acl, arg_i64, cmd, err, flags::*, Command, Ctx};
 use crate::db::blocking::{self, Attempt, BlockOp, ServeCx};
 use crate::db::set::SetValue;
 use crate::db::zset::{cmp_entry, Limits, ZSetValue};
 use crate::db::{hash_key, Entry, KeyLocks, Shard, Value};
+use crate::events::{self, GENERIC, NEW};
 use crate::resp::{Args, Out};
 use crate::server::Server;
 use crate::util::{fmt_double_17g, glob_match, rand_u64};
@@ -760,49 +760,55 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, zincrby: bool) {
     let lim = limits(ctx);
     let first_len = args.get(idx + 1).len();
     let create = move || ZSetValue::for_first_member(first_len, lim);
-    let res = modify(ctx, key, if xx { None } else { Some(&create) }, |z| {
-        let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
-        let mut last = 0.0;
-        for (j, &score) in scores.iter().enumerate() {
-            let m = args.get(idx + 2 * j + 1);
-            match z.score(m) {
-                Some(cur) => {
-                    if nx {
-                        continue;
-                    }
-                    let mut s = score;
-                    if incr {
-                        s += cur;
-                        if s.is_nan() {
-                            return Err(NAN_RESULT);
+    let res = modify(
+        ctx,
+        key,
+        if xx { None } else { Some(&create) },
+        |z| {
+            let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
+            let mut last = 0.0;
+            for (j, &score) in scores.iter().enumerate() {
+                let m = args.get(idx + 2 * j + 1);
+                match z.score(m) {
+                    Some(cur) => {
+                        if nx {
+                            continue;
                         }
+                        let mut s = score;
+                        if incr {
+                            s += cur;
+                            if s.is_nan() {
+                                return Err(NAN_RESULT);
+                            }
+                        }
+                        if (lt && s >= cur) || (gt && s <= cur) {
+                            continue;
+                        }
+                        if s != cur {
+                            z.insert(m, s, lim);
+                            updated += 1;
+                        }
+                        last = s;
+                        processed += 1;
                     }
-                    if (lt && s >= cur) || (gt && s <= cur) {
-                        continue;
+                    None => {
+                        if xx {
+                            continue;
+                        }
+                        z.insert(m, score, lim);
+                        added += 1;
+                        processed += 1;
+                        last = score;
                     }
-                    if s != cur {
-                        z.insert(m, s, lim);
-                        updated += 1;
-                    }
-                    last = s;
-                    processed += 1;
-                }
-                None => {
-                    if xx {
-                        continue;
-                    }
-                    z.insert(m, score, lim);
-                    added += 1;
-                    processed += 1;
-                    last = score;
                 }
             }
-        }
-        Ok((added, updated, processed, last))
-    }, |r| match r {
-        Ok((a, u, _, _)) if a + u > 0 => Some(if incr { "zincr" } else { "zadd" }),
-        _ => None,
-    });
+            Ok((added, updated, processed, last))
+        },
+        |r| match r {
+            Ok((a, u, _, _)) if a + u > 0 => Some(if incr { "zincr" } else { "zadd" }),
+            _ => None,
+        },
+    );
     let (added, updated, processed, last) = match res {
         Err(()) => return,
         Ok(None) => (0, 0, 0, 0.0),
@@ -824,18 +830,24 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, zincrby: bool) {
 
 /// ZREM key member [member ...]: integer, the members removed.
 fn zrem(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let r = modify(ctx, args.get(1), None, |z| {
-        let mut n = 0;
-        for i in 2..args.len() {
-            if z.remove(args.get(i)).is_some() {
-                n += 1;
-                if z.is_empty() {
-                    break;
+    let r = modify(
+        ctx,
+        args.get(1),
+        None,
+        |z| {
+            let mut n = 0;
+            for i in 2..args.len() {
+                if z.remove(args.get(i)).is_some() {
+                    n += 1;
+                    if z.is_empty() {
+                        break;
+                    }
                 }
             }
-        }
-        n
-    }, |n| (*n > 0).then_some("zrem"));
+            n
+        },
+        |n| (*n > 0).then_some("zrem"),
+    );
     match r {
         Err(()) => {}
         Ok(n) => ctx.out.int(n.unwrap_or(0)),
@@ -1253,10 +1265,16 @@ fn remrange(ctx: &mut Ctx<'_>, args: &Args<'_>, spec: Spec<'_>) {
         Spec::Score(..) => "zremrangebyscore",
         _ => "zremrangebylex",
     };
-    let r = modify(ctx, args.get(1), None, |z| {
-        let (first, n) = resolve(z, &spec, false, 0, -1);
-        z.remove_range(first, first + n)
-    }, |n| (*n > 0).then_some(event));
+    let r = modify(
+        ctx,
+        args.get(1),
+        None,
+        |z| {
+            let (first, n) = resolve(z, &spec, false, 0, -1);
+            z.remove_range(first, first + n)
+        },
+        |n| (*n > 0).then_some(event),
+    );
     if let Ok(n) = r {
         ctx.out.int(n.unwrap_or(0) as i64);
     }
@@ -1296,7 +1314,12 @@ fn zpop_cmd(ctx: &mut Ctx<'_>, args: &Args<'_>, max: bool) {
 /// `zpopmin` / `zpopmax`, then `del` when the set was emptied; the key is
 /// touched for WATCH.
 fn pop_events(db: usize, key: &[u8], max: bool, emptied: bool) {
-    events::notify(db, key, events::ZSET, if max { "zpopmax" } else { "zpopmin" });
+    events::notify(
+        db,
+        key,
+        events::ZSET,
+        if max { "zpopmax" } else { "zpopmin" },
+    );
     if emptied {
         events::notify(db, key, GENERIC, "del");
     }
