@@ -230,7 +230,7 @@ pub fn specs(name: &str) -> &'static [KeySpec] {
             )];
             S
         }
-        "expiretime" | "get" | "getrange" | "hget" | "hgetall" | "hkeys" | "hmget"
+        "dump" | "expiretime" | "get" | "getrange" | "hget" | "hgetall" | "hkeys" | "hmget"
         | "hrandfield" | "hscan" | "hvals" | "lindex" | "lpos" | "lrange" | "pexpiretime"
         | "pttl" | "smembers" | "smismember" | "srandmember" | "sscan" | "substr" | "ttl"
         | "zcount" | "zlexcount" | "zmscore" | "zrandmember" | "zrange" | "zrangebylex"
@@ -357,7 +357,7 @@ pub fn specs(name: &str) -> &'static [KeySpec] {
             )];
             S
         }
-        "psetex" | "setex" => {
+        "psetex" | "restore" | "setex" => {
             const S: &[KeySpec] = &[spec(
                 OW | UPDATE,
                 Begin::Index(1),
