@@ -762,3 +762,229 @@ fn getkeys_matches_redis() {
         p.check_line(&format!("COMMAND GETKEYSANDFLAGS {c}"));
     }
 }
+
+/// Starts ferrokv and redis-server with `extra`; None (test skipped)
+/// without redis-server.
+fn both_servers(extra: &[&str]) -> Option<(Server, Server)> {
+    let redis = match Server::start_redis(extra) {
+        Some(r) => r,
+        None => {
+            if std::env::var_os("FERROKV_REQUIRE_REDIS").is_some() {
+                panic!("redis-server not installed but FERROKV_REQUIRE_REDIS is set");
+            }
+            eprintln!("redis-server not installed: differential test skipped");
+            return None;
+        }
+    };
+    Some((Server::start(extra), redis))
+}
+
+/// (reason, context, object, username) of each ACL LOG entry.
+fn log_fields(r: &mut Raw) -> Vec<Vec<String>> {
+    let reply = r.cmds("ACL LOG");
+    let b = bulks(&reply);
+    let mut out = Vec::new();
+    let mut cur = Vec::new();
+    let mut i = 0;
+    while i + 1 < b.len() {
+        match b[i].as_str() {
+            "reason" | "context" | "object" | "username" => {
+                cur.push(format!("{}={}", b[i], b[i + 1]));
+                i += 2;
+                if cur.len() == 4 {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// Redis 7.0 execCommand re-checks ACLs for each queued command: rules
+/// changed between queuing and EXEC put "-NOPERM ACLs rules changed..."
+/// (with the command / key / channel reason) in the EXEC array for that
+/// command while the others run; denials while queuing inside MULTI and
+/// at EXEC time are logged with context "multi". Compared with
+/// redis-server byte for byte (ACL LOG: reason, context, object, user).
+#[test]
+fn exec_rechecks_acl_for_queued_commands() {
+    let Some((ours, redis)) = both_servers(&[]) else {
+        return;
+    };
+    let mut logs = Vec::new();
+    for port in [ours.port, redis.port] {
+        let mut admin = Raw::connect(port);
+        let mut u = Raw::connect(port);
+        let mut out = Vec::new();
+        let mut run = |r: &mut Raw, l: &str| out.push(line(r, l));
+        run(&mut admin, "ACL SETUSER alice on >pw +@all ~* &*");
+        run(&mut u, "AUTH alice pw");
+        run(&mut u, "MULTI");
+        run(&mut u, "SET k 1");
+        run(&mut u, "GET other");
+        run(&mut u, "PUBLISH ch m");
+        run(&mut u, "INCR n");
+        run(&mut u, "CONFIG GET maxclients");
+        run(
+            &mut admin,
+            "ACL SETUSER alice -set -config resetkeys ~k ~n resetchannels",
+        );
+        run(&mut u, "EXEC");
+        // Denied while queuing: flagged, EXECABORT; logged as "multi".
+        run(&mut u, "MULTI");
+        run(&mut u, "SET k 2");
+        run(&mut u, "GET k");
+        run(&mut u, "EXEC");
+        // Outside MULTI: "toplevel".
+        run(&mut u, "SET k 3");
+        run(&mut u, "GET k");
+        logs.push((out, log_fields(&mut admin)));
+    }
+    let (a, b) = (&logs[0], &logs[1]);
+    assert_eq!(a.0, b.0, "replies (left: ferrokv)");
+    assert_eq!(a.1, b.1, "ACL LOG (left: ferrokv)");
+    assert!(a.0[9].contains("ACLs rules changed"), "{:?}", a.0[9]);
+    assert!(a.1.iter().any(|e| e.contains(&"context=multi".to_string())));
+}
+
+/// Writes `req` and reports whether the server closed the connection.
+fn still_open(r: &mut Raw) -> bool {
+    r.set_timeout(std::time::Duration::from_secs(2));
+    r.send(b"PING\r\n");
+    r.try_reply().is_ok()
+}
+
+/// Redis 7.0's ACLKillPubsubClientsIfNeeded (tests/unit/acl.tcl "Subscribers
+/// are killed when revoked of channel / pattern / allchannels permission",
+/// "Subscribers are pardoned if literal permissions are retained and/or
+/// gaining allchannels"): after ACL SETUSER, subscribers of the user whose
+/// channels, shard channels or patterns (compared literally) are no longer
+/// allowed are disconnected at once (gone from CLIENT LIST); others stay.
+/// ACL DELUSER disconnects every client of the user; ACL LOAD every client
+/// of a user other than default. Same outcomes on redis-server.
+#[test]
+fn subscribers_killed_when_channel_permissions_revoked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("users.acl");
+    std::fs::write(&path, "user default on nopass ~* &* +@all\n").unwrap();
+    let p = path.to_str().unwrap().to_string();
+    let Some((ours, redis)) = both_servers(&["--aclfile", &p]) else {
+        return;
+    };
+    // (rules before, subscribe command, rules after, killed?)
+    let cases: &[(&str, &str, &str, bool)] = &[
+        (
+            "resetchannels &foo:1",
+            "SUBSCRIBE foo:1",
+            "resetchannels",
+            true,
+        ),
+        (
+            "resetchannels &foo:1",
+            "SSUBSCRIBE foo:1",
+            "resetchannels",
+            true,
+        ),
+        (
+            "resetchannels &bar:*",
+            "PSUBSCRIBE bar:*",
+            "resetchannels",
+            true,
+        ),
+        ("allchannels", "PSUBSCRIBE foo", "resetchannels", true),
+        (
+            "resetchannels &foo:1 &bar:*",
+            "SUBSCRIBE foo:1",
+            "resetchannels &foo:1",
+            false,
+        ),
+        (
+            "resetchannels &foo:1 &bar:*",
+            "PSUBSCRIBE bar:*",
+            "resetchannels &foo:1 &bar:*",
+            false,
+        ),
+        (
+            "resetchannels &bar:*",
+            "SUBSCRIBE bar:2",
+            "resetchannels &bar:2",
+            false,
+        ),
+        (
+            "resetchannels &bar:*",
+            "PSUBSCRIBE bar:*",
+            "resetchannels &bar:2",
+            true,
+        ),
+        (
+            "resetchannels &bar:*",
+            "PSUBSCRIBE bar:*",
+            "allchannels",
+            false,
+        ),
+        (
+            "resetchannels &bar:*",
+            "SUBSCRIBE bar:1",
+            "resetchannels &x (&bar:*)",
+            false,
+        ),
+        (
+            "resetchannels &foo:1",
+            "SUBSCRIBE foo:1",
+            "resetchannels",
+            true,
+        ),
+    ];
+    for port in [ours.port, redis.port] {
+        let mut admin = Raw::connect(port);
+        for (i, (before, sub, after, killed)) in cases.iter().enumerate() {
+            line(&mut admin, "ACL SETUSER psuser reset on >pspass +@all ~*");
+            line(&mut admin, &format!("ACL SETUSER psuser {before}"));
+            let mut rd = Raw::connect(port);
+            assert_eq!(line(&mut rd, "AUTH psuser pspass"), "+OK\r\n");
+            line(&mut rd, &format!("CLIENT SETNAME deathrow{i}"));
+            // Another client of the same user, not subscribed: never killed.
+            let mut other = Raw::connect(port);
+            line(&mut other, "AUTH psuser pspass");
+            line(&mut other, "CLIENT SETNAME bystander");
+            let r = line(&mut rd, sub);
+            assert!(r.contains("subscribe"), "{r}");
+            assert_eq!(
+                line(&mut admin, &format!("ACL SETUSER psuser {after}")),
+                "+OK\r\n"
+            );
+            let list = line(&mut admin, "CLIENT LIST");
+            assert_eq!(
+                !list.contains(&format!("deathrow{i}")),
+                *killed,
+                "case {i} on port {port}: {list}"
+            );
+            assert_eq!(still_open(&mut rd), !killed, "case {i}");
+            assert!(still_open(&mut other), "case {i}: bystander");
+        }
+        // DELUSER: every client of the user goes.
+        let mut rd = Raw::connect(port);
+        line(&mut rd, "AUTH psuser pspass");
+        line(&mut admin, "ACL DELUSER psuser");
+        assert!(!still_open(&mut rd));
+        // ACL LOAD (7.0): every client of a non-default user goes, even a
+        // user the file still defines; default-user subscribers stay.
+        std::fs::write(
+            &path,
+            "user default on nopass ~* &* +@all\nuser keep on >pw ~* &* +@all\n",
+        )
+        .unwrap();
+        assert_eq!(line(&mut admin, "ACL LOAD"), "+OK\r\n");
+        let mut k = Raw::connect(port);
+        assert_eq!(line(&mut k, "AUTH keep pw"), "+OK\r\n");
+        let mut d = Raw::connect(port);
+        line(&mut d, "SUBSCRIBE x");
+        assert_eq!(line(&mut admin, "ACL LOAD"), "+OK\r\n");
+        assert!(!still_open(&mut k), "port {port}");
+        d.send(b"PING\r\n");
+        assert!(d.try_reply().is_ok(), "default subscriber stays");
+        std::fs::write(&path, "user default on nopass ~* &* +@all\n").unwrap();
+        line(&mut admin, "ACL LOAD");
+    }
+}

@@ -735,3 +735,135 @@ print("ok")
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// WATCH is touched exactly where Redis 7.0 signals a modified key, for
+/// every write of the hash, set, sorted-set and SORT families: a write
+/// that changes nothing (SADD of a present member, ZADD with no change,
+/// SREM / HDEL / ZREM of a missing member, an empty *STORE onto a missing
+/// key...) must not fail the EXEC; HSET of an unchanged value does. Each
+/// case: setup, WATCH k, the write from another connection, MULTI PING
+/// EXEC, compared with redis-server.
+#[test]
+fn watch_touches_are_exact_per_command() {
+    let Some(mut d) = duo() else {
+        return;
+    };
+    let cases: &[(&str, &str)] = &[
+        ("HSET k f v", "HSET k f v"),
+        ("HSET k f v", "HSET k f w"),
+        ("HSET k f v", "HMSET k f v"),
+        ("HSET k f v", "HSETNX k f x"),
+        ("HSET k f v", "HSETNX k g x"),
+        ("HSET k f v", "HDEL k nothere"),
+        ("HSET k f v", "HDEL k f"),
+        ("HSET k f 1", "HINCRBY k f 0"),
+        ("HSET k f 1", "HINCRBY k f notint"),
+        ("HSET k f 1", "HINCRBYFLOAT k f 0"),
+        ("HSET k f v", "HGET k f"),
+        ("SADD k a", "SADD k a"),
+        ("SADD k a", "SADD k b"),
+        ("SADD k a", "SREM k b"),
+        ("SADD k a", "SREM k a"),
+        ("SADD k a", "SPOP k 0"),
+        ("SADD k a b", "SPOP k"),
+        ("SADD k a b", "SPOP k 1"),
+        ("SADD k a", "SMOVE k other a"),
+        ("SADD k a", "SMOVE k other b"),
+        ("SADD other a", "SMOVE other k a"),
+        ("SADD k a", "SMOVE k k a"),
+        ("SADD other a", "SADD k a"),
+        ("SADD k a", "SINTERSTORE k nokey"),
+        ("SET x 1", "SINTERSTORE k nokey"),
+        ("SADD k a", "SUNIONSTORE k k"),
+        ("SADD k a", "SDIFFSTORE k k"),
+        ("SADD k a", "SMEMBERS k"),
+        ("ZADD k 1 a", "ZADD k 1 a"),
+        ("ZADD k 1 a", "ZADD k 2 a"),
+        ("ZADD k 1 a", "ZADD k NX 2 a"),
+        ("ZADD k 1 a", "ZADD k XX 1 b"),
+        ("ZADD k 1 a", "ZADD k GT 0 a"),
+        ("ZADD k 1 a", "ZINCRBY k 0 a"),
+        ("ZADD k 1 a", "ZINCRBY k 1 a"),
+        ("ZADD k 1 a", "ZREM k b"),
+        ("ZADD k 1 a", "ZREM k a"),
+        ("ZADD k 1 a", "ZREMRANGEBYSCORE k 5 6"),
+        ("ZADD k 1 a", "ZREMRANGEBYRANK k 0 0"),
+        ("ZADD k 1 a", "ZREMRANGEBYLEX k [x [y"),
+        ("ZADD k 1 a", "ZPOPMIN k 0"),
+        ("ZADD k 1 a 2 b", "ZPOPMAX k"),
+        ("ZADD k 1 a", "ZMPOP 1 k MIN"),
+        ("ZADD k 1 a", "BZPOPMIN k 0.01"),
+        ("ZADD src 1 a", "ZUNIONSTORE k 1 src"),
+        ("SET x 1", "ZINTERSTORE k 2 src nokey"),
+        ("ZADD k 1 a", "ZINTERSTORE k 2 k nokey"),
+        ("ZADD src 1 a", "ZRANGESTORE k src 0 0"),
+        ("SET x 1", "ZRANGESTORE k nokey 0 -1"),
+        ("ZADD k 1 a", "ZDIFFSTORE k 2 k k"),
+        ("ZADD k 1 a", "ZRANGE k 0 -1"),
+        ("RPUSH src 2 1", "SORT src STORE k"),
+        ("SET x 1", "SORT nokey STORE k"),
+        ("RPUSH k 1", "SORT nokey STORE k"),
+        ("RPUSH k 1", "SORT k"),
+        ("SET k 1", "FLUSHDB"),
+        ("SET x 1", "FLUSHALL"),
+    ];
+    for (setup, write) in cases {
+        // SPOP's reply is random: not compared (the EXEC reply is).
+        let tilde = if write.starts_with("SPOP") { "~" } else { "" };
+        let script =
+            format!("FLUSHALL\n{setup}\nWATCH k\n@2 {tilde}{write}\nMULTI\nPING\nEXEC\nFLUSHALL");
+        d.script(&script);
+    }
+}
+
+/// Sends `req` on a fresh connection and returns every byte received
+/// within 300 ms.
+fn pipeline_bytes(port: u16, req: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.write_all(req.as_bytes()).expect("write");
+    std::thread::sleep(Duration::from_millis(300));
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let mut out = Vec::new();
+    let mut buf = [0u8; 65536];
+    while let Ok(n) = s.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// SUBSCRIBE and friends inside MULTI (Redis 7.0 lets them run from EXEC
+/// for compatibility: the confirmations go inside the EXEC reply, the
+/// client is subscribed afterwards, RESP2 PING then answers [pong, ""]),
+/// UNSUBSCRIBE without subscriptions, RESP3, and a subscribed RESP2 client
+/// trying MULTI: byte-identical to redis-server.
+#[test]
+fn subscribe_inside_multi_matches_redis() {
+    let Some(d) = duo() else {
+        return;
+    };
+    let (pa, pb) = (d._ours.port, d._redis.port);
+    for req in [
+        "MULTI\r\nSUBSCRIBE a b\r\nPING\r\nEXEC\r\nPING\r\nGET x\r\nUNSUBSCRIBE a b\r\nGET x\r\n",
+        "MULTI\r\nPSUBSCRIBE p* q*\r\nSSUBSCRIBE s\r\nPUNSUBSCRIBE p* q*\r\nEXEC\r\nSUNSUBSCRIBE s\r\nPING\r\n",
+        "MULTI\r\nUNSUBSCRIBE\r\nPUNSUBSCRIBE x\r\nSUNSUBSCRIBE\r\nEXEC\r\nPING\r\n",
+        "MULTI\r\nSUBSCRIBE a\r\nPUBLISH a hello\r\nEXEC\r\nPING\r\n",
+        "HELLO 3\r\nMULTI\r\nSUBSCRIBE a b\r\nPSUBSCRIBE p*\r\nPING\r\nEXEC\r\nPING\r\nSSUBSCRIBE s\r\nGET x\r\n",
+        "SUBSCRIBE a\r\nMULTI\r\nPING\r\nEXEC\r\n",
+        "MULTI\r\nSUBSCRIBE a\r\nDISCARD\r\nPING\r\n",
+        "EXEC x\r\nEXEC\r\nMULTI\r\nEXEC x\r\nEXEC\r\n",
+    ] {
+        let x = pipeline_bytes(pa, req);
+        let y = pipeline_bytes(pb, req);
+        // HELLO's reply carries the server's id, version and mode.
+        let cut = |s: &str| match s.find("modules") {
+            Some(i) if req.starts_with("HELLO") => s[i..].to_string(),
+            _ => s.to_string(),
+        };
+        assert_eq!(cut(&x), cut(&y), "for {req:?}");
+    }
+}

@@ -762,12 +762,21 @@ impl Config {
         Ok(())
     }
 
+    /// A directive's value as CONFIG GET shows it (the stored value, except
+    /// notify-keyspace-events: see `events::display`).
+    pub fn shown(&self, name: &str) -> String {
+        match name {
+            "notify-keyspace-events" => crate::events::display(self.get(name)),
+            _ => self.get(name).to_string(),
+        }
+    }
+
     /// (name, value) pairs whose name matches the glob `pattern`.
     pub fn matching(&self, pattern: &[u8]) -> Vec<(&'static str, String)> {
         let mut v: Vec<(&'static str, String)> = DIRECTIVES
             .iter()
             .filter(|d| crate::util::glob_match(pattern, d.name.as_bytes(), true))
-            .map(|d| (d.name, self.get(d.name).to_string()))
+            .map(|d| (d.name, self.shown(d.name)))
             .collect();
         for (alias, canon) in ALIASES {
             if crate::util::glob_match(pattern, alias.as_bytes(), true) {

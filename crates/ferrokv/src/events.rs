@@ -171,11 +171,24 @@ pub fn format_flags(f: u32) -> String {
 }
 
 /// Validates and normalises a notify-keyspace-events value for the
-/// configuration (Redis's error text for a bad character).
+/// configuration (Redis's error text for a bad character). The stored form
+/// keeps every flag: Redis's printed form, plus a trailing `n` when `A`
+/// hides it (Redis prints `KEAn` as `AKE` yet keeps `n` on); CONFIG GET
+/// shows [`display`].
 pub fn normalise(s: &str) -> Result<String, String> {
-    parse_flags(s)
-        .map(format_flags)
-        .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string())
+    let f = parse_flags(s)
+        .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string())?;
+    let mut out = format_flags(f);
+    if f & ALL == ALL && f & NEW != 0 {
+        out.push('n');
+    }
+    Ok(out)
+}
+
+/// The notify-keyspace-events value as CONFIG GET shows it (notify.c
+/// `keyspaceEventsFlagsToString` of the stored flags).
+pub fn display(stored: &str) -> String {
+    parse_flags(stored).map_or_else(|| stored.to_string(), format_flags)
 }
 
 /// One queued key event.
@@ -246,6 +259,18 @@ pub fn expired(db: usize, key: &[u8]) {
     }
 }
 
+/// Hook for maxmemory eviction (not built yet): `key` of database `db` was
+/// evicted. As Redis 7.0's evict.c `performEvictions`, this touches its
+/// watchers (signalModifiedKey) and notifies `evicted` (class `e`). Call it
+/// where the key is removed, like the other events (queued, applied by
+/// [`drain`] with no shard lock held).
+#[inline]
+pub fn evicted(db: usize, key: &[u8]) {
+    if on() {
+        push(db, true, EVICTED, "evicted", key);
+    }
+}
+
 /// True when this thread has queued events.
 #[inline]
 pub fn pending() -> bool {
@@ -303,10 +328,11 @@ fn publish_event(server: &Server, db: usize, class: u32, event: &str, key: &[u8]
     }
 }
 
-/// Hands a message to Pub/Sub. Until the Pub/Sub family is merged there
-/// are no subscribers, so nothing is delivered.
-fn publish(_server: &Server, _channel: &[u8], _message: &[u8]) -> usize {
-    0
+/// Hands a message to Pub/Sub (channel subscribers and matching patterns,
+/// RESP2 or RESP3 frames per subscriber).
+#[inline]
+fn publish(server: &Server, channel: &[u8], message: &[u8]) -> usize {
+    crate::pubsub::publish(server, channel, message)
 }
 
 #[cfg(test)]
@@ -320,5 +346,10 @@ mod tests {
         assert_eq!(format_flags(parse_flags("").unwrap()), "");
         assert_eq!(format_flags(parse_flags("Elx").unwrap()), "lxE");
         assert!(parse_flags("Ab?").is_none());
+        // 'n' is not part of 'A': kept in storage, hidden when printed.
+        let stored = normalise("KEAn").unwrap();
+        assert_eq!(parse_flags(&stored).unwrap() & NEW, NEW);
+        assert_eq!(display(&stored), "AKE");
+        assert_eq!(normalise("nE").unwrap(), "nE");
     }
 }

@@ -269,6 +269,68 @@ fn publish_kind(server: &Server, channel: &[u8], message: &[u8], shard: bool) ->
     receivers
 }
 
+/// Redis 7.0's `ACLKillPubsubClientsIfNeeded` (acl.c), after ACL SETUSER
+/// changed user `name` to `new`: every client authenticated as that user
+/// with a subscription the new rules no longer allow is closed. A channel
+/// (or shard channel) must match one of the channel patterns of any of the
+/// user's selectors; a pattern subscription must equal one of them
+/// literally; a selector with `allchannels` allows everything. Other
+/// clients are killed at once (gone from CLIENT LIST); returns true when
+/// the client `me` itself must close after its reply.
+pub fn kill_revoked_subscribers(
+    server: &Server,
+    name: &[u8],
+    new: &crate::acl::User,
+    me: u64,
+) -> bool {
+    if server.pubsub.entries.load(Ordering::Acquire) == 0
+        || new.selectors.iter().any(|s| s.allchannels)
+    {
+        return false;
+    }
+    let allowed = |ch: &[u8], literal: bool| {
+        new.selectors.iter().any(|s| {
+            s.channels.iter().any(|p| {
+                if literal {
+                    p.as_slice() == ch
+                } else {
+                    crate::util::glob_match(p, ch, false)
+                }
+            })
+        })
+    };
+    let shown = String::from_utf8_lossy(name);
+    let is_user = |h: &ClientHandle| {
+        let i = h.info.lock();
+        i.user == shown || (i.user.is_empty() && name == b"default")
+    };
+    let mut doomed: Vec<Arc<ClientHandle>> = Vec::new();
+    {
+        let g = server.pubsub.inner.read();
+        for (map, literal) in [(&g.channels, false), (&g.shard, false), (&g.patterns, true)] {
+            for (ch, subs) in map.iter() {
+                if allowed(ch, literal) {
+                    continue;
+                }
+                for h in subs {
+                    if !doomed.iter().any(|d| d.id == h.id) && is_user(h) {
+                        doomed.push(h.clone());
+                    }
+                }
+            }
+        }
+    }
+    let mut me_too = false;
+    for h in doomed {
+        if h.id == me {
+            me_too = true;
+        } else {
+            h.kill();
+        }
+    }
+    me_too
+}
+
 /// Mirrors the client's subscription counts into its handle (CLIENT LIST
 /// sub= psub= ssub=, flag `P`) and drops its [`ClientSubs`] once empty
 /// (the client leaves subscribed mode, Redis's CLIENT_PUBSUB flag).

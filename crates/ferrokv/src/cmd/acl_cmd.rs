@@ -166,7 +166,15 @@ fn acl_setuser(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         }
     };
     match ctx.server.acl.set_user(name, &ops) {
-        Ok(()) => ctx.out.ok(),
+        Ok(()) => {
+            if let Some(u) = ctx.server.acl.get(name) {
+                let me = ctx.client.handle.id;
+                if crate::pubsub::kill_revoked_subscribers(ctx.server, name, &u, me) {
+                    ctx.client.close_after_reply = true;
+                }
+            }
+            ctx.out.ok()
+        }
         Err((op, e)) => {
             let msg = format!(
                 "ERR Error in ACL SETUSER modifier '{}': {}",
@@ -277,7 +285,9 @@ fn aclfile(ctx: &Ctx<'_>) -> String {
 }
 
 /// ACL LOAD: replaces every user with the ACL file's (all or nothing).
-/// Clients of users that no longer exist are disconnected.
+/// As Redis 7.0 (which frees every old user object but `default`), every
+/// client authenticated as a user other than `default` is disconnected,
+/// whether or not the file still defines that user.
 fn acl_load(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     let path = aclfile(ctx);
     if path.is_empty() {
@@ -288,10 +298,7 @@ fn acl_load(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
             let me = ctx.client.handle.id;
             for h in ctx.server.clients.all() {
                 let user = h.info.lock().user.clone();
-                if !user.is_empty()
-                    && user != "default"
-                    && ctx.server.acl.get(user.as_bytes()).is_none()
-                {
+                if !user.is_empty() && user != "default" {
                     if h.id == me {
                         ctx.client.close_after_reply = true;
                     } else {

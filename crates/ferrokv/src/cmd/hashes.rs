@@ -21,6 +21,7 @@
 use super::{acl, cmd, err, flags::*, Command, Ctx};
 use crate::db::hash::{HashValue, Limits};
 use crate::db::{Entry, Shard, Value};
+use crate::events::{GENERIC, HASH, NEW};
 use crate::resp::Args;
 use crate::util::{glob_match, parse_i64, rand_u64};
 use std::sync::atomic::Ordering;
@@ -275,10 +276,13 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, name: &str, ok_reply: bool) 
             let mut hv = HashValue::new();
             let n = write(&mut hv);
             insert_new(ctx, &mut shard, h, key, hv);
+            ctx.notify(key, NEW, "new");
             n
         }
     };
     drop(shard);
+    // t_hash.c hsetCommand: signals even when no value changed.
+    ctx.modified(key, HASH, "hset");
     if ok_reply {
         ctx.out.ok();
     } else {
@@ -318,10 +322,14 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             hv.try_conversion([field, value].into_iter(), lim);
             hv.set(field, value, lim);
             insert_new(ctx, &mut shard, h, key, hv);
+            ctx.notify(key, NEW, "new");
             true
         }
     };
     drop(shard);
+    if added {
+        ctx.modified(key, HASH, "hset");
+    }
     ctx.out.int(added as i64);
 }
 
@@ -491,6 +499,12 @@ fn hdel(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         shard.remove(h, key);
     }
     drop(shard);
+    if deleted > 0 {
+        ctx.modified(key, HASH, "hdel");
+        if emptied {
+            ctx.notify(key, GENERIC, "del");
+        }
+    }
     ctx.out.int(deleted);
 }
 
@@ -535,8 +549,10 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     hv.set(field, digits.format(new).as_bytes(), lim);
     if is_new {
         insert_new(ctx, &mut shard, h, key, fresh);
+        ctx.notify(key, NEW, "new");
     }
     drop(shard);
+    ctx.modified(key, HASH, "hincrby");
     ctx.out.int(new);
 }
 
@@ -583,8 +599,10 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     hv.set(field, &sum, lim);
     if is_new {
         insert_new(ctx, &mut shard, h, key, fresh);
+        ctx.notify(key, NEW, "new");
     }
     drop(shard);
+    ctx.modified(key, HASH, "hincrbyfloat");
     ctx.out.bulk(&sum);
 }
 

@@ -720,7 +720,7 @@ pub fn execute(
         && crate::pubsub::refused_in_context(client, out.resp3, t.all[client.last_top].name)
     {
         let msg = crate::pubsub::refused_message(c.name);
-        reject(server, out, stats, id, &msg);
+        reject_in_multi(server, client, out, stats, id, &msg, is_exec);
         finish_reply(client, out, reply_start);
         return;
     }
@@ -821,9 +821,6 @@ pub fn run(
             db_at_start,
         );
     }
-    if !failed && c.flags & flags::WRITE != 0 && crate::events::watching() {
-        touch_written_keys(c, client.db, args);
-    }
     if crate::events::pending() {
         crate::events::drain(server);
     }
@@ -856,32 +853,6 @@ pub fn run(
     }
 }
 
-/// WATCH for the families whose handlers do not report their key changes
-/// one by one yet (hashes, sets, sorted sets, SORT ... STORE): after a
-/// successful write, every key argument counts as touched. This never
-/// misses a change; it may fail an EXEC for a write that changed nothing,
-/// where Redis would not.
-fn touch_written_keys(c: &Command, db: usize, args: &Args<'_>) {
-    if c.acl & (acl::HASH | acl::SET | acl::SORTEDSET) == 0 {
-        return;
-    }
-    for i in c.key_positions(args) {
-        crate::events::touch(db, args.get(i));
-    }
-    if c.flags & flags::MOVABLE_KEYS != 0 || c.name == "sort" {
-        // Destination keys of *STORE commands and SORT ... STORE dst.
-        let n = args.len();
-        for i in 1..n {
-            if c.name.ends_with("store") && i == 1 {
-                crate::events::touch(db, args.get(i));
-            }
-            if args.get(i).eq_ignore_ascii_case(b"store") && i + 1 < n {
-                crate::events::touch(db, args.get(i + 1));
-            }
-        }
-    }
-}
-
 /// Marks the transaction of a client inside MULTI as failed (multi.c
 /// `flagTransaction`): its EXEC will reply EXECABORT.
 #[inline]
@@ -892,8 +863,9 @@ fn flag_transaction(client: &mut Client) {
 }
 
 /// A command refused before running (server.c `rejectCommand`): inside
-/// MULTI it flags the transaction; a refused EXEC aborts the transaction
-/// with "EXECABORT Transaction discarded because of: <reason>".
+/// MULTI it flags the transaction; a refused EXEC (inside MULTI or not, as
+/// Redis) aborts with "EXECABORT Transaction discarded because of:
+/// <reason>".
 fn reject_in_multi(
     server: &Server,
     client: &mut Client,
@@ -903,7 +875,7 @@ fn reject_in_multi(
     msg: &str,
     is_exec: bool,
 ) {
-    if is_exec && client.multi.is_some() {
+    if is_exec {
         client.multi = None;
         crate::tx::unwatch_all(&mut client.watch);
         let reason = msg.strip_prefix("ERR ").unwrap_or(msg);
@@ -952,9 +924,20 @@ fn acl_check(
     id: usize,
     args: &Args<'_>,
 ) -> Result<(), String> {
+    acl_check_kind(server, client, c, id, args).map_err(|d| crate::acl::denied_message(d, c))
+}
+
+/// [`acl_check`] returning the kind of denial.
+fn acl_check_kind(
+    server: &Arc<Server>,
+    client: &mut Client,
+    c: &'static Command,
+    id: usize,
+    args: &Args<'_>,
+) -> Result<(), crate::acl::Denied> {
     let Some(user) = client.acl.user(&server.acl) else {
         // The user was deleted: the connection is being closed.
-        return Err(acl_denied_text(c));
+        return Err(crate::acl::Denied::Command);
     };
     if user.unrestricted() {
         return Ok(());
@@ -973,11 +956,34 @@ fn acl_check(
         crate::acl::Denied::Channel(_) => "channel",
     };
     log_acl_denial(server, client, c, reason, object, user.name.clone());
-    Err(crate::acl::denied_message(d, c))
+    Err(d)
 }
 
-fn acl_denied_text(c: &Command) -> String {
-    crate::acl::denied_message(crate::acl::Denied::Command, c)
+/// The ACL re-check of a queued command when EXEC runs it (multi.c
+/// execCommand: permissions may have changed since queuing). None when
+/// allowed; else the error to put in the EXEC reply array in place of the
+/// command's reply, after logging the denial in ACL LOG (context "multi").
+pub fn exec_acl_check(
+    server: &Arc<Server>,
+    client: &mut Client,
+    id: usize,
+    args: &Args<'_>,
+) -> Option<String> {
+    if !server.acl.restricted.load(Ordering::Relaxed) {
+        return None;
+    }
+    let c = table().all[id];
+    let reason = match acl_check_kind(server, client, c, id, args).err()? {
+        crate::acl::Denied::Key(_) => "no permission to touch the specified keys",
+        crate::acl::Denied::Channel(_) => {
+            "no permission to access one of the channels used as arguments"
+        }
+        crate::acl::Denied::Command => "no permission to execute the command or subcommand",
+    };
+    Some(format!(
+        "NOPERM ACLs rules changed between the moment the transaction was accumulated \
+         and the EXEC call. This command is no longer allowed for the following reason: {reason}"
+    ))
 }
 
 /// Adds an ACL LOG entry for `client` (reason command/key/channel/auth),
@@ -1000,10 +1006,16 @@ pub fn log_acl_denial(
         }
     }
     let client_info = client.handle.describe(now);
+    // Redis 7.0: "multi" while the client is queuing or running EXEC.
+    let context = if client.multi.is_some() || tx::in_exec() {
+        "multi"
+    } else {
+        "toplevel"
+    };
     server.acl.log_event(crate::acl::LogEntry {
         count: 1,
         reason,
-        context: "toplevel",
+        context,
         object,
         username,
         ctime_ms: now,

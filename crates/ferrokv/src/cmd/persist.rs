@@ -199,6 +199,9 @@ fn restore(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         // Already expired: the key is not created (a replaced one is gone).
         drop(g);
         ctx.dirty = Some(deleted as u64);
+        if deleted {
+            ctx.modified(key, crate::events::GENERIC, "del");
+        }
         return ctx.out.ok();
     }
     let mut e = Entry::new(value, ctx.now);
@@ -209,5 +212,9 @@ fn restore(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let _ = freq;
     g.insert(h, key, e);
     drop(g);
+    // cluster.c restoreCommand: dbAdd ("new", also after REPLACE's
+    // delete), then "restore".
+    ctx.notify(key, crate::events::NEW, "new");
+    ctx.modified(key, crate::events::GENERIC, "restore");
     ctx.out.ok();
 }

@@ -179,6 +179,11 @@ fn punsubscribe(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// SSUBSCRIBE shardchannel [shardchannel ...]: confirmations count shard
 /// channels only.
 fn ssubscribe(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    // Redis 7.0 ssubscribeCommand: unlike SUBSCRIBE / PSUBSCRIBE, not
+    // allowed from EXEC (a CLIENT_DENY_BLOCKING client).
+    if ctx.client.deny_blocking {
+        return ctx.error("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client");
+    }
     do_subscribe(ctx, args, Kind::Shard);
 }
 

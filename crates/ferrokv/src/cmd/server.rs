@@ -362,7 +362,7 @@ fn config_get(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 let given = lossy(pat);
                 if let Some(d) = crate::config::directive(&given) {
                     if !found.iter().any(|(n, _, _)| *n == d.name) {
-                        found.push((d.name, given, c.get(d.name).to_string()));
+                        found.push((d.name, given, c.shown(d.name)));
                     }
                 }
                 continue;

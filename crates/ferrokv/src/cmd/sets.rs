@@ -19,6 +19,7 @@
 use super::{acl, cmd, flags::*, Command, Ctx};
 use crate::db::set::Member;
 use crate::db::{hash_key, Entry, KeyLocks, SetValue, Shard, Value};
+use crate::events::{GENERIC, NEW, SET};
 use crate::resp::{Args, Out};
 use crate::server::Server;
 use crate::util::{glob_match, parse_i64, rand_u64};
@@ -241,18 +242,41 @@ fn opt_is(arg: &[u8], kw: &[u8]) -> bool {
 
 /// Replaces or deletes `dst` with a computed set, as the *STORE commands
 /// (`setKey` / `dbDelete`): a non-empty result is stored without TTL over
-/// any previous value; an empty one deletes `dst`. Replies the size.
-fn store_result(ctx: &mut Ctx<'_>, mut locks: KeyLocks<'_>, dst: &[u8], hd: u64, result: SetValue) {
+/// any previous value (events `new` when `dst` did not exist, then
+/// `event`); an empty one deletes `dst` (event `del` when it existed).
+/// Replies the size.
+fn store_result(
+    ctx: &mut Ctx<'_>,
+    mut locks: KeyLocks<'_>,
+    dst: &[u8],
+    hd: u64,
+    result: SetValue,
+    event: &'static str,
+) {
     let db = ctx.client.db;
     let n = result.len();
+    let now = ctx.now;
     let shard = locks.shard(db, hd);
-    let old = if n > 0 {
-        shard.insert(hd, dst, Entry::new(Value::Set(Box::new(result)), ctx.now))
+    let (old, existed) = if n > 0 {
+        // setKey's lookupKeyWrite: an expired destination is expired first.
+        let existed = shard.get(hd, dst, now).is_some();
+        let old = shard.insert(hd, dst, Entry::new(Value::Set(Box::new(result)), now));
+        (old, existed)
     } else {
-        shard.remove(hd, dst)
+        let old = shard.remove(hd, dst);
+        let existed = old.is_some();
+        (old, existed)
     };
     drop(locks);
     drop(old);
+    if n > 0 {
+        if !existed {
+            ctx.notify(dst, NEW, "new");
+        }
+        ctx.modified(dst, SET, event);
+    } else if existed {
+        ctx.modified(dst, GENERIC, "del");
+    }
     ctx.out.int(n as i64);
 }
 
@@ -276,10 +300,14 @@ fn sadd(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             let mut s = SetValue::for_member(args.get(2));
             let n = args.iter().skip(2).filter(|m| s.add(m, max)).count();
             shard.insert(h, key, Entry::new(Value::Set(Box::new(s)), now));
+            ctx.notify(key, NEW, "new");
             n
         }
     };
     drop(shard);
+    if added > 0 {
+        ctx.modified(key, SET, "sadd");
+    }
     ctx.out.int(added as i64);
 }
 
@@ -311,6 +339,12 @@ fn srem(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let old = if empty { shard.remove(h, key) } else { None };
     drop(shard);
     drop(old);
+    if removed > 0 {
+        ctx.modified(key, SET, "srem");
+        if empty {
+            ctx.notify(key, GENERIC, "del");
+        }
+    }
     ctx.out.int(removed);
 }
 
@@ -432,8 +466,14 @@ fn spop(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     } else {
         None
     };
+    let emptied = old.is_some();
     drop(shard);
     drop(old);
+    ctx.notify(key, SET, "spop");
+    if emptied {
+        ctx.notify(key, GENERIC, "del");
+    }
+    ctx.touch_key(key);
     ctx.out.bulk(&m);
 }
 
@@ -463,6 +503,8 @@ fn spop_count(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         return ctx.out.set(0);
     }
     let size = s.len() as u64;
+    ctx.notify(key, SET, "spop");
+    ctx.touch_key(key);
     if count >= size {
         // Redis replies through SUNION of the key (a read lookup: one hit)
         // and deletes it.
@@ -470,6 +512,7 @@ fn spop_count(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         let old = shard.remove(h, key);
         drop(shard);
         drop(old);
+        ctx.notify(key, GENERIC, "del");
         ctx.hit(true);
         return;
     }
@@ -658,18 +701,33 @@ fn smove(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     } else {
         None
     };
+    let src_emptied = old.is_some();
     let shard = locks.shard(db, hd);
-    if dst_exists {
-        if let Ok(Some(d)) = get_set(shard, hd, dst, now, None) {
-            d.add(m, max);
+    let added = if dst_exists {
+        match get_set(shard, hd, dst, now, None) {
+            Ok(Some(d)) => d.add(m, max),
+            _ => false,
         }
     } else {
         let mut d = SetValue::for_member(m);
         d.add(m, max);
         shard.insert(hd, dst, Entry::new(Value::Set(Box::new(d)), now));
-    }
+        true
+    };
     drop(locks);
     drop(old);
+    // t_set.c smoveCommand's order of events.
+    ctx.notify(src, SET, "srem");
+    if src_emptied {
+        ctx.notify(src, GENERIC, "del");
+    }
+    if !dst_exists {
+        ctx.notify(dst, NEW, "new");
+    }
+    ctx.touch_key(src);
+    if added {
+        ctx.modified(dst, SET, "sadd");
+    }
     ctx.out.int(1);
 }
 
@@ -882,7 +940,7 @@ fn sinterstore(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             drop(locks);
             ctx.wrongtype();
         }
-        Ok(r) => store_result(ctx, locks, dst, hd, r.unwrap_or_default()),
+        Ok(r) => store_result(ctx, locks, dst, hd, r.unwrap_or_default(), "sinterstore"),
     }
 }
 
@@ -972,7 +1030,10 @@ fn union_diff_store(ctx: &mut Ctx<'_>, args: &Args<'_>, union: bool) {
             drop(locks);
             ctx.wrongtype();
         }
-        Ok(r) => store_result(ctx, locks, dst, hd, r),
+        Ok(r) => {
+            let event = if union { "sunionstore" } else { "sdiffstore" };
+            store_result(ctx, locks, dst, hd, r, event)
+        }
     }
 }
 

@@ -973,10 +973,21 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, readonly: bool) {
         }
     }
     let shard = locks.shard(db, hd);
+    // sort.c: setKey + "sortstore" (class l), or dbDelete + "del".
     let old = if outputlen > 0 {
-        shard.insert(hd, dst, Entry::new(Value::List(Box::new(list)), now))
+        let existed = shard.get(hd, dst, now).is_some();
+        let old = shard.insert(hd, dst, Entry::new(Value::List(Box::new(list)), now));
+        if !existed {
+            ctx.notify(dst, crate::events::NEW, "new");
+        }
+        ctx.modified(dst, crate::events::LIST, "sortstore");
+        old
     } else {
-        shard.remove(hd, dst)
+        let old = shard.remove(hd, dst);
+        if old.is_some() {
+            ctx.modified(dst, crate::events::GENERIC, "del");
+        }
+        old
     };
     if outputlen > 0 && blocking::any_waiters() {
         let mut deferred: Deferred = Vec::new();

@@ -11,6 +11,17 @@ use super::{acl, cmd, flags::*, Command, Ctx};
 use crate::net::connection::ReplyMode;
 use crate::resp::Args;
 
+thread_local! {
+    /// True while this thread runs the queue of an EXEC.
+    static IN_EXEC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// True while the current thread runs an EXEC's queued commands (ACL LOG
+/// entries made then have context "multi", as Redis's CLIENT_MULTI).
+pub fn in_exec() -> bool {
+    IN_EXEC.with(|c| c.get())
+}
+
 const TX_FLAGS: u64 = NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY;
 
 /// Transaction commands.
@@ -135,16 +146,17 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     let mut skip_after = false;
     // The AOF logs the transaction as one MULTI ... EXEC unit.
     let block = crate::persist::aof::begin_block(ctx.server);
+    IN_EXEC.with(|c| c.set(true));
     for (id, args) in m.queued.iter() {
         let start = ctx.out.buf.len();
-        super::run(
-            ctx.server,
-            ctx.client,
-            ctx.out,
-            &args.args(),
-            ctx.stats,
-            *id,
-        );
+        let argv = args.args();
+        // ACL rules may have changed since the command was queued.
+        if let Some(msg) = super::exec_acl_check(ctx.server, ctx.client, *id, &argv) {
+            ctx.out.error(&msg);
+            ctx.server.stats.record_error(&msg);
+        } else {
+            super::run(ctx.server, ctx.client, ctx.out, &argv, ctx.stats, *id);
+        }
         match ctx.client.reply_mode {
             ReplyMode::Off => ctx.out.buf.truncate(start),
             ReplyMode::SkipNext => {
@@ -155,6 +167,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
             _ => {}
         }
     }
+    IN_EXEC.with(|c| c.set(false));
     crate::persist::aof::end_block(ctx.server, block);
     ctx.client.deny_blocking = deny;
     if skip_after && ctx.client.reply_mode == ReplyMode::On {

@@ -26,7 +26,8 @@ use super::{acl, arg_i64, cmd, err, flags::*, Command, Ctx};
 use crate::db::blocking::{self, Attempt, BlockOp, ServeCx};
 use crate::db::set::SetValue;
 use crate::db::zset::{cmp_entry, Limits, ZSetValue};
-use crate::db::{hash_key, Entry, KeyLocks, Value};
+use crate::db::{hash_key, Entry, KeyLocks, Shard, Value};
+use crate::events::{self, GENERIC, NEW};
 use crate::resp::{Args, Out};
 use crate::server::Server;
 use crate::util::{fmt_double_17g, glob_match, rand_u64};
@@ -613,14 +614,17 @@ fn read<R>(
 }
 
 /// Looks `key` up for writing (`lookupKeyWrite`), creating it with
-/// `create()` when missing (if given), runs `f`, and deletes the key when
-/// `f` left the set empty. Ok(None) when missing and not created; Err(())
-/// after replying WRONGTYPE.
+/// `create()` when missing (if given, keyspace event `new`), runs `f`,
+/// reports the change (`event(&result)`: the event name when the set
+/// changed, touching WATCH and notifying class `z`), and deletes the key
+/// when `f` left the set empty (event `del`). Ok(None) when missing and not
+/// created; Err(()) after replying WRONGTYPE.
 fn modify<R>(
     ctx: &mut Ctx<'_>,
     key: &[u8],
     create: Option<&dyn Fn() -> ZSetValue>,
     f: impl FnOnce(&mut ZSetValue) -> R,
+    event: impl FnOnce(&R) -> Option<&'static str>,
 ) -> Result<Option<R>, ()> {
     let (h, mut shard) = ctx.lock(key);
     let t = ctx.touch_time();
@@ -641,6 +645,7 @@ fn modify<R>(
             return Ok(None);
         };
         shard.insert(h, key, Entry::new(Value::ZSet(Box::new(create())), now));
+        ctx.notify(key, NEW, "new");
     }
     let Some(e) = shard.get(h, key, now) else {
         return Ok(None);
@@ -652,10 +657,17 @@ fn modify<R>(
         return Ok(None);
     };
     let r = f(z);
+    let changed = event(&r);
+    if let Some(ev) = changed {
+        ctx.modified(key, events::ZSET, ev);
+    }
     if z.is_empty() {
         let old = shard.remove(h, key);
         drop(shard);
         drop(old);
+        if changed.is_some() {
+            ctx.notify(key, GENERIC, "del");
+        }
     } else if blocking::any_waiters() && shard.blocked.has(key) {
         // Members added (ZADD, ZINCRBY): serve BZPOP* waiters atomically.
         let server: &Server = ctx.server;
@@ -748,46 +760,55 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, zincrby: bool) {
     let lim = limits(ctx);
     let first_len = args.get(idx + 1).len();
     let create = move || ZSetValue::for_first_member(first_len, lim);
-    let res = modify(ctx, key, if xx { None } else { Some(&create) }, |z| {
-        let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
-        let mut last = 0.0;
-        for (j, &score) in scores.iter().enumerate() {
-            let m = args.get(idx + 2 * j + 1);
-            match z.score(m) {
-                Some(cur) => {
-                    if nx {
-                        continue;
-                    }
-                    let mut s = score;
-                    if incr {
-                        s += cur;
-                        if s.is_nan() {
-                            return Err(NAN_RESULT);
+    let res = modify(
+        ctx,
+        key,
+        if xx { None } else { Some(&create) },
+        |z| {
+            let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
+            let mut last = 0.0;
+            for (j, &score) in scores.iter().enumerate() {
+                let m = args.get(idx + 2 * j + 1);
+                match z.score(m) {
+                    Some(cur) => {
+                        if nx {
+                            continue;
                         }
+                        let mut s = score;
+                        if incr {
+                            s += cur;
+                            if s.is_nan() {
+                                return Err(NAN_RESULT);
+                            }
+                        }
+                        if (lt && s >= cur) || (gt && s <= cur) {
+                            continue;
+                        }
+                        if s != cur {
+                            z.insert(m, s, lim);
+                            updated += 1;
+                        }
+                        last = s;
+                        processed += 1;
                     }
-                    if (lt && s >= cur) || (gt && s <= cur) {
-                        continue;
+                    None => {
+                        if xx {
+                            continue;
+                        }
+                        z.insert(m, score, lim);
+                        added += 1;
+                        processed += 1;
+                        last = score;
                     }
-                    if s != cur {
-                        z.insert(m, s, lim);
-                        updated += 1;
-                    }
-                    last = s;
-                    processed += 1;
-                }
-                None => {
-                    if xx {
-                        continue;
-                    }
-                    z.insert(m, score, lim);
-                    added += 1;
-                    processed += 1;
-                    last = score;
                 }
             }
-        }
-        Ok((added, updated, processed, last))
-    });
+            Ok((added, updated, processed, last))
+        },
+        |r| match r {
+            Ok((a, u, _, _)) if a + u > 0 => Some(if incr { "zincr" } else { "zadd" }),
+            _ => None,
+        },
+    );
     let (added, updated, processed, last) = match res {
         Err(()) => return,
         Ok(None) => (0, 0, 0, 0.0),
@@ -809,18 +830,24 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, zincrby: bool) {
 
 /// ZREM key member [member ...]: integer, the members removed.
 fn zrem(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let r = modify(ctx, args.get(1), None, |z| {
-        let mut n = 0;
-        for i in 2..args.len() {
-            if z.remove(args.get(i)).is_some() {
-                n += 1;
-                if z.is_empty() {
-                    break;
+    let r = modify(
+        ctx,
+        args.get(1),
+        None,
+        |z| {
+            let mut n = 0;
+            for i in 2..args.len() {
+                if z.remove(args.get(i)).is_some() {
+                    n += 1;
+                    if z.is_empty() {
+                        break;
+                    }
                 }
             }
-        }
-        n
-    });
+            n
+        },
+        |n| (*n > 0).then_some("zrem"),
+    );
     match r {
         Err(()) => {}
         Ok(n) => ctx.out.int(n.unwrap_or(0)),
@@ -1075,6 +1102,43 @@ fn zrange_generic(
     }
 }
 
+/// Stores `items` (sorted) at `dst` as the *STORE commands do (`setKey`,
+/// an expired destination is expired first), or deletes `dst` when there
+/// are none (`dbDelete`). Returns the previous entry (to drop after the
+/// locks) and whether `dst` existed.
+fn store_zset(
+    shard: &mut Shard,
+    hd: u64,
+    dst: &[u8],
+    items: &[(Vec<u8>, f64)],
+    lim: Limits,
+    now: u64,
+) -> (Option<Entry>, bool) {
+    if items.is_empty() {
+        let old = shard.remove(hd, dst);
+        let existed = old.is_some();
+        return (old, existed);
+    }
+    let existed = shard.get(hd, dst, now).is_some();
+    let z = ZSetValue::from_sorted(items, lim);
+    let old = shard.insert(hd, dst, Entry::new(Value::ZSet(Box::new(z)), now));
+    (old, existed)
+}
+
+/// The events of a *STORE into `dst` of `n` members: `new` (when created)
+/// and `event`, or `del` when an empty result deleted an existing key
+/// (t_zset.c `zunionInterDiffGenericCommand`, `zrangeResultFinalizeStore`).
+fn store_events(ctx: &Ctx<'_>, dst: &[u8], n: usize, existed: bool, event: &'static str) {
+    if n > 0 {
+        if !existed {
+            ctx.notify(dst, NEW, "new");
+        }
+        ctx.modified(dst, events::ZSET, event);
+    } else if existed {
+        ctx.modified(dst, GENERIC, "del");
+    }
+}
+
 /// ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]:
 /// stores the range (deleting `dst` when it is empty) and replies its size.
 fn range_store(
@@ -1122,12 +1186,8 @@ fn range_store(
     };
     let n = items.len();
     let shard = locks.shard(db, hd);
-    let old = if n > 0 {
-        let z = ZSetValue::from_sorted(&items, lim);
-        shard.insert(hd, dst, Entry::new(Value::ZSet(Box::new(z)), now))
-    } else {
-        shard.remove(hd, dst)
-    };
+    let (old, existed) = store_zset(shard, hd, dst, &items, lim, now);
+    store_events(ctx, dst, n, existed, "zrangestore");
     release_serving(ctx.server, locks, db, dst, n > 0, now);
     drop(old);
     ctx.hit(found);
@@ -1200,10 +1260,21 @@ fn zremrangebylex(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 }
 
 fn remrange(ctx: &mut Ctx<'_>, args: &Args<'_>, spec: Spec<'_>) {
-    let r = modify(ctx, args.get(1), None, |z| {
-        let (first, n) = resolve(z, &spec, false, 0, -1);
-        z.remove_range(first, first + n)
-    });
+    let event = match spec {
+        Spec::Rank(..) => "zremrangebyrank",
+        Spec::Score(..) => "zremrangebyscore",
+        _ => "zremrangebylex",
+    };
+    let r = modify(
+        ctx,
+        args.get(1),
+        None,
+        |z| {
+            let (first, n) = resolve(z, &spec, false, 0, -1);
+            z.remove_range(first, first + n)
+        },
+        |n| (*n > 0).then_some(event),
+    );
     if let Ok(n) = r {
         ctx.out.int(n.unwrap_or(0) as i64);
     }
@@ -1237,6 +1308,22 @@ fn zpop_cmd(ctx: &mut Ctx<'_>, args: &Args<'_>, max: bool) {
     let nested = ctx.out.resp3 && count != -1;
     let keys = [args.get(1)];
     generic_pop(ctx, &keys, max, false, count, nested, false);
+}
+
+/// The events of a pop from `key` (t_zset.c `genericZpopCommand`):
+/// `zpopmin` / `zpopmax`, then `del` when the set was emptied; the key is
+/// touched for WATCH.
+fn pop_events(db: usize, key: &[u8], max: bool, emptied: bool) {
+    events::notify(
+        db,
+        key,
+        events::ZSET,
+        if max { "zpopmax" } else { "zpopmin" },
+    );
+    if emptied {
+        events::notify(db, key, GENERIC, "del");
+    }
+    events::touch(db, key);
 }
 
 /// Redis's `genericZpopCommand`: pops from the first existing key of
@@ -1282,6 +1369,7 @@ fn generic_pop(
         } else {
             None
         };
+        pop_events(db, key, max, old.is_some());
         drop(locks);
         drop(old);
         pop_reply(
@@ -1424,6 +1512,7 @@ fn bzpop_generic(ctx: &mut Ctx<'_>, keys: &[&[u8]], max: bool, count: Option<usi
         } else {
             None
         };
+        pop_events(db, key, max, old.is_some());
         drop(locks);
         drop(old);
         return pop_reply(ctx.out, Some(key), &items, count.is_some());
@@ -1459,9 +1548,11 @@ impl BlockOp for ZPopOp {
             return Attempt::NotReady;
         }
         let items = z.pop(self.max, self.count.unwrap_or(1));
-        if z.is_empty() {
+        let emptied = z.is_empty();
+        if emptied {
             shard.remove(h, key);
         }
+        pop_events(cx.db, key, self.max, emptied);
         let mut out = Out {
             buf: Vec::new(),
             resp3: cx.resp3,
@@ -1789,12 +1880,13 @@ fn set_op(ctx: &mut Ctx<'_>, args: &Args<'_>, name: &str, op: SetOp, store: bool
     if let (Some(dst), Some(hd)) = (dst, hd) {
         let n = result.len();
         let shard = locks.shard(db, hd);
-        let old = if n > 0 {
-            let z = ZSetValue::from_sorted(&result, lim);
-            shard.insert(hd, dst, Entry::new(Value::ZSet(Box::new(z)), now))
-        } else {
-            shard.remove(hd, dst)
+        let (old, existed) = store_zset(shard, hd, dst, &result, lim, now);
+        let event = match op {
+            SetOp::Union => "zunionstore",
+            SetOp::Inter => "zinterstore",
+            SetOp::Diff => "zdiffstore",
         };
+        store_events(ctx, dst, n, existed, event);
         release_serving(ctx.server, locks, db, dst, n > 0, now);
         drop(old);
         return ctx.out.int(n as i64);
