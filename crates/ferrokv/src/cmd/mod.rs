@@ -16,8 +16,8 @@ pub mod hashes;
 pub mod keys;
 pub mod keyspecs;
 pub mod lists;
-pub mod pubsub;
 pub mod persist;
+pub mod pubsub;
 pub mod server;
 pub mod sets;
 pub mod sort;
@@ -704,7 +704,15 @@ pub fn execute(
     if crate::persist::rdb::writes_denied(server)
         && (c.flags & flags::WRITE != 0 || c.name == "ping")
     {
-        reject_in_multi(server, client, out, stats, id, crate::persist::rdb::MISCONF, is_exec);
+        reject_in_multi(
+            server,
+            client,
+            out,
+            stats,
+            id,
+            crate::persist::rdb::MISCONF,
+            is_exec,
+        );
         finish_reply(client, out, reply_start);
         return;
     }
@@ -771,6 +779,9 @@ pub fn run(
     if prop {
         crate::persist::aof::begin_command(server);
     }
+    if crate::events::tracking() {
+        track_before(server, client, c, args);
+    }
     let mut ctx = Ctx {
         server,
         client,
@@ -813,7 +824,10 @@ pub fn run(
             db_at_start,
         );
     }
-    if !failed && c.flags & flags::WRITE != 0 && crate::events::watching() {
+    if !failed
+        && c.flags & flags::WRITE != 0
+        && (crate::events::watching() || crate::events::tracking())
+    {
         touch_written_keys(c, client.db, args);
     }
     if crate::events::pending() {
@@ -845,6 +859,21 @@ pub fn run(
             "command"
         };
         server.latency_sample(event, us / 1000);
+    }
+}
+
+/// Client-side caching before a command runs (tracking.rs): records the
+/// client for NOLOOP, keeps the tracking table within
+/// tracking-table-max-keys (Redis's processCommand) and, for a read-only
+/// command of a tracking client, remembers its keys (Redis's call(); done
+/// before the read so that a concurrent write's invalidation is not lost).
+fn track_before(server: &Arc<Server>, client: &Client, c: &Command, args: &Args<'_>) {
+    crate::tracking::set_current(client.handle.id);
+    if server.tracking.client_count() > 0 {
+        crate::tracking::limit_used_slots(server);
+    }
+    if client.tracking && c.flags & flags::READONLY != 0 {
+        crate::tracking::remember(server, client, c, args);
     }
 }
 
