@@ -301,6 +301,17 @@ fn resp3_push(port: u16, t: &mut T) {
     run(t, &mut w, "w", "INCR key1");
     next(t, &mut r, "r");
     run(t, &mut r, "r", "PING");
+    // One batch of pipelined writes: one message, keys in byte order.
+    let mut pipe = encode(&[b"SET", b"b", b"1"]);
+    pipe.extend(encode(&[b"SET", b"a", b"1"]));
+    pipe.extend(encode(&[b"DEL", b"b"]));
+    w.send(&pipe);
+    for _ in 0..3 {
+        let x = w.reply();
+        t.rec("w: pipelined", x);
+    }
+    next(t, &mut r, "r");
+    run(t, &mut r, "r", "PING");
     // Blocked BLMOVE: the push follows the served reply.
     run(t, &mut r, "r", "CLIENT TRACKING off");
     run(t, &mut r, "r", "CLIENT TRACKING on");
