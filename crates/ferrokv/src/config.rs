@@ -417,6 +417,15 @@ pub static DIRECTIVES: &[Directive] = &[
         true,
     ),
     d("tls-session-caching", Kind::Bool, "yes", true),
+    d(
+        "tracking-table-max-keys",
+        Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        "1000000",
+        true,
+    ),
     d("unixsocket", Kind::Str, "", false),
     d("unixsocketperm", Kind::Octal, "0", false),
     d(

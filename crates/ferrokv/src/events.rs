@@ -61,9 +61,13 @@ pub const NEW: u32 = 1 << 14;
 pub const ALL: u32 =
     GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
 
-/// Low 32 bits: the notify-keyspace-events flags; high 32 bits: the number
-/// of (database, key) pairs watched by some client. Zero = nothing to do.
+/// Low 32 bits: the notify-keyspace-events flags (bit 31: client-side
+/// caching is active, see tracking.rs); high 32 bits: the number of
+/// (database, key) pairs watched by some client. Zero = nothing to do.
 static STATE: AtomicU64 = AtomicU64::new(0);
+
+/// Bit of [`STATE`] set while tracking.rs has work on key changes.
+const TRACKING: u64 = 1 << 31;
 
 /// True when a key change has anything to do (a key is watched or
 /// notifications are on): one atomic load.
@@ -75,7 +79,23 @@ pub fn on() -> bool {
 /// The current notify-keyspace-events flags.
 #[inline]
 pub fn flags() -> u32 {
-    STATE.load(Ordering::Relaxed) as u32
+    (STATE.load(Ordering::Relaxed) & !TRACKING) as u32
+}
+
+/// True while key changes must reach tracking.rs (some client tracks, or
+/// the tracking table is not empty).
+#[inline]
+pub fn tracking() -> bool {
+    STATE.load(Ordering::Relaxed) & TRACKING != 0
+}
+
+/// Turns the tracking bit on or off (tracking.rs).
+pub(crate) fn set_tracking(on: bool) {
+    if on {
+        STATE.fetch_or(TRACKING, Ordering::AcqRel);
+    } else {
+        STATE.fetch_and(!TRACKING, Ordering::AcqRel);
+    }
 }
 
 /// True when some key is watched.
@@ -88,7 +108,7 @@ pub fn watching() -> bool {
 pub fn set_flags(f: u32) {
     let mut cur = STATE.load(Ordering::Relaxed);
     loop {
-        let new = (cur & !0xffff_ffff) | f as u64;
+        let new = (cur & (!0xffff_ffff | TRACKING)) | f as u64;
         match STATE.compare_exchange_weak(cur, new, Ordering::AcqRel, Ordering::Relaxed) {
             Ok(_) => return,
             Err(c) => cur = c,
@@ -196,6 +216,8 @@ struct Pending {
     db: u32,
     /// Touch watchers of the key.
     touch: bool,
+    /// Invalidate the key for client-side caching: 1 modified, 2 expired.
+    track: u8,
     /// Notification class (0 = none).
     class: u32,
     event: &'static str,
@@ -209,15 +231,25 @@ thread_local! {
 #[inline]
 fn push(db: usize, touch: bool, class: u32, event: &'static str, key: &[u8]) {
     let st = STATE.load(Ordering::Relaxed);
+    let track = if touch && st & TRACKING != 0 {
+        1 + u8::from(class == EXPIRED && event == "expired")
+    } else {
+        0
+    };
     let touch = touch && st >> 32 != 0;
-    let class = if class & st as u32 != 0 { class } else { 0 };
-    if !touch && class == 0 {
+    let class = if class & (st & !TRACKING) as u32 != 0 {
+        class
+    } else {
+        0
+    };
+    if !touch && class == 0 && track == 0 {
         return;
     }
     PENDING.with(|p| {
         p.borrow_mut().push(Pending {
             db: db as u32,
             touch,
+            track,
             class,
             event,
             key: key.into(),
@@ -287,6 +319,9 @@ pub fn drain(server: &Server) {
     for ev in batch.iter() {
         if ev.touch {
             crate::tx::touch_key(server, ev.db as usize, &ev.key);
+        }
+        if ev.track != 0 {
+            crate::tracking::key_modified(server, &ev.key, ev.track == 2);
         }
         if ev.class != 0 {
             publish_event(server, ev.db as usize, ev.class, ev.event, &ev.key);

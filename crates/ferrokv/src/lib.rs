@@ -20,6 +20,7 @@ pub mod pubsub;
 pub mod resp;
 pub mod server;
 pub mod stats;
+pub mod tracking;
 pub mod tx;
 pub mod util;
 
@@ -210,6 +211,11 @@ async fn cron(server: Arc<Server>) {
             // step holds its gate stripe, then the AOF gate (tx.rs).
             s.keyspace
                 .active_expire_cycle(util::now_ms(), budget, &mut |f| tx::background_step(&s, f));
+            // BCAST invalidations of the keys expired by this cycle.
+            tracking::flush_bcast(&s);
+            if s.tracking.client_count() > 0 {
+                tracking::limit_used_slots(&s);
+            }
         })
         .await;
         if tick.is_multiple_of(hz) {

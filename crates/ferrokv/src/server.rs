@@ -123,6 +123,8 @@ pub struct Server {
     pub clients: ClientRegistry,
     /// Pub/Sub channels, patterns and their subscribers.
     pub pubsub: crate::pubsub::PubSub,
+    /// Client-side caching tables (CLIENT TRACKING).
+    pub tracking: crate::tracking::Tracking,
     /// ACL users, log and state.
     pub acl: crate::acl::Acl,
     /// Counters for INFO.
@@ -178,6 +180,7 @@ impl Server {
             keyspace: Keyspace::new(dbs),
             clients: ClientRegistry::default(),
             pubsub: Default::default(),
+            tracking: Default::default(),
             acl: crate::acl::Acl::default(),
             stats: Stats::default(),
             slowlog: Mutex::new(SlowLog::default()),
@@ -227,6 +230,7 @@ impl Server {
         l.zset_max_listpack_value
             .store(u("zset-max-listpack-value"), Ordering::Relaxed);
         l.timeout.store(u("timeout"), Ordering::Relaxed);
+        self.tracking.set_max_keys(u("tracking-table-max-keys"));
         l.tcp_keepalive.store(u("tcp-keepalive"), Ordering::Relaxed);
         l.slowlog_slower_than
             .store(c.get_i64("slowlog-log-slower-than"), Ordering::Relaxed);

@@ -99,6 +99,30 @@ static CLIENT_SUBS: &[Command] = &[
         "Unblock a client blocked in a blocking command from a different connection",
         "O(log N) where N is the number of client connections",
     ),
+    sub("client|tracking", -3, CLIENT_FLAGS, client_tracking).doc(
+        "connection",
+        "6.0.0",
+        "Enable or disable server assisted client side caching support",
+        "O(1). Some options may introduce additional complexity.",
+    ),
+    sub("client|caching", 3, CLIENT_FLAGS, client_caching).doc(
+        "connection",
+        "6.0.0",
+        "Instruct the server about tracking or not keys in the next request",
+        "O(1)",
+    ),
+    sub("client|getredir", 2, CLIENT_FLAGS, client_getredir).doc(
+        "connection",
+        "6.0.0",
+        "Get tracking notifications redirection client ID if any",
+        "O(1)",
+    ),
+    sub("client|trackinginfo", 2, CLIENT_FLAGS, client_trackinginfo).doc(
+        "connection",
+        "6.2.0",
+        "Return information about server assisted client side caching for the current connection",
+        "O(1)",
+    ),
     sub("client|help", 2, LOADING | STALE, client_help).doc(
         "connection",
         "5.0.0",
@@ -375,6 +399,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     ctx.client.multi = None;
     crate::tx::unwatch_all(&mut ctx.client.watch);
     crate::pubsub::unsubscribe_all(server, ctx.client);
+    crate::tracking::disable(server, ctx.client);
     ctx.client.db = 0;
     ctx.client.reply_mode = ReplyMode::On;
     ctx.client.no_touch = false;
@@ -430,6 +455,54 @@ fn client_unblock(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             ctx.out.int(1);
         }
         _ => ctx.out.int(0),
+    }
+}
+
+/// CLIENT TRACKING on|off [REDIRECT id] [BCAST] [PREFIX p]... [OPTIN]
+/// [OPTOUT] [NOLOOP]: +OK or Redis 7.0's errors (tracking.rs).
+fn client_tracking(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let v: Vec<&[u8]> = (0..args.len()).map(|i| args.get(i)).collect();
+    match crate::tracking::client_tracking(ctx.server, ctx.client, &v) {
+        Ok(()) => ctx.out.ok(),
+        Err(e) => ctx.error(&e),
+    }
+}
+
+/// CLIENT CACHING yes|no: tracks (OPTIN) or skips (OPTOUT) the keys of the
+/// next command (or transaction).
+fn client_caching(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    match crate::tracking::client_caching(ctx.client, args.get(2)) {
+        Ok(()) => ctx.out.ok(),
+        Err(e) => ctx.error(&e),
+    }
+}
+
+/// CLIENT GETREDIR: the redirect client id, 0 without redirect, -1 when
+/// tracking is off.
+fn client_getredir(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
+    let r = crate::tracking::getredir(ctx.client);
+    ctx.out.int(r);
+}
+
+/// CLIENT TRACKINGINFO: a map of `flags` (a set of words), `redirect` (-1
+/// off, 0 none, else the id) and `prefixes` (BCAST prefixes, sorted).
+fn client_trackinginfo(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
+    let h = ctx.client.handle.clone();
+    let flags = crate::tracking::info_flags(&h);
+    let out = &mut *ctx.out;
+    out.map(3);
+    out.bulk(b"flags");
+    out.set(flags.len());
+    for f in &flags {
+        out.bulk(f.as_bytes());
+    }
+    out.bulk(b"redirect");
+    out.int(crate::tracking::getredir(ctx.client));
+    out.bulk(b"prefixes");
+    let prefixes = h.tracking.prefixes.lock().clone();
+    out.array(prefixes.len());
+    for p in &prefixes {
+        out.bulk(p);
     }
 }
 
@@ -748,6 +821,10 @@ fn client_no_touch(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// here, plus the 7.2 lines for SETINFO and NO-TOUCH.
 const CLIENT_HELP: &[&str] = &[
     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CACHING (YES|NO)",
+    "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+    "GETREDIR",
+    "    Return the client ID we are redirecting to when tracking is enabled.",
     "GETNAME",
     "    Return the name of the current connection.",
     "ID",
@@ -782,6 +859,11 @@ const CLIENT_HELP: &[&str] = &[
     "    Assign the name <name> to the current connection.",
     "UNBLOCK <clientid> [TIMEOUT|ERROR]",
     "    Unblock the specified blocked client.",
+    "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+    "         [OPTIN] [OPTOUT] [NOLOOP]",
+    "    Control server assisted client side caching.",
+    "TRACKINGINFO",
+    "    Report tracking status for the current connection.",
     "SETINFO <option> <value>",
     "    Set client meta attr. Options are:",
     "    * LIB-NAME: the client lib name.",

@@ -1071,6 +1071,9 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     } else {
         drop(taken);
     }
+    if crate::events::tracking() {
+        crate::tracking::flushed(srv(ctx));
+    }
     ctx.out.ok();
 }
 
@@ -1107,6 +1110,9 @@ fn flushall(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         free_later(taken);
     } else {
         drop(taken);
+    }
+    if crate::events::tracking() {
+        crate::tracking::flushed(srv(ctx));
     }
     ctx.out.ok();
 }

@@ -779,6 +779,9 @@ pub fn run(
     if prop {
         crate::persist::aof::begin_command(server);
     }
+    if crate::events::tracking() {
+        track_before(server, client, c, args);
+    }
     let mut ctx = Ctx {
         server,
         client,
@@ -850,6 +853,21 @@ pub fn run(
             "command"
         };
         server.latency_sample(event, us / 1000);
+    }
+}
+
+/// Client-side caching before a command runs (tracking.rs): records the
+/// client for NOLOOP, keeps the tracking table within
+/// tracking-table-max-keys (Redis's processCommand) and, for a read-only
+/// command of a tracking client, remembers its keys (Redis's call(); done
+/// before the read so that a concurrent write's invalidation is not lost).
+fn track_before(server: &Arc<Server>, client: &Client, c: &Command, args: &Args<'_>) {
+    crate::tracking::set_current(client.handle.id);
+    if server.tracking.client_count() > 0 {
+        crate::tracking::limit_used_slots(server);
+    }
+    if client.tracking && c.flags & flags::READONLY != 0 {
+        crate::tracking::remember(server, client, c, args);
     }
 }
 

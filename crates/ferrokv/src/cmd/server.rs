@@ -1007,7 +1007,7 @@ fn info_clients(ctx: &Ctx<'_>, s: &mut Section) {
         .filter(|c| c.blocked.lock().is_some())
         .count();
     s.kv("blocked_clients", blocked);
-    s.kv("tracking_clients", 0);
+    s.kv("tracking_clients", srv.tracking.client_count());
     s.kv("clients_in_timeout_table", 0);
 }
 
@@ -1185,9 +1185,9 @@ fn info_stats(ctx: &Ctx<'_>, s: &mut Section) {
     s.kv("total_forks", 0);
     s.kv("migrate_cached_sockets", 0);
     s.kv("slave_expires_tracked_keys", 0);
-    s.kv("tracking_total_keys", 0);
-    s.kv("tracking_total_items", 0);
-    s.kv("tracking_total_prefixes", 0);
+    s.kv("tracking_total_keys", srv.tracking.total_keys());
+    s.kv("tracking_total_items", srv.tracking.total_items());
+    s.kv("tracking_total_prefixes", srv.tracking.total_prefixes());
     s.kv("unexpected_error_replies", 0);
     s.kv("total_error_replies", st.total_errors());
     s.kv("dump_payload_sanitizations", 0);

@@ -74,6 +74,8 @@ pub struct ClientHandle {
     /// Bytes pushed to this client by other connections (pub/sub messages)
     /// and, while it is subscribed, its own replies, in delivery order.
     pub outbox: Outbox,
+    /// CLIENT TRACKING state (tracking.rs).
+    pub tracking: crate::tracking::TrackState,
 }
 
 /// A client's outbox: a byte queue any thread may append to (publishers),
@@ -300,8 +302,14 @@ impl ClientHandle {
         // Flag letters set by other families (O, P, x, b...), then the ones
         // known here, in Redis's order; N when none.
         let mut flags = i.flags.clone();
+        // Redis's order: O/S M P x, then b t R B, then the rest.
+        let at = flags
+            .find(|ch: char| !matches!(ch, 'O' | 'S' | 'M' | 'P' | 'x'))
+            .unwrap_or(flags.len());
+        let (track, redir) = crate::tracking::list_fields(self);
+        flags.insert_str(at, track);
         if self.blocked.lock().is_some() {
-            flags.push('b');
+            flags.insert(at, 'b');
         }
         if self.unix {
             flags.push('U');
@@ -316,7 +324,7 @@ impl ClientHandle {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -339,6 +347,7 @@ impl ClientHandle {
             i.qbuf + i.qbuf_free + i.obl + omem + 1024,
             if i.last_cmd.is_empty() { "NULL" } else { &i.last_cmd },
             if i.user.is_empty() { "default" } else { &i.user },
+            redir,
             i.resp.max(2),
         )
     }

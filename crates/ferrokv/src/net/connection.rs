@@ -66,6 +66,9 @@ pub struct Client {
     /// The client's channel, pattern and shard-channel subscriptions; Some
     /// while it has at least one (Redis's CLIENT_PUBSUB: subscribed mode).
     pub pubsub: Option<Box<crate::pubsub::ClientSubs>>,
+    /// CLIENT TRACKING is on (mirror of the handle's flag for the request
+    /// path; tracking.rs).
+    pub tracking: bool,
 }
 
 /// A client waiting on keys: its waiter, where the wake-up arrives and the
@@ -99,6 +102,7 @@ impl Client {
             multi: None,
             watch: None,
             pubsub: None,
+            tracking: false,
         }
     }
 }
@@ -136,7 +140,10 @@ where
                 MonitorEvent::Gone => break,
                 MonitorEvent::Read(r) => r,
             }
-        } else if client.pubsub.is_some() {
+        } else if client.pubsub.is_some()
+            || client.tracking
+            || handle.tracking.target.load(Ordering::Relaxed)
+        {
             match pubsub_wait(&server, &handle, &mut rd, &mut wr, &mut rbuf, &mut spare).await {
                 MonitorEvent::Fed => continue,
                 MonitorEvent::Gone => break,
@@ -166,6 +173,10 @@ where
             parser.unauthenticated = !client.authenticated && requirepass.load(Ordering::Relaxed);
             match parser.parse(&rbuf[consumed..]) {
                 Ok(Parsed::Request(n)) => {
+                    let tracked = client.tracking;
+                    if tracked {
+                        crate::tracking::begin_command(&handle);
+                    }
                     {
                         let args = parser.args(&rbuf[consumed..]);
                         if !args.is_empty() {
@@ -173,8 +184,18 @@ where
                         }
                     }
                     consumed += n;
-                    if (client.pubsub.is_some() || normal_limit.hard | normal_limit.soft != 0)
-                        && after_command(&server, &client, &mut out, normal_limit, &soft_since)
+                    if (client.pubsub.is_some()
+                        || tracked
+                        || client.tracking
+                        || normal_limit.hard | normal_limit.soft != 0)
+                        && after_command(
+                            &server,
+                            &client,
+                            &mut out,
+                            normal_limit,
+                            &soft_since,
+                            tracked,
+                        )
                     {
                         break 'conn;
                     }
@@ -191,6 +212,8 @@ where
         }
         bump(&stats.net_in, consumed as u64);
         rbuf.advance(consumed);
+        // BCAST invalidations of the keys this batch modified.
+        crate::tracking::flush_bcast(&server);
         if let Some(e) = proto_err {
             // Written as raw bytes: the offending byte is echoed as is.
             let msg = e.message_bytes();
@@ -269,13 +292,16 @@ where
     client.leave_monitor(&server);
     crate::tx::unwatch_all(&mut client.watch);
     crate::pubsub::unsubscribe_all(&server, &mut client);
+    crate::tracking::disable(&server, &mut client);
     handle.outbox.clear();
     server.clients.remove(handle.id);
 }
 
-/// Output bookkeeping after each command, when the client is subscribed or
-/// the normal class has an output limit: a subscribed client's replies join
-/// its outbox (keeping their place among messages); the output buffer is
+/// Output bookkeeping after each command, when the client is subscribed,
+/// tracks keys (`tracked`: it did when the command started) or the normal
+/// class has an output limit: the replies of a subscribed or tracking
+/// client join its outbox (keeping their place among messages, then the
+/// invalidations held during the command follow); the output buffer is
 /// checked against the client's class limit. True when the client passed
 /// it and must be closed (Redis's closeClientOnOutputBufferLimitReached).
 fn after_command(
@@ -284,11 +310,15 @@ fn after_command(
     out: &mut Out,
     normal: crate::net::clients::BufLimit,
     soft_since: &std::sync::atomic::AtomicU64,
+    tracked: bool,
 ) -> bool {
     let h = &client.handle;
     let now = crate::util::now_ms();
-    let over = if client.pubsub.is_some() {
+    let over = if client.pubsub.is_some() || tracked || client.tracking {
         h.outbox.append_own(&mut out.buf, out.resp3);
+        if tracked {
+            crate::tracking::end_command(server, client);
+        }
         h.outbox
             .over_limit(crate::pubsub::limit_for(server, h), now)
     } else {
@@ -521,6 +551,7 @@ pub fn new_handle(
         monitor: false.into(),
         blocked: parking_lot::Mutex::new(None),
         outbox: Default::default(),
+        tracking: Default::default(),
         info: parking_lot::Mutex::new(ClientInfo {
             resp: 2,
             ..Default::default()

@@ -1,0 +1,770 @@
+//! Client-side caching: CLIENT TRACKING and the invalidation messages, as
+//! Redis 7.0's tracking.c.
+//!
+//! Two modes, as in Redis:
+//! - default: every key a tracking client reads (read-only commands, key
+//!   positions from the key specs) is remembered in the tracking table
+//!   (key → client ids; keys of every database share one table, as in
+//!   Redis). When the key is modified, each of those clients gets one
+//!   invalidation and the key leaves the table;
+//! - BCAST: the client registers prefixes (the empty prefix = every key);
+//!   each key modified during a batch of commands that matches a prefix is
+//!   collected, and at the end of the batch (Redis: `beforeSleep`) every
+//!   client of the prefix gets one message with the array of those keys.
+//!
+//! Messages: RESP3 clients get `>2 invalidate [keys]` pushes; with
+//! `REDIRECT id` they go to that client instead, and a RESP2 receiver gets
+//! them only while it is in Pub/Sub mode, as a `message` on
+//! `__redis__:invalidate`. A redirect target that is gone marks the client
+//! `broken_redirect` and sends it `>2 tracking-redir-broken id` (RESP3).
+//! FLUSHDB / FLUSHALL send a null (all keys) to every tracking client and
+//! empty the table.
+//!
+//! Hook: modifications reach [`key_modified`] through events.rs (`modified`,
+//! `touch`, `expired`), after the handler returned and before the command
+//! counts as finished. Cost while no client ever enabled tracking: nothing
+//! beyond events.rs's one atomic load.
+//!
+//! Ordering: a message is appended to the receiver's outbox at once (from
+//! any thread). While a tracking client executes a command its messages are
+//! held in [`TrackState`]'s in-flight buffer and appended after that
+//! command's reply (Redis 7.0's `tracking_pending_keys`: a client's own
+//! write invalidates after its reply; EXEC's reply is not interleaved); a
+//! tracking client's replies join its outbox, so messages and replies keep
+//! their order. Keys are remembered before the read executes, so a write
+//! racing with the read on another core is never missed: its invalidation
+//! follows the read's reply.
+
+use crate::net::clients::ClientHandle;
+use crate::net::connection::Client;
+use crate::server::Server;
+use indexmap::IndexMap;
+use parking_lot::{Mutex, RwLock};
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Tracking is on (CLIENT_TRACKING).
+pub const ON: u32 = 1;
+/// BCAST mode.
+pub const BCAST: u32 = 1 << 1;
+/// OPTIN mode.
+pub const OPTIN: u32 = 1 << 2;
+/// OPTOUT mode.
+pub const OPTOUT: u32 = 1 << 3;
+/// NOLOOP: no messages about the client's own writes.
+pub const NOLOOP: u32 = 1 << 4;
+/// CLIENT CACHING yes (OPTIN) / no (OPTOUT) was given for the next command.
+pub const CACHING: u32 = 1 << 5;
+/// The redirect target is gone.
+pub const BROKEN: u32 = 1 << 6;
+
+/// One client's tracking state, shared (in its [`ClientHandle`]) so that
+/// writers on other threads can address it.
+#[derive(Debug, Default)]
+pub struct TrackState {
+    /// [`ON`], [`BCAST`], ... bits.
+    pub flags: AtomicU32,
+    /// REDIRECT client id (0 = none).
+    pub redirect: AtomicU64,
+    /// Set once some client redirects its messages here: the connection
+    /// then waits on its outbox while idle.
+    pub target: std::sync::atomic::AtomicBool,
+    /// Some while the client executes a command: messages for it wait here
+    /// until its reply is queued.
+    inflight: Mutex<Option<Vec<u8>>>,
+    /// BCAST prefixes, sorted.
+    pub prefixes: Mutex<Vec<Vec<u8>>>,
+}
+
+impl TrackState {
+    /// The flag bits.
+    #[inline]
+    pub fn flags(&self) -> u32 {
+        self.flags.load(Ordering::Acquire)
+    }
+}
+
+const SHARDS: usize = 64;
+type Table = IndexMap<Box<[u8]>, Vec<u64>, foldhash::fast::RandomState>;
+
+/// The server-wide tracking tables ([`Server::tracking`]).
+pub struct Tracking {
+    table: Box<[Mutex<Table>]>,
+    /// Keys in the table (INFO tracking_total_keys).
+    keys: AtomicU64,
+    /// (key, client) pairs in the table (INFO tracking_total_items).
+    items: AtomicU64,
+    /// Clients with tracking on (INFO tracking_clients).
+    clients: AtomicUsize,
+    /// BCAST prefix → clients registered for it.
+    prefixes: RwLock<BTreeMap<Vec<u8>, Vec<Arc<ClientHandle>>>>,
+    /// Number of prefixes (one atomic load on the write path).
+    prefix_count: AtomicUsize,
+    /// tracking-table-max-keys (0 = no limit).
+    max_keys: AtomicU64,
+    /// Rounds the last eviction ended still above the limit (Redis's
+    /// timeout_counter: effort is 100 keys per round more).
+    rounds: AtomicU32,
+}
+
+impl Default for Tracking {
+    fn default() -> Self {
+        Tracking {
+            table: (0..SHARDS).map(|_| Mutex::new(Table::default())).collect(),
+            keys: AtomicU64::new(0),
+            items: AtomicU64::new(0),
+            clients: AtomicUsize::new(0),
+            prefixes: RwLock::new(BTreeMap::new()),
+            prefix_count: AtomicUsize::new(0),
+            max_keys: AtomicU64::new(1_000_000),
+            rounds: AtomicU32::new(0),
+        }
+    }
+}
+
+impl Tracking {
+    /// Clients with tracking on (INFO clients `tracking_clients`).
+    pub fn client_count(&self) -> usize {
+        self.clients.load(Ordering::Relaxed)
+    }
+    /// Keys in the tracking table (INFO stats `tracking_total_keys`).
+    pub fn total_keys(&self) -> u64 {
+        self.keys.load(Ordering::Relaxed)
+    }
+    /// Client ids across the table (INFO stats `tracking_total_items`).
+    pub fn total_items(&self) -> u64 {
+        self.items.load(Ordering::Relaxed)
+    }
+    /// BCAST prefixes (INFO stats `tracking_total_prefixes`).
+    pub fn total_prefixes(&self) -> usize {
+        self.prefix_count.load(Ordering::Relaxed)
+    }
+    /// Sets tracking-table-max-keys (0 = unlimited).
+    pub fn set_max_keys(&self, n: u64) {
+        self.max_keys.store(n, Ordering::Relaxed);
+    }
+
+    fn shard(&self, key: &[u8]) -> &Mutex<Table> {
+        &self.table[(crate::db::dict::hash_key(key) as usize) % SHARDS]
+    }
+}
+
+thread_local! {
+    /// Id of the client whose command runs on this thread (0 = none):
+    /// Redis's server.current_client, for NOLOOP.
+    static CURRENT: Cell<u64> = const { Cell::new(0) };
+    /// Keys modified in this batch while BCAST prefixes exist, with the
+    /// client that modified them (0 = none: expiry).
+    static BCAST_KEYS: RefCell<Vec<(Box<[u8]>, u64)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Records the client executing a command on this thread (NOLOOP).
+#[inline]
+pub fn set_current(id: u64) {
+    CURRENT.with(|c| c.set(id));
+}
+
+/// Parsed CLIENT TRACKING options.
+struct Options {
+    on: bool,
+    redirect: u64,
+    flags: u32,
+    prefixes: Vec<Vec<u8>>,
+}
+
+/// CLIENT TRACKING on|off [REDIRECT id] [BCAST] [PREFIX p]... [OPTIN]
+/// [OPTOUT] [NOLOOP] (networking.c clientCommand): checks in Redis's order,
+/// replies +OK or the error. `args[0..2]` are CLIENT TRACKING.
+pub fn client_tracking(server: &Server, client: &mut Client, args: &[&[u8]]) -> Result<(), String> {
+    let mut o = Options {
+        on: false,
+        redirect: 0,
+        flags: 0,
+        prefixes: Vec::new(),
+    };
+    let mut j = 3;
+    while j < args.len() {
+        let a = args[j];
+        let more = j + 1 < args.len();
+        if a.eq_ignore_ascii_case(b"redirect") && more {
+            j += 1;
+            if o.redirect != 0 {
+                return Err("ERR A client can only redirect to a single other client".into());
+            }
+            let id = crate::util::parse_i64(args[j])
+                .ok_or_else(|| "ERR value is not an integer or out of range".to_string())?;
+            let target = if id > 0 {
+                server.clients.get(id as u64)
+            } else {
+                None
+            };
+            match target {
+                Some(t) => {
+                    o.redirect = id as u64;
+                    t.tracking.target.store(true, Ordering::Relaxed);
+                    t.outbox.notify.notify_one();
+                }
+                None => return Err("ERR The client ID you want redirect to does not exist".into()),
+            }
+        } else if a.eq_ignore_ascii_case(b"bcast") {
+            o.flags |= BCAST;
+        } else if a.eq_ignore_ascii_case(b"optin") {
+            o.flags |= OPTIN;
+        } else if a.eq_ignore_ascii_case(b"optout") {
+            o.flags |= OPTOUT;
+        } else if a.eq_ignore_ascii_case(b"noloop") {
+            o.flags |= NOLOOP;
+        } else if a.eq_ignore_ascii_case(b"prefix") && more {
+            j += 1;
+            o.prefixes.push(args[j].to_vec());
+        } else {
+            return Err("ERR syntax error".into());
+        }
+        j += 1;
+    }
+    if args[2].eq_ignore_ascii_case(b"on") {
+        o.on = true;
+    } else if args[2].eq_ignore_ascii_case(b"off") {
+        disable(server, client);
+        return Ok(());
+    } else {
+        return Err("ERR syntax error".into());
+    }
+    let _ = o.on;
+    let st = &client.handle.tracking;
+    let cur = st.flags();
+    if o.flags & BCAST == 0 && !o.prefixes.is_empty() {
+        return Err("ERR PREFIX option requires BCAST mode to be enabled".into());
+    }
+    if cur & ON != 0 && (cur & BCAST != 0) != (o.flags & BCAST != 0) {
+        return Err("ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.".into());
+    }
+    if o.flags & BCAST != 0 && o.flags & (OPTIN | OPTOUT) != 0 {
+        return Err("ERR OPTIN and OPTOUT are not compatible with BCAST".into());
+    }
+    if o.flags & OPTIN != 0 && o.flags & OPTOUT != 0 {
+        return Err("ERR You can't specify both OPTIN mode and OPTOUT mode".into());
+    }
+    if (o.flags & OPTIN != 0 && cur & OPTOUT != 0) || (o.flags & OPTOUT != 0 && cur & OPTIN != 0) {
+        return Err("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.".into());
+    }
+    if o.flags & BCAST != 0 {
+        check_prefixes(&st.prefixes.lock(), &o.prefixes)?;
+    }
+    enable(server, client, o);
+    Ok(())
+}
+
+/// checkPrefixCollisionsOrReply: a new prefix may not be a prefix of (or
+/// have as prefix) an existing one or another new one.
+fn check_prefixes(existing: &[Vec<u8>], new: &[Vec<u8>]) -> Result<(), String> {
+    let overlap = |a: &[u8], b: &[u8]| {
+        let n = a.len().min(b.len());
+        a[..n] == b[..n]
+    };
+    let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    for (i, p) in new.iter().enumerate() {
+        if let Some(e) = existing.iter().find(|e| overlap(e, p)) {
+            return Err(format!(
+                "ERR Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must not overlap.",
+                s(p),
+                s(e)
+            ));
+        }
+        if let Some(q) = new[i + 1..].iter().find(|q| overlap(p, q)) {
+            return Err(format!(
+                "ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
+                s(p),
+                s(q)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// enableTracking: turns tracking on (or changes its options), keeping
+/// CACHING and, in BCAST mode, the prefixes already registered.
+fn enable(server: &Server, client: &mut Client, o: Options) {
+    let t = &server.tracking;
+    let st = &client.handle.tracking;
+    let cur = st.flags();
+    if cur & ON == 0 {
+        t.clients.fetch_add(1, Ordering::AcqRel);
+    }
+    crate::events::set_tracking(true);
+    st.redirect.store(o.redirect, Ordering::Release);
+    let mut flags = (cur & CACHING) | ON | (o.flags & (BCAST | OPTIN | OPTOUT | NOLOOP));
+    if o.flags & BCAST == 0 {
+        flags &= !BCAST;
+    }
+    if o.flags & BCAST != 0 {
+        let mut list: Vec<Vec<u8>> = o.prefixes;
+        if list.is_empty() {
+            list.push(Vec::new());
+        }
+        let mut mine = st.prefixes.lock();
+        let mut g = t.prefixes.write();
+        for p in list {
+            if mine.contains(&p) {
+                continue;
+            }
+            let e = g.entry(p.clone()).or_default();
+            if e.is_empty() {
+                t.prefix_count.fetch_add(1, Ordering::AcqRel);
+            }
+            e.push(client.handle.clone());
+            let at = mine.binary_search(&p).unwrap_or_else(|x| x);
+            mine.insert(at, p);
+        }
+    }
+    st.flags.store(flags, Ordering::Release);
+    client.tracking = true;
+}
+
+/// disableTracking: CLIENT TRACKING off, RESET and disconnection. Keys the
+/// client read stay in the table (removed lazily, as in Redis).
+pub fn disable(server: &Server, client: &mut Client) {
+    let st = &client.handle.tracking;
+    let cur = st.flags();
+    let t = &server.tracking;
+    if cur & BCAST != 0 {
+        let mine = std::mem::take(&mut *st.prefixes.lock());
+        let mut g = t.prefixes.write();
+        for p in mine {
+            if let Some(v) = g.get_mut(&p) {
+                v.retain(|h| h.id != client.handle.id);
+                if v.is_empty() {
+                    g.remove(&p);
+                    t.prefix_count.fetch_sub(1, Ordering::AcqRel);
+                }
+            }
+        }
+    }
+    if cur & ON != 0 {
+        t.clients.fetch_sub(1, Ordering::AcqRel);
+        st.flags.store(0, Ordering::Release);
+    }
+    client.tracking = false;
+    maybe_idle(server);
+}
+
+/// Clears the events.rs tracking bit when nothing is left to do.
+fn maybe_idle(server: &Server) {
+    let t = &server.tracking;
+    if t.clients.load(Ordering::Acquire) == 0 && t.keys.load(Ordering::Acquire) == 0 {
+        crate::events::set_tracking(false);
+        // A client enabling tracking meanwhile sets the bit again after
+        // its count: re-check.
+        if t.clients.load(Ordering::Acquire) != 0 {
+            crate::events::set_tracking(true);
+        }
+    }
+}
+
+/// CLIENT CACHING yes|no.
+pub fn client_caching(client: &Client, arg: &[u8]) -> Result<(), String> {
+    let st = &client.handle.tracking;
+    let f = st.flags();
+    if f & ON == 0 {
+        return Err("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled".into());
+    }
+    if arg.eq_ignore_ascii_case(b"yes") {
+        if f & OPTIN == 0 {
+            return Err(
+                "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode."
+                    .into(),
+            );
+        }
+    } else if arg.eq_ignore_ascii_case(b"no") {
+        if f & OPTOUT == 0 {
+            return Err(
+                "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode."
+                    .into(),
+            );
+        }
+    } else {
+        return Err("ERR syntax error".into());
+    }
+    st.flags.fetch_or(CACHING, Ordering::AcqRel);
+    Ok(())
+}
+
+/// CLIENT GETREDIR: the redirect id, 0 without one, -1 when tracking is
+/// off.
+pub fn getredir(client: &Client) -> i64 {
+    let st = &client.handle.tracking;
+    if st.flags() & ON == 0 {
+        -1
+    } else {
+        st.redirect.load(Ordering::Acquire) as i64
+    }
+}
+
+/// CLIENT TRACKINGINFO's flag words, in Redis's order.
+pub fn info_flags(h: &ClientHandle) -> Vec<&'static str> {
+    let f = h.tracking.flags();
+    if f & ON == 0 {
+        return vec!["off"];
+    }
+    let mut v = vec!["on"];
+    for (bit, word) in [(BCAST, "bcast"), (OPTIN, "optin")] {
+        if f & bit != 0 {
+            v.push(word);
+        }
+    }
+    if f & OPTIN != 0 && f & CACHING != 0 {
+        v.push("caching-yes");
+    }
+    if f & OPTOUT != 0 {
+        v.push("optout");
+        if f & CACHING != 0 {
+            v.push("caching-no");
+        }
+    }
+    if f & NOLOOP != 0 {
+        v.push("noloop");
+    }
+    if f & BROKEN != 0 {
+        v.push("broken_redirect");
+    }
+    v
+}
+
+/// CLIENT LIST flag letters of tracking (`t`, `R`, `B`) and the `redir`
+/// field value (-1 when off).
+pub fn list_fields(h: &ClientHandle) -> (&'static str, i64) {
+    let f = h.tracking.flags();
+    if f & ON == 0 {
+        return ("", -1);
+    }
+    let letters = match (f & BROKEN != 0, f & BCAST != 0) {
+        (false, false) => "t",
+        (true, false) => "tR",
+        (false, true) => "tB",
+        (true, true) => "tRB",
+    };
+    (letters, h.tracking.redirect.load(Ordering::Acquire) as i64)
+}
+
+/// trackingRememberKeys: after a read-only command of a tracking client
+/// (called just before it runs), remembers its keys, unless BCAST or the
+/// OPTIN / OPTOUT rules say no.
+pub fn remember(
+    server: &Server,
+    client: &Client,
+    c: &crate::cmd::Command,
+    args: &crate::resp::Args<'_>,
+) {
+    let f = client.handle.tracking.flags();
+    if f & (ON | BCAST) != ON {
+        return;
+    }
+    let caching = f & CACHING != 0;
+    if (f & OPTIN != 0 && !caching) || (f & OPTOUT != 0 && caching) {
+        return;
+    }
+    let id = client.handle.id;
+    let t = &server.tracking;
+    for i in c.key_positions(args) {
+        let key = args.get(i);
+        let mut g = t.shard(key).lock();
+        match g.get_mut(key) {
+            Some(ids) => {
+                if !ids.contains(&id) {
+                    ids.push(id);
+                    t.items.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            None => {
+                g.insert(key.into(), vec![id]);
+                t.keys.fetch_add(1, Ordering::Relaxed);
+                t.items.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// What an invalidation says.
+enum Payload<'a> {
+    /// One key: `*1 $key`.
+    Key(&'a [u8]),
+    /// Pre-encoded array of keys (BCAST).
+    Proto(&'a [u8]),
+    /// All keys: a null in the tracking client's protocol (flush).
+    Null,
+}
+
+/// sendTrackingMessage: sends `p` for tracking client `h`, to `h` or its
+/// redirect target.
+fn send(server: &Server, h: &ClientHandle, p: Payload<'_>) {
+    let redirect = h.tracking.redirect.load(Ordering::Acquire);
+    let tracker_resp3 = h.info.lock().resp >= 3;
+    let null: &[u8] = if tracker_resp3 { b"_\r\n" } else { b"$-1\r\n" };
+    let target;
+    let (recv, redirected): (&ClientHandle, bool) = if redirect != 0 {
+        match server.clients.get(redirect) {
+            Some(t) => {
+                target = t;
+                (&target, true)
+            }
+            None => {
+                h.tracking.flags.fetch_or(BROKEN, Ordering::AcqRel);
+                if tracker_resp3 {
+                    let mut idb = itoa::Buffer::new();
+                    let ids = idb.format(redirect);
+                    let parts: [&[u8]; 4] = [
+                        b">2\r\n$21\r\ntracking-redir-broken\r\n:",
+                        ids.as_bytes(),
+                        b"\r\n",
+                        b"",
+                    ];
+                    deliver(server, h, &parts);
+                }
+                return;
+            }
+        }
+    } else {
+        (h, false)
+    };
+    let head: &[u8] = if recv.info.lock().resp >= 3 {
+        b">2\r\n$10\r\ninvalidate\r\n"
+    } else if redirected && recv.outbox.subscriptions() > 0 {
+        b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n"
+    } else {
+        return;
+    };
+    match p {
+        Payload::Key(k) => {
+            let mut len = Vec::with_capacity(24);
+            len.extend_from_slice(b"*1\r\n$");
+            len.extend_from_slice(itoa::Buffer::new().format(k.len()).as_bytes());
+            len.extend_from_slice(b"\r\n");
+            deliver(server, recv, &[head, &len, k, b"\r\n"]);
+        }
+        Payload::Proto(b) => deliver(server, recv, &[head, b, b"", b""]),
+        Payload::Null => deliver(server, recv, &[head, null, b"", b""]),
+    }
+}
+
+/// Appends one frame to `recv`: held while it runs a command, else to its
+/// outbox (closing it past its output limit).
+fn deliver(server: &Server, recv: &ClientHandle, parts: &[&[u8]; 4]) {
+    let mut inf = recv.tracking.inflight.lock();
+    if let Some(buf) = inf.as_mut() {
+        for p in parts {
+            buf.extend_from_slice(p);
+        }
+        return;
+    }
+    let limit = crate::pubsub::limit_for(server, recv);
+    if !recv.outbox.push(parts, limit, crate::util::now_ms()) {
+        recv.close_for_limits();
+    }
+}
+
+/// A tracking client starts a (top-level) command: messages for it wait
+/// until [`end_command`].
+pub fn begin_command(h: &ClientHandle) {
+    let mut inf = h.tracking.inflight.lock();
+    if inf.is_none() {
+        *inf = Some(Vec::new());
+    }
+}
+
+/// After the command's reply joined the outbox: appends the messages held
+/// meanwhile, and clears CACHING unless the command was a CLIENT
+/// subcommand or the client is in MULTI (Redis's resetClient).
+pub fn end_command(server: &Server, client: &Client) {
+    let h = &client.handle;
+    {
+        let mut inf = h.tracking.inflight.lock();
+        if let Some(buf) = inf.take() {
+            if !buf.is_empty() {
+                let limit = crate::pubsub::limit_for(server, h);
+                if !h.outbox.push(&[&buf], limit, crate::util::now_ms()) {
+                    h.close_for_limits();
+                }
+            }
+        }
+    }
+    if h.tracking.flags() & CACHING != 0 && client.multi.is_none() {
+        let name = crate::cmd::table()
+            .all
+            .get(client.last_cmd)
+            .map_or("", |c| c.name);
+        if !name.starts_with("client|") {
+            h.tracking.flags.fetch_and(!CACHING, Ordering::AcqRel);
+        }
+    }
+}
+
+/// trackingInvalidateKey: `key` was modified (`expired`: by expiry, which
+/// no client caused, for BCAST's NOLOOP). Called from events.rs with no
+/// shard lock held.
+pub fn key_modified(server: &Server, key: &[u8], expired: bool) {
+    invalidate(server, key, true, expired);
+}
+
+fn invalidate(server: &Server, key: &[u8], bcast: bool, expired: bool) {
+    let t = &server.tracking;
+    let current = CURRENT.with(Cell::get);
+    if bcast && t.prefix_count.load(Ordering::Acquire) > 0 {
+        let writer = if expired { 0 } else { current };
+        BCAST_KEYS.with(|b| b.borrow_mut().push((key.into(), writer)));
+    }
+    if t.keys.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    let ids = {
+        let mut g = t.shard(key).lock();
+        match g.swap_remove(key) {
+            Some(ids) => ids,
+            None => return,
+        }
+    };
+    t.keys.fetch_sub(1, Ordering::AcqRel);
+    t.items.fetch_sub(ids.len() as u64, Ordering::AcqRel);
+    for id in ids {
+        let Some(h) = server.clients.get(id) else {
+            continue;
+        };
+        let f = h.tracking.flags();
+        if f & (ON | BCAST) != ON || (f & NOLOOP != 0 && id == current) {
+            continue;
+        }
+        send(server, &h, Payload::Key(key));
+    }
+    if t.keys.load(Ordering::Acquire) == 0 {
+        maybe_idle(server);
+    }
+}
+
+/// trackingInvalidateKeysOnFlush: FLUSHDB / FLUSHALL. Every tracking client
+/// gets a null (all keys); the table is emptied.
+pub fn flushed(server: &Server) {
+    let t = &server.tracking;
+    if t.clients.load(Ordering::Acquire) > 0 {
+        for h in server.clients.all() {
+            if h.tracking.flags() & ON != 0 {
+                send(server, &h, Payload::Null);
+            }
+        }
+    }
+    for s in t.table.iter() {
+        let mut g = s.lock();
+        let n = g.len() as u64;
+        let items: u64 = g.values().map(|v| v.len() as u64).sum();
+        *g = Table::default();
+        t.keys.fetch_sub(n, Ordering::AcqRel);
+        t.items.fetch_sub(items, Ordering::AcqRel);
+    }
+    maybe_idle(server);
+}
+
+/// trackingBroadcastInvalidationMessages: sends this thread's BCAST keys
+/// collected during the batch, one message per prefix (keys in byte
+/// order), to each client of the prefix (NOLOOP clients without the keys
+/// they modified themselves). Called at the end of each batch of commands
+/// and after active expiry steps.
+pub fn flush_bcast(server: &Server) {
+    let pending = BCAST_KEYS.with(|b| {
+        let mut b = b.borrow_mut();
+        if b.is_empty() {
+            None
+        } else {
+            Some(std::mem::take(&mut *b))
+        }
+    });
+    let Some(pending) = pending else {
+        return;
+    };
+    let g = server.tracking.prefixes.read();
+    for (prefix, clients) in g.iter() {
+        let mut keys: BTreeMap<&[u8], u64> = BTreeMap::new();
+        for (k, w) in &pending {
+            if k.starts_with(prefix) {
+                keys.insert(k, *w);
+            }
+        }
+        if keys.is_empty() {
+            continue;
+        }
+        let all = encode_keys(keys.keys().copied(), keys.len());
+        for h in clients {
+            let f = h.tracking.flags();
+            if f & NOLOOP != 0 {
+                let mine: Vec<&[u8]> = keys
+                    .iter()
+                    .filter(|(_, w)| **w != h.id)
+                    .map(|(k, _)| *k)
+                    .collect();
+                if mine.is_empty() {
+                    continue;
+                }
+                let n = mine.len();
+                send(server, h, Payload::Proto(&encode_keys(mine.into_iter(), n)));
+            } else {
+                send(server, h, Payload::Proto(&all));
+            }
+        }
+    }
+}
+
+fn encode_keys<'a>(keys: impl Iterator<Item = &'a [u8]>, n: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(16 + n * 16);
+    v.push(b'*');
+    v.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    v.extend_from_slice(b"\r\n");
+    for k in keys {
+        v.push(b'$');
+        v.extend_from_slice(itoa::Buffer::new().format(k.len()).as_bytes());
+        v.extend_from_slice(b"\r\n");
+        v.extend_from_slice(k);
+        v.extend_from_slice(b"\r\n");
+    }
+    v
+}
+
+/// trackingLimitUsedSlots: while the table holds more keys than
+/// tracking-table-max-keys, evicts random keys, invalidating them for
+/// their clients as if modified; at most 100 keys per round times the
+/// number of rounds that ended still above the limit. Called before each
+/// command while clients track, and from the cron.
+pub fn limit_used_slots(server: &Server) {
+    let t = &server.tracking;
+    let max = t.max_keys.load(Ordering::Relaxed);
+    if max == 0 || t.keys.load(Ordering::Acquire) <= max {
+        t.rounds.store(0, Ordering::Relaxed);
+        return;
+    }
+    let mut effort = 100 * (t.rounds.load(Ordering::Relaxed) as u64 + 1);
+    let mut seed = crate::util::now_us() ^ 0x9e37_79b9_7f4a_7c15;
+    while effort > 0 {
+        effort -= 1;
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let start = (seed as usize) % SHARDS;
+        let mut victim = None;
+        for k in 0..SHARDS {
+            let g = t.table[(start + k) % SHARDS].lock();
+            if !g.is_empty() {
+                let i = ((seed >> 8) as usize) % g.len();
+                victim = g.get_index(i).map(|(k, _)| k.to_vec());
+                break;
+            }
+        }
+        let Some(key) = victim else {
+            break;
+        };
+        // Not a modification: BCAST clients are not told.
+        invalidate(server, &key, false, false);
+        if t.keys.load(Ordering::Acquire) <= max {
+            t.rounds.store(0, Ordering::Relaxed);
+            return;
+        }
+    }
+    t.rounds.fetch_add(1, Ordering::Relaxed);
+}
