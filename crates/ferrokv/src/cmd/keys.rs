@@ -536,11 +536,8 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, relative: bool, ms: bool) 
     if let Some(t) = touch {
         e.lru = t;
     }
-    let current: i64 = if e.expire_at == 0 {
-        -1
-    } else {
-        e.expire_at as i64
-    };
+    let at = shard.expire_at(h, key);
+    let current: i64 = if at == 0 { -1 } else { at as i64 };
     let refused = (nx && current != -1)
         || (xx && current == -1)
         || (gt && (current == -1 || when <= current))
@@ -590,7 +587,10 @@ fn ttl_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, ms: bool, abs: bool) {
     let key = args.get(1);
     let now = ctx.now;
     let (h, mut shard) = ctx.lock(key);
-    let at = shard.get(h, key, now).map(|e| e.expire_at);
+    let at = match shard.get(h, key, now) {
+        Some(_) => Some(shard.expire_at(h, key)),
+        None => None,
+    };
     drop(shard);
     ctx.hit(at.is_some());
     let v = match at {
@@ -619,15 +619,16 @@ fn persist(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let now = ctx.now;
     let touch = ctx.touch_time();
     let (h, mut shard) = ctx.lock(key);
-    let had = match shard.get(h, key, now) {
+    let exists = match shard.get(h, key, now) {
         Some(e) => {
             if let Some(t) = touch {
                 e.lru = t;
             }
-            e.expire_at != 0
+            true
         }
         None => false,
     };
+    let had = exists && shard.expire_at(h, key) != 0;
     if had {
         shard.set_expire(h, key, 0);
     }
@@ -687,11 +688,11 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, nx: bool) {
         drop(locks);
         return ctx.out.int(0);
     }
-    let Some(e) = locks.shard(db, hs).remove(hs, src) else {
+    let Some((e, at)) = locks.shard(db, hs).remove_with_expire(hs, src) else {
         drop(locks);
         return ctx.error(err::NO_SUCH_KEY);
     };
-    let old = locks.shard(db, hd).insert(hd, dst, e);
+    let old = locks.shard(db, hd).insert_with_expire(hd, dst, e, at);
     drop(locks);
     drop(old);
     if nx {
@@ -734,7 +735,8 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let now = ctx.now;
     let touch = ctx.touch_time();
     let mut locks = srv(ctx).keyspace.lock_keys(&[(src_db, hs), (dst_db, hd)]);
-    let mut copy = match locks.shard(src_db, hs).get(hs, src, now) {
+    let src_shard = locks.shard(src_db, hs);
+    let mut copy = match src_shard.get(hs, src, now) {
         None => {
             drop(locks);
             ctx.hit(false);
@@ -747,6 +749,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             e.clone()
         }
     };
+    let copy_at = src_shard.expire_at(hs, src);
     ctx.hit(true);
     copy.lru = now_secs(ctx);
     let shard = locks.shard(dst_db, hd);
@@ -754,7 +757,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         drop(locks);
         return ctx.out.int(0);
     }
-    let old = shard.insert(hd, dst, copy);
+    let old = shard.insert_with_expire(hd, dst, copy, copy_at);
     drop(locks);
     drop(old);
     ctx.out.int(1);
@@ -791,11 +794,11 @@ fn move_cmd(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         drop(locks);
         return ctx.out.int(0);
     }
-    let Some(e) = locks.shard(src_db, h).remove(h, key) else {
+    let Some((e, at)) = locks.shard(src_db, h).remove_with_expire(h, key) else {
         drop(locks);
         return ctx.out.int(0);
     };
-    locks.shard(dst_db, h).insert(h, key, e);
+    locks.shard(dst_db, h).insert_with_expire(h, key, e, at);
     drop(locks);
     ctx.out.int(1);
 }
@@ -813,8 +816,8 @@ fn keys(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let guards = ctx.db().lock_all();
     let mut out: Vec<&[u8]> = Vec::new();
     for g in guards.iter() {
-        for (k, e) in g.iter() {
-            if !e.is_expired(now) && (all || glob_match(pat, k, false)) {
+        for (k, _, at) in g.iter_with_expire() {
+            if (at == 0 || at > now) && (all || glob_match(pat, k, false)) {
                 out.push(k);
             }
         }
@@ -928,9 +931,9 @@ fn scan(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             dc = 0;
         } else {
             loop {
-                dc = g.scan_step(dc, |k, e| {
+                dc = g.scan_step_with_expire(dc, |k, e, at| {
                     found += 1;
-                    if e.is_expired(now) {
+                    if at != 0 && at <= now {
                         expired.push(k.to_vec());
                         return;
                     }

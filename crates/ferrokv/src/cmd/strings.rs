@@ -430,12 +430,13 @@ fn set_generic(ctx: &mut Ctx<'_>, key: &[u8], val: &[u8], spec: SetSpec) {
         }
     }
     let found = existing.is_some();
-    let old_ttl = match existing {
-        Some(e) => {
-            touch(e, t);
-            e.expire_at
-        }
-        None => 0,
+    if let Some(e) = existing {
+        touch(e, t);
+    }
+    let old_ttl = if found && spec.keepttl {
+        shard.expire_at(h, key)
+    } else {
+        0
     };
     if (spec.nx && found) || (spec.xx && !found) {
         drop(shard);
@@ -448,13 +449,9 @@ fn set_generic(ctx: &mut Ctx<'_>, key: &[u8], val: &[u8], spec: SetSpec) {
         }
         return;
     }
-    let mut entry = Entry::new(Value::Str(value), now);
-    entry.expire_at = match spec.expire_at {
-        Some(at) => at,
-        None if spec.keepttl => old_ttl,
-        None => 0,
-    };
-    shard.insert(h, key, entry);
+    let entry = Entry::new(Value::Str(value), now);
+    let at = spec.expire_at.unwrap_or(old_ttl);
+    shard.insert_with_expire(h, key, entry, at);
     drop(shard);
     if !spec.get {
         if spec.int_reply {
@@ -1316,7 +1313,12 @@ mod tests {
         }
 
         fn ttl(&self, key: &str) -> u64 {
-            self.entry(key).map(|e| e.expire_at).unwrap_or(u64::MAX)
+            let h = hash_key(key.as_bytes());
+            let shard = self.server.keyspace.db(0).lock(h);
+            match shard.peek(h, key.as_bytes(), crate::util::now_ms()) {
+                Some(_) => shard.expire_at(h, key.as_bytes()),
+                None => u64::MAX,
+            }
         }
 
         fn hits_misses(&self) -> (u64, u64) {

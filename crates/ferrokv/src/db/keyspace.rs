@@ -15,11 +15,12 @@
 //! modelled on Redis's `activeExpireCycle` in expire.c).
 
 use super::blocking::BlockedKeys;
-use super::dict::{hash_key, Dict};
+use super::dict::{hash_key, Dict, Lookup};
 use super::value::Entry;
 use crate::util::rand_u64;
-use indexmap::IndexSet;
+use indexmap::{Equivalent, IndexMap};
 use parking_lot::{Mutex, MutexGuard};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -31,7 +32,70 @@ pub const SHARDS: usize = 1 << SHARD_BITS;
 /// Keys sampled per active-expiry round (Redis's ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP).
 pub const EXPIRE_SAMPLE: usize = 20;
 
-type KeySet = IndexSet<Box<[u8]>, foldhash::fast::RandomState>;
+/// A key with a TTL, as stored in a shard's volatile index: the key's
+/// 64-bit hash (the one the shard's dict uses) and its bytes.
+struct VKey {
+    h: u64,
+    key: Box<[u8]>,
+}
+
+impl Hash for VKey {
+    #[inline]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.h);
+    }
+}
+
+impl PartialEq for VKey {
+    fn eq(&self, o: &Self) -> bool {
+        self.key == o.key
+    }
+}
+
+impl Eq for VKey {}
+
+/// Borrowed form of [`VKey`] for lookups without allocating.
+struct VRef<'a>(u64, &'a [u8]);
+
+impl Hash for VRef<'_> {
+    #[inline]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.0);
+    }
+}
+
+impl Equivalent<VKey> for VRef<'_> {
+    #[inline]
+    fn equivalent(&self, k: &VKey) -> bool {
+        *k.key == *self.1
+    }
+}
+
+/// Hasher for [`VKey`]: the key was hashed already; spread that hash so
+/// that its high bits (equal for every key of a shard, since they pick the
+/// shard) do not weaken the index's own bucket choice.
+#[derive(Default, Clone, Copy)]
+struct PassHasher(u64);
+
+impl Hasher for PassHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ b as u64;
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// The volatile index: key -> absolute expiry time (ms since the epoch).
+type VolatileMap = IndexMap<VKey, u64, BuildHasherDefault<PassHasher>>;
 
 /// Which shard of a database a key hash belongs to.
 #[inline]
@@ -40,16 +104,28 @@ pub fn shard_index(hash: u64) -> usize {
 }
 
 /// One shard: its keys and the subset that has a TTL.
+///
+/// Memory layout (see db/dict.rs): each key is one 64-byte node holding the
+/// key (inline up to 22 bytes), its [`Entry`] (value, short strings inline,
+/// and the 32-bit LRU/LFU field) and the chain link. A key with a TTL is
+/// marked in its node and has its expiry time in the volatile index, so keys
+/// without a TTL (most of them) pay nothing for expiry and a lookup only
+/// consults the index for marked keys.
 #[derive(Default)]
 pub struct Shard {
     dict: Dict<Entry>,
-    volatile: KeySet,
+    volatile: VolatileMap,
     /// Keys deleted by lazy expiry since the counter was last drained.
     expired: u64,
     /// Clients blocked on keys of this shard (BLPOP...), per key, FIFO.
     /// They stay with the shard's position, not its data: SWAPDB and
     /// FLUSH* leave them in place.
     pub blocked: BlockedKeys,
+}
+
+#[inline]
+fn vol_expired(vol: &VolatileMap, h: u64, key: &[u8], now: u64) -> bool {
+    vol.get(&VRef(h, key)).is_some_and(|&at| at <= now)
 }
 
 impl Shard {
@@ -72,19 +148,29 @@ impl Shard {
     /// Looks a key up, deleting it first when it has expired at `now` (ms).
     #[inline]
     pub fn get(&mut self, h: u64, key: &[u8], now: u64) -> Option<&mut Entry> {
-        if self.dict.get(h, key).is_some_and(|e| e.is_expired(now)) {
-            self.remove(h, key);
-            self.expired += 1;
-            return None;
+        let vol = &self.volatile;
+        match self
+            .dict
+            .get_mut_or_remove(h, key, |_, marked| marked && vol_expired(vol, h, key, now))
+        {
+            Lookup::Found(e) => Some(e),
+            Lookup::Missing => None,
+            Lookup::Removed(_) => {
+                self.volatile.swap_remove(&VRef(h, key));
+                self.expired += 1;
+                None
+            }
         }
-        self.dict.get_mut(h, key)
     }
 
     /// Read-only lookup that treats an expired key as absent without
     /// deleting it.
     #[inline]
     pub fn peek(&self, h: u64, key: &[u8], now: u64) -> Option<&Entry> {
-        self.dict.get(h, key).filter(|e| !e.is_expired(now))
+        match self.dict.get_marked(h, key)? {
+            (_, true) if vol_expired(&self.volatile, h, key, now) => None,
+            (e, _) => Some(e),
+        }
     }
 
     /// True when `key` exists (and is not expired).
@@ -93,42 +179,95 @@ impl Shard {
         self.get(h, key, now).is_some()
     }
 
-    /// Stores `entry` under `key`, replacing any previous entry, and keeps
-    /// the TTL index in step. Returns the previous entry.
-    pub fn insert(&mut self, h: u64, key: &[u8], entry: Entry) -> Option<Entry> {
-        let has_ttl = entry.expire_at != 0;
-        let old = self.dict.insert(h, key, entry);
-        let had_ttl = old.as_ref().is_some_and(|o| o.expire_at != 0);
-        if has_ttl && !had_ttl {
-            self.volatile.insert(key.into());
-        } else if had_ttl && !has_ttl {
-            self.volatile.swap_remove(key);
+    /// The absolute expiry time of `key` in ms since the epoch, or 0 when it
+    /// has no TTL or does not exist. Does not check whether it passed.
+    #[inline]
+    pub fn expire_at(&self, h: u64, key: &[u8]) -> u64 {
+        if self.volatile.is_empty() {
+            return 0;
         }
-        old
+        self.volatile.get(&VRef(h, key)).copied().unwrap_or(0)
+    }
+
+    /// True when `key` has a TTL that has passed at `now` (ms).
+    #[inline]
+    pub fn is_expired(&self, h: u64, key: &[u8], now: u64) -> bool {
+        let at = self.expire_at(h, key);
+        at != 0 && at <= now
+    }
+
+    /// Stores `entry` under `key` without a TTL, replacing any previous
+    /// entry (and its TTL). Returns the previous entry.
+    #[inline]
+    pub fn insert(&mut self, h: u64, key: &[u8], entry: Entry) -> Option<Entry> {
+        self.insert_with_expire(h, key, entry, 0)
+    }
+
+    /// Stores `entry` under `key` with expiry time `at` (ms since the epoch;
+    /// 0 = no TTL), replacing any previous entry and TTL. Returns the
+    /// previous entry.
+    pub fn insert_with_expire(
+        &mut self,
+        h: u64,
+        key: &[u8],
+        entry: Entry,
+        at: u64,
+    ) -> Option<Entry> {
+        let old = self.dict.insert_marked(h, key, entry, at != 0);
+        let had = matches!(old, Some((_, true)));
+        self.note_expire(h, key, had, at);
+        old.map(|(e, _)| e)
+    }
+
+    /// Brings the volatile index in step after the mark of `key` changed
+    /// from `had` (it had a TTL) to `at != 0`.
+    #[inline]
+    fn note_expire(&mut self, h: u64, key: &[u8], had: bool, at: u64) {
+        if at != 0 {
+            if had {
+                if let Some(x) = self.volatile.get_mut(&VRef(h, key)) {
+                    *x = at;
+                    return;
+                }
+            }
+            self.volatile.insert(VKey { h, key: key.into() }, at);
+        } else if had {
+            self.volatile.swap_remove(&VRef(h, key));
+        }
     }
 
     /// Removes `key` (expired or not), returning its entry.
+    #[inline]
     pub fn remove(&mut self, h: u64, key: &[u8]) -> Option<Entry> {
-        let e = self.dict.remove(h, key)?;
-        if e.expire_at != 0 {
-            self.volatile.swap_remove(key);
+        let (_, e, marked) = self.dict.remove_marked(h, key)?;
+        if marked {
+            self.volatile.swap_remove(&VRef(h, key));
         }
         Some(e)
+    }
+
+    /// Removes `key` (expired or not), returning its entry and its expiry
+    /// time (ms since the epoch, 0 = no TTL), for RENAME and MOVE.
+    pub fn remove_with_expire(&mut self, h: u64, key: &[u8]) -> Option<(Entry, u64)> {
+        let (_, e, marked) = self.dict.remove_marked(h, key)?;
+        let at = if marked {
+            self.volatile.swap_remove(&VRef(h, key)).unwrap_or_default()
+        } else {
+            0
+        };
+        Some((e, at))
     }
 
     /// Sets (at > 0) or clears (at == 0) the TTL of an existing key. Returns
     /// false when the key does not exist.
     pub fn set_expire(&mut self, h: u64, key: &[u8], at: u64) -> bool {
-        let Some(e) = self.dict.get_mut(h, key) else {
+        let Some(had) = self.dict.mark(h, key) else {
             return false;
         };
-        let had = e.expire_at != 0;
-        e.expire_at = at;
-        if at != 0 && !had {
-            self.volatile.insert(key.into());
-        } else if at == 0 && had {
-            self.volatile.swap_remove(key);
+        if had != (at != 0) {
+            self.dict.set_mark(h, key, at != 0);
         }
+        self.note_expire(h, key, had, at);
         true
     }
 
@@ -147,7 +286,7 @@ impl Shard {
     /// Removes every key.
     pub fn clear(&mut self) {
         self.dict.clear();
-        self.volatile = KeySet::default();
+        self.volatile = VolatileMap::default();
     }
 
     /// Iterates over live and not-yet-reclaimed entries.
@@ -155,9 +294,35 @@ impl Shard {
         self.dict.iter()
     }
 
+    /// Iterates over live and not-yet-reclaimed entries with their expiry
+    /// time (ms since the epoch, 0 = no TTL).
+    pub fn iter_with_expire(&self) -> impl Iterator<Item = (&[u8], &Entry, u64)> {
+        self.dict.iter_marked().map(|(k, e, marked)| {
+            let at = if marked {
+                self.expire_at(hash_key(k), k)
+            } else {
+                0
+            };
+            (k, e, at)
+        })
+    }
+
     /// One SCAN step over this shard (see [`Dict::scan_step`]).
     pub fn scan_step(&self, cursor: u64, f: impl FnMut(&[u8], &Entry)) -> u64 {
         self.dict.scan_step(cursor, f)
+    }
+
+    /// [`Shard::scan_step`] that also passes each key's expiry time (ms since
+    /// the epoch, 0 = no TTL).
+    pub fn scan_step_with_expire(&self, cursor: u64, mut f: impl FnMut(&[u8], &Entry, u64)) -> u64 {
+        self.dict.scan_step_marked(cursor, |k, e, marked| {
+            let at = if marked {
+                self.expire_at(hash_key(k), k)
+            } else {
+                0
+            };
+            f(k, e, at)
+        })
     }
 
     /// A random key, or None when empty (may be expired; the caller checks).
@@ -188,11 +353,11 @@ impl Shard {
                     break;
                 }
                 let i = (rand_u64() % len as u64) as usize;
-                let key = self.volatile.get_index(i).expect("in range").clone();
-                let h = hash_key(&key);
-                if self.dict.get(h, &key).is_some_and(|e| e.is_expired(now)) {
-                    self.remove(h, &key);
-                    round_expired += 1;
+                if self.volatile.get_index(i).is_some_and(|(_, &at)| at <= now) {
+                    if let Some((vk, _)) = self.volatile.swap_remove_index(i) {
+                        self.dict.remove(vk.h, &vk.key);
+                        round_expired += 1;
+                    }
                 }
             }
             sampled += take;
@@ -438,6 +603,64 @@ impl<'a> KeyLocks<'a> {
                     None => false,
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::value::{StrValue, Value};
+
+    fn e() -> Entry {
+        Entry::new(Value::Str(StrValue::from_bytes(b"v")), 0)
+    }
+
+    #[test]
+    fn ttl_lives_in_the_volatile_index() {
+        let mut s = Shard::default();
+        let (a, b) = (
+            b"a".as_slice(),
+            b"a-much-longer-key-than-22-bytes".as_slice(),
+        );
+        let (ha, hb) = (hash_key(a), hash_key(b));
+        s.insert_with_expire(ha, a, e(), 100);
+        s.insert(hb, b, e());
+        assert_eq!(
+            (s.volatile_len(), s.expire_at(ha, a), s.expire_at(hb, b)),
+            (1, 100, 0)
+        );
+        assert!(s.set_expire(hb, b, 50));
+        assert_eq!(s.volatile_len(), 2);
+        assert_eq!(s.iter_with_expire().map(|x| x.2).sum::<u64>(), 150);
+        // SET without KEEPTTL drops the TTL.
+        s.insert(ha, a, e());
+        assert_eq!((s.volatile_len(), s.expire_at(ha, a)), (1, 0));
+        s.set_expire(ha, a, 100);
+        assert!(s.peek(hb, b, 49).is_some());
+        assert!(s.peek(hb, b, 50).is_none());
+        assert!(s.get(ha, a, 99).is_some());
+        assert!(s.get(hb, b, 60).is_none());
+        assert_eq!((s.len(), s.volatile_len(), s.take_expired()), (1, 1, 1));
+        assert!(s.set_expire(ha, a, 0));
+        assert_eq!(s.volatile_len(), 0);
+        assert!(!s.set_expire(hb, b, 5));
+    }
+
+    #[test]
+    fn active_expiry_samples_the_index() {
+        let mut s = Shard::default();
+        for i in 0..500u32 {
+            let k = format!("k{i}");
+            let h = hash_key(k.as_bytes());
+            s.insert_with_expire(h, k.as_bytes(), e(), if i < 400 { 10 } else { 1000 });
+        }
+        let far = Instant::now() + Duration::from_secs(5);
+        while s.expire_pass(20, far).1 > 0 {}
+        assert!(s.len() < 500 && s.len() >= 100);
+        assert_eq!(s.len(), s.volatile_len());
+        for (k, _, at) in s.iter_with_expire() {
+            assert!(at == 1000 || at == 10, "{k:?}");
         }
     }
 }
