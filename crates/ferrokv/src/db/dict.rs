@@ -42,6 +42,32 @@ pub fn hash_key(key: &[u8]) -> u64 {
 /// not stored: lookups compare keys directly and a resize hashes each key
 /// again, which costs a few nanoseconds per key and only when the table
 /// doubles or halves.
+/// Key equality tuned for chains without cached hashes: keys of 8..=16
+/// bytes (most keys) compare as two 64-bit words, and longer keys compare
+/// their last 8 bytes first (keys sharing a prefix such as `user:` differ at
+/// the end), so a mismatch rarely reaches `memcmp`.
+#[inline(always)]
+fn key_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n >= 8 {
+        let word = |s: &[u8], at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&s[at..at + 8]);
+            u64::from_ne_bytes(w)
+        };
+        if word(a, n - 8) != word(b, n - 8) {
+            return false;
+        }
+        if n <= 16 {
+            return word(a, 0) == word(b, 0);
+        }
+    }
+    a == b
+}
+
 struct Node<V> {
     next: Link<V>,
     val: V,
@@ -114,7 +140,7 @@ impl<V> Dict<V> {
         }
         let mut cur = self.table[hash as usize & self.mask()].as_deref();
         while let Some(n) = cur {
-            if n.key.as_slice() == key {
+            if key_eq(n.key.as_slice(), key) {
                 return Some(n);
             }
             cur = n.next.as_deref();
@@ -130,7 +156,7 @@ impl<V> Dict<V> {
         let idx = hash as usize & self.mask();
         let mut cur = self.table[idx].as_deref_mut();
         while let Some(n) = cur {
-            if n.key.as_slice() == key {
+            if key_eq(n.key.as_slice(), key) {
                 return Some(n);
             }
             cur = n.next.as_deref_mut();
@@ -261,7 +287,7 @@ impl<V> Dict<V> {
         loop {
             match link {
                 None => return None,
-                Some(n) if n.key.as_slice() == key => {
+                Some(n) if key_eq(n.key.as_slice(), key) => {
                     let mut node = link.take()?;
                     *link = node.next.take();
                     self.len -= 1;
@@ -453,6 +479,26 @@ impl<'a, V> Iterator for Iter<'a, V> {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn key_equality() {
+        let keys: Vec<Vec<u8>> = (0..40usize)
+            .flat_map(|n| {
+                [vec![b'a'; n], {
+                    let mut v = vec![b'a'; n];
+                    if n > 0 {
+                        v[n / 2] = b'b';
+                    }
+                    v
+                }]
+            })
+            .collect();
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(key_eq(a, b), a == b, "{a:?} {b:?}");
+            }
+        }
+    }
 
     #[test]
     fn keyspace_node_is_64_bytes() {
