@@ -164,8 +164,9 @@ pub enum Value {
     /// A list (`list` type). Collections are boxed so that a string key's
     /// value stays 24 bytes.
     List(Box<ListValue>),
-    /// A hash (`hash` type).
-    Hash(Box<HashValue>),
+    /// A hash (`hash` type), unboxed: a `listpack` hash is one boxed slice
+    /// held right here, so a small hash costs one allocation besides its key.
+    Hash(HashValue),
     /// A set (`set` type).
     Set(Box<SetValue>),
     /// A sorted set (`zset` type).
@@ -241,6 +242,7 @@ mod layout_tests {
         assert_eq!(std::mem::size_of::<StrValue>(), 24);
         assert_eq!(std::mem::size_of::<Value>(), 24);
         assert_eq!(std::mem::size_of::<Entry>(), 32);
+        assert_eq!(std::mem::size_of::<HashValue>(), 16);
         for n in [0usize, 5, 22, 23, 44, 45, 100] {
             let v = vec![b'x'; n];
             let s = StrValue::from_bytes(&v);
