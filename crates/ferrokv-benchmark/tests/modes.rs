@@ -728,6 +728,14 @@ fn workload_modes_against_ferrokv() {
         "{}",
         out(&o)
     );
+    // --cluster against a server without cluster support: a clean error.
+    let o = bench(&["-p", &p, "--cluster", "-t", "set", "-n", "10", "-q"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).starts_with(&format!("CLUSTER SLOTS on 127.0.0.1:{p} failed: ERR ")),
+        "{}",
+        err(&o)
+    );
     // --verify: per-command rows, each command its own round trip.
     let before = dbsize(fk.port);
     let o = bench(&["-p", &p, "--verify", "-n", "300", "-c", "3", "-P", "4"]);

@@ -587,10 +587,8 @@ fn ttl_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, ms: bool, abs: bool) {
     let key = args.get(1);
     let now = ctx.now;
     let (h, mut shard) = ctx.lock(key);
-    let at = match shard.get(h, key, now) {
-        Some(_) => Some(shard.expire_at(h, key)),
-        None => None,
-    };
+    let exists = shard.get(h, key, now).is_some();
+    let at = exists.then(|| shard.expire_at(h, key));
     drop(shard);
     ctx.hit(at.is_some());
     let v = match at {
