@@ -1183,9 +1183,26 @@ fn differential_random_keyspace() {
                     );
                 }
                 p.check_line("SELECT 0");
+                // The TTL index (expires=) must track the keys exactly.
+                let (x, y) = p.both(&[b"INFO", b"keyspace"]);
+                assert_eq!(
+                    keys_and_expires(&x),
+                    keys_and_expires(&y),
+                    "seed {seed} step {step}: INFO keyspace differs"
+                );
             }
         }
     }
+}
+
+/// `dbN:keys=K,expires=E` of each database in an INFO keyspace reply
+/// (avg_ttl left out: it is an estimate).
+fn keys_and_expires(reply: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(reply)
+        .lines()
+        .filter(|l| l.starts_with("db"))
+        .map(|l| l.split(",avg_ttl").next().unwrap_or("").to_string())
+        .collect()
 }
 
 /// Random argument lists (valid and absurd) for every command of the
