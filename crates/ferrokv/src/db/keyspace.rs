@@ -18,9 +18,10 @@ use super::blocking::BlockedKeys;
 use super::dict::{hash_key, Dict, Lookup};
 use super::value::Entry;
 use crate::util::rand_u64;
-use indexmap::{Equivalent, IndexMap};
+use indexmap::IndexMap;
 use parking_lot::{Mutex, MutexGuard};
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -32,48 +33,9 @@ pub const SHARDS: usize = 1 << SHARD_BITS;
 /// Keys sampled per active-expiry round (Redis's ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP).
 pub const EXPIRE_SAMPLE: usize = 20;
 
-/// A key with a TTL, as stored in a shard's volatile index: the key's
-/// 64-bit hash (the one the shard's dict uses) and its bytes.
-struct VKey {
-    h: u64,
-    key: Box<[u8]>,
-}
-
-impl Hash for VKey {
-    #[inline]
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(self.h);
-    }
-}
-
-impl PartialEq for VKey {
-    fn eq(&self, o: &Self) -> bool {
-        self.key == o.key
-    }
-}
-
-impl Eq for VKey {}
-
-/// Borrowed form of [`VKey`] for lookups without allocating.
-struct VRef<'a>(u64, &'a [u8]);
-
-impl Hash for VRef<'_> {
-    #[inline]
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(self.0);
-    }
-}
-
-impl Equivalent<VKey> for VRef<'_> {
-    #[inline]
-    fn equivalent(&self, k: &VKey) -> bool {
-        *k.key == *self.1
-    }
-}
-
-/// Hasher for [`VKey`]: the key was hashed already; spread that hash so
-/// that its high bits (equal for every key of a shard, since they pick the
-/// shard) do not weaken the index's own bucket choice.
+/// Hasher for the volatile index, whose keys are key hashes already:
+/// spreads them so that their high bits (equal for every key of a shard,
+/// since they pick the shard) do not weaken the index's own bucket choice.
 #[derive(Default, Clone, Copy)]
 struct PassHasher(u64);
 
@@ -94,8 +56,68 @@ impl Hasher for PassHasher {
     }
 }
 
-/// The volatile index: key -> absolute expiry time (ms since the epoch).
-type VolatileMap = IndexMap<VKey, u64, BuildHasherDefault<PassHasher>>;
+/// A shard's TTLs: for each key with a TTL (marked in its dict node), its
+/// absolute expiry time in ms since the epoch.
+///
+/// The index is keyed by the key's 64-bit hash, not its bytes, so an entry
+/// costs 24 bytes plus the index slot and no copy of the key. Two keys of a
+/// shard whose hashes collide (about 1 in 2^64 per pair) cannot share that
+/// slot: the later one goes to `overflow`, keyed by its bytes. A marked
+/// key is in exactly one of the two; `overflow` is checked first.
+#[derive(Default)]
+struct Volatile {
+    by_hash: IndexMap<u64, u64, BuildHasherDefault<PassHasher>>,
+    overflow: HashMap<Box<[u8]>, u64, foldhash::fast::RandomState>,
+}
+
+impl Volatile {
+    #[inline]
+    fn len(&self) -> usize {
+        self.by_hash.len() + self.overflow.len()
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.by_hash.is_empty() && self.overflow.is_empty()
+    }
+
+    /// Expiry time of a marked key.
+    #[inline]
+    fn get(&self, h: u64, key: &[u8]) -> u64 {
+        if !self.overflow.is_empty() {
+            if let Some(&at) = self.overflow.get(key) {
+                return at;
+            }
+        }
+        self.by_hash.get(&h).copied().unwrap_or(0)
+    }
+
+    /// Sets the expiry time of a key that was marked (`had`) or is
+    /// becoming marked.
+    fn set(&mut self, h: u64, key: &[u8], at: u64, had: bool) {
+        if had {
+            if let Some(x) = self.overflow.get_mut(key) {
+                *x = at;
+            } else {
+                self.by_hash.insert(h, at);
+            }
+        } else if self.by_hash.contains_key(&h) {
+            self.overflow.insert(key.into(), at);
+        } else {
+            self.by_hash.insert(h, at);
+        }
+    }
+
+    /// Forgets a marked key; returns its expiry time.
+    fn remove(&mut self, h: u64, key: &[u8]) -> u64 {
+        if !self.overflow.is_empty() {
+            if let Some(at) = self.overflow.remove(key) {
+                return at;
+            }
+        }
+        self.by_hash.swap_remove(&h).unwrap_or(0)
+    }
+}
 
 /// Which shard of a database a key hash belongs to.
 #[inline]
@@ -114,7 +136,7 @@ pub fn shard_index(hash: u64) -> usize {
 #[derive(Default)]
 pub struct Shard {
     dict: Dict<Entry>,
-    volatile: VolatileMap,
+    volatile: Volatile,
     /// Keys deleted by lazy expiry since the counter was last drained.
     expired: u64,
     /// Clients blocked on keys of this shard (BLPOP...), per key, FIFO.
@@ -123,9 +145,11 @@ pub struct Shard {
     pub blocked: BlockedKeys,
 }
 
+/// True when the marked key `key` has expired at `now`.
 #[inline]
-fn vol_expired(vol: &VolatileMap, h: u64, key: &[u8], now: u64) -> bool {
-    vol.get(&VRef(h, key)).is_some_and(|&at| at <= now)
+fn vol_expired(vol: &Volatile, h: u64, key: &[u8], now: u64) -> bool {
+    let at = vol.get(h, key);
+    at != 0 && at <= now
 }
 
 impl Shard {
@@ -156,7 +180,7 @@ impl Shard {
             Lookup::Found(e) => Some(e),
             Lookup::Missing => None,
             Lookup::Removed(_) => {
-                self.volatile.swap_remove(&VRef(h, key));
+                self.volatile.remove(h, key);
                 self.expired += 1;
                 None
             }
@@ -186,7 +210,10 @@ impl Shard {
         if self.volatile.is_empty() {
             return 0;
         }
-        self.volatile.get(&VRef(h, key)).copied().unwrap_or(0)
+        match self.dict.mark(h, key) {
+            Some(true) => self.volatile.get(h, key),
+            _ => 0,
+        }
     }
 
     /// True when `key` has a TTL that has passed at `now` (ms).
@@ -224,15 +251,9 @@ impl Shard {
     #[inline]
     fn note_expire(&mut self, h: u64, key: &[u8], had: bool, at: u64) {
         if at != 0 {
-            if had {
-                if let Some(x) = self.volatile.get_mut(&VRef(h, key)) {
-                    *x = at;
-                    return;
-                }
-            }
-            self.volatile.insert(VKey { h, key: key.into() }, at);
+            self.volatile.set(h, key, at, had);
         } else if had {
-            self.volatile.swap_remove(&VRef(h, key));
+            self.volatile.remove(h, key);
         }
     }
 
@@ -241,7 +262,7 @@ impl Shard {
     pub fn remove(&mut self, h: u64, key: &[u8]) -> Option<Entry> {
         let (_, e, marked) = self.dict.remove_marked(h, key)?;
         if marked {
-            self.volatile.swap_remove(&VRef(h, key));
+            self.volatile.remove(h, key);
         }
         Some(e)
     }
@@ -251,7 +272,7 @@ impl Shard {
     pub fn remove_with_expire(&mut self, h: u64, key: &[u8]) -> Option<(Entry, u64)> {
         let (_, e, marked) = self.dict.remove_marked(h, key)?;
         let at = if marked {
-            self.volatile.swap_remove(&VRef(h, key)).unwrap_or_default()
+            self.volatile.remove(h, key)
         } else {
             0
         };
@@ -286,7 +307,7 @@ impl Shard {
     /// Removes every key.
     pub fn clear(&mut self) {
         self.dict.clear();
-        self.volatile = VolatileMap::default();
+        self.volatile = Volatile::default();
     }
 
     /// Iterates over live and not-yet-reclaimed entries.
@@ -299,7 +320,7 @@ impl Shard {
     pub fn iter_with_expire(&self) -> impl Iterator<Item = (&[u8], &Entry, u64)> {
         self.dict.iter_marked().map(|(k, e, marked)| {
             let at = if marked {
-                self.expire_at(hash_key(k), k)
+                self.volatile.get(hash_key(k), k)
             } else {
                 0
             };
@@ -317,7 +338,7 @@ impl Shard {
     pub fn scan_step_with_expire(&self, cursor: u64, mut f: impl FnMut(&[u8], &Entry, u64)) -> u64 {
         self.dict.scan_step_marked(cursor, |k, e, marked| {
             let at = if marked {
-                self.expire_at(hash_key(k), k)
+                self.volatile.get(hash_key(k), k)
             } else {
                 0
             };
@@ -328,6 +349,36 @@ impl Shard {
     /// A random key, or None when empty (may be expired; the caller checks).
     pub fn random_key(&self) -> Option<Vec<u8>> {
         self.dict.random_entry(rand_u64).map(|(k, _)| k.to_vec())
+    }
+
+    /// Sample `i` (0..volatile_len) of the TTL index: the key's bytes when
+    /// its TTL has passed at `now`.
+    fn sample_expired(&self, i: usize, now: u64) -> Option<Box<[u8]>> {
+        let n = self.volatile.by_hash.len();
+        if i >= n {
+            return self
+                .volatile
+                .overflow
+                .iter()
+                .nth(i - n)
+                .filter(|(_, &at)| at <= now)
+                .map(|(k, _)| k.clone());
+        }
+        let (&h, &at) = self.volatile.by_hash.get_index(i)?;
+        if at > now {
+            return None;
+        }
+        // The index knows the key by its hash: find the marked node with
+        // that hash (its bucket is the SCAN cursor `h`) that is not in the
+        // overflow map.
+        let ov = &self.volatile.overflow;
+        let mut found = None;
+        self.dict.scan_step_marked(h, |k, _, marked| {
+            if found.is_none() && marked && hash_key(k) == h && !ov.contains_key(k) {
+                found = Some(Box::<[u8]>::from(k));
+            }
+        });
+        found
     }
 
     /// Drains the lazy-expiry counter.
@@ -353,11 +404,9 @@ impl Shard {
                     break;
                 }
                 let i = (rand_u64() % len as u64) as usize;
-                if self.volatile.get_index(i).is_some_and(|(_, &at)| at <= now) {
-                    if let Some((vk, _)) = self.volatile.swap_remove_index(i) {
-                        self.dict.remove(vk.h, &vk.key);
-                        round_expired += 1;
-                    }
+                if let Some(key) = self.sample_expired(i, now) {
+                    self.remove(hash_key(&key), &key);
+                    round_expired += 1;
                 }
             }
             sampled += take;
@@ -645,6 +694,25 @@ mod tests {
         assert!(s.set_expire(ha, a, 0));
         assert_eq!(s.volatile_len(), 0);
         assert!(!s.set_expire(hb, b, 5));
+    }
+
+    #[test]
+    fn colliding_hashes_go_to_the_overflow_map() {
+        let mut v = Volatile::default();
+        v.set(7, b"a", 100, false);
+        v.set(7, b"b", 200, false);
+        assert_eq!((v.by_hash.len(), v.overflow.len()), (1, 1));
+        assert_eq!((v.get(7, b"a"), v.get(7, b"b")), (100, 200));
+        v.set(7, b"b", 250, true);
+        v.set(7, b"a", 150, true);
+        assert_eq!((v.get(7, b"a"), v.get(7, b"b")), (150, 250));
+        assert_eq!(v.remove(7, b"a"), 150);
+        assert_eq!(v.get(7, b"b"), 250);
+        v.set(7, b"c", 300, false);
+        assert_eq!((v.get(7, b"b"), v.get(7, b"c"), v.len()), (250, 300, 2));
+        assert_eq!(v.remove(7, b"b"), 250);
+        assert_eq!(v.remove(7, b"c"), 300);
+        assert!(v.is_empty());
     }
 
     #[test]
