@@ -18,10 +18,8 @@ use super::blocking::BlockedKeys;
 use super::dict::{hash_key, Dict, Lookup};
 use super::value::Entry;
 use crate::util::rand_u64;
-use indexmap::IndexMap;
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -33,52 +31,158 @@ pub const SHARDS: usize = 1 << SHARD_BITS;
 /// Keys sampled per active-expiry round (Redis's ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP).
 pub const EXPIRE_SAMPLE: usize = 20;
 
-/// Hasher for the volatile index, whose keys are key hashes already:
-/// spreads them so that their high bits (equal for every key of a shard,
-/// since they pick the shard) do not weaken the index's own bucket choice.
-#[derive(Default, Clone, Copy)]
-struct PassHasher(u64);
+/// The hash -> expiry-time table of [`Volatile`]: open addressing with
+/// linear probing over 16-byte slots `(key hash, expiry ms)`, an expiry of 0
+/// marking an empty slot (a stored TTL is never 0). At most 3/4 full, it
+/// costs 21-43 bytes per key with a TTL; deletion shifts the following
+/// entries back, so there are no tombstones. Random sampling (for active
+/// expiry) picks a random slot and walks to the next occupied one.
+#[derive(Default)]
+struct TtlTable {
+    slots: Vec<(u64, u64)>,
+    len: usize,
+}
 
-impl Hasher for PassHasher {
+impl TtlTable {
     #[inline]
-    fn finish(&self) -> u64 {
-        self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    fn home(&self, h: u64) -> usize {
+        // High bits of a multiplicative hash: the key hash's own high bits
+        // are equal for every key of a shard.
+        let bits = self.slots.len().trailing_zeros();
+        (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
     }
+
+    /// Slot index of `h`, if present.
     #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ b as u64;
+    fn find(&self, h: u64) -> Option<usize> {
+        if self.len == 0 {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(h);
+        loop {
+            let (sh, at) = self.slots[i];
+            if at == 0 {
+                return None;
+            }
+            if sh == h {
+                return Some(i);
+            }
+            i = (i + 1) & mask;
         }
     }
+
     #[inline]
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
+    fn get(&self, h: u64) -> Option<u64> {
+        self.find(h).map(|i| self.slots[i].1)
+    }
+
+    #[inline]
+    fn contains(&self, h: u64) -> bool {
+        self.find(h).is_some()
+    }
+
+    /// Inserts or updates; `at` must not be 0.
+    fn insert(&mut self, h: u64, at: u64) {
+        if let Some(i) = self.find(h) {
+            self.slots[i].1 = at;
+            return;
+        }
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            self.resize((self.slots.len() * 2).max(8));
+        }
+        self.place(h, at);
+        self.len += 1;
+    }
+
+    fn place(&mut self, h: u64, at: u64) {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(h);
+        while self.slots[i].1 != 0 {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = (h, at);
+    }
+
+    /// Removes `h`; returns its expiry time.
+    fn remove(&mut self, h: u64) -> Option<u64> {
+        let mut i = self.find(h)?;
+        let at = self.slots[i].1;
+        let mask = self.slots.len() - 1;
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            let (sh, sat) = self.slots[j];
+            if sat == 0 {
+                break;
+            }
+            let k = self.home(sh);
+            // The entry at j may move back to the hole at i unless its home
+            // lies cyclically in (i, j].
+            let stays = if i <= j {
+                i < k && k <= j
+            } else {
+                i < k || k <= j
+            };
+            if !stays {
+                self.slots[i] = self.slots[j];
+                i = j;
+            }
+        }
+        self.slots[i] = (0, 0);
+        self.len -= 1;
+        if self.slots.len() > 8 && self.len * 8 < self.slots.len() {
+            self.resize((self.slots.len() / 2).max(8));
+        }
+        Some(at)
+    }
+
+    fn resize(&mut self, cap: usize) {
+        let old = std::mem::replace(&mut self.slots, vec![(0, 0); cap]);
+        for (h, at) in old {
+            if at != 0 {
+                self.place(h, at);
+            }
+        }
+    }
+
+    /// A roughly uniform random entry; None when empty.
+    fn sample(&self, r: u64) -> Option<(u64, u64)> {
+        if self.len == 0 {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = r as usize & mask;
+        while self.slots[i].1 == 0 {
+            i = (i + 1) & mask;
+        }
+        Some(self.slots[i])
     }
 }
 
 /// A shard's TTLs: for each key with a TTL (marked in its dict node), its
 /// absolute expiry time in ms since the epoch.
 ///
-/// The index is keyed by the key's 64-bit hash, not its bytes, so an entry
-/// costs 24 bytes plus the index slot and no copy of the key. Two keys of a
+/// The index ([`TtlTable`]) is keyed by the key's 64-bit hash, not its
+/// bytes, so an entry costs one 16-byte slot and no copy of the key. Two keys of a
 /// shard whose hashes collide (about 1 in 2^64 per pair) cannot share that
 /// slot: the later one goes to `overflow`, keyed by its bytes. A marked
 /// key is in exactly one of the two; `overflow` is checked first.
 #[derive(Default)]
 struct Volatile {
-    by_hash: IndexMap<u64, u64, BuildHasherDefault<PassHasher>>,
+    by_hash: TtlTable,
     overflow: HashMap<Box<[u8]>, u64, foldhash::fast::RandomState>,
 }
 
 impl Volatile {
     #[inline]
     fn len(&self) -> usize {
-        self.by_hash.len() + self.overflow.len()
+        self.by_hash.len + self.overflow.len()
     }
 
     #[inline]
     fn is_empty(&self) -> bool {
-        self.by_hash.is_empty() && self.overflow.is_empty()
+        self.by_hash.len == 0 && self.overflow.is_empty()
     }
 
     /// Expiry time of a marked key.
@@ -89,7 +193,7 @@ impl Volatile {
                 return at;
             }
         }
-        self.by_hash.get(&h).copied().unwrap_or(0)
+        self.by_hash.get(h).unwrap_or(0)
     }
 
     /// Sets the expiry time of a key that was marked (`had`) or is
@@ -101,7 +205,7 @@ impl Volatile {
             } else {
                 self.by_hash.insert(h, at);
             }
-        } else if self.by_hash.contains_key(&h) {
+        } else if self.by_hash.contains(h) {
             self.overflow.insert(key.into(), at);
         } else {
             self.by_hash.insert(h, at);
@@ -115,7 +219,7 @@ impl Volatile {
                 return at;
             }
         }
-        self.by_hash.swap_remove(&h).unwrap_or(0)
+        self.by_hash.remove(h).unwrap_or(0)
     }
 }
 
@@ -351,10 +455,11 @@ impl Shard {
         self.dict.random_entry(rand_u64).map(|(k, _)| k.to_vec())
     }
 
-    /// Sample `i` (0..volatile_len) of the TTL index: the key's bytes when
-    /// its TTL has passed at `now`.
-    fn sample_expired(&self, i: usize, now: u64) -> Option<Box<[u8]>> {
-        let n = self.volatile.by_hash.len();
+    /// A random key of the TTL index (`r` is a random number): its bytes
+    /// when its TTL has passed at `now`.
+    fn sample_expired(&self, r: u64, now: u64) -> Option<Box<[u8]>> {
+        let n = self.volatile.by_hash.len;
+        let i = (r % self.volatile.len().max(1) as u64) as usize;
         if i >= n {
             return self
                 .volatile
@@ -364,7 +469,7 @@ impl Shard {
                 .filter(|(_, &at)| at <= now)
                 .map(|(k, _)| k.clone());
         }
-        let (&h, &at) = self.volatile.by_hash.get_index(i)?;
+        let (h, at) = self.volatile.by_hash.sample(r >> 16)?;
         if at > now {
             return None;
         }
@@ -403,8 +508,7 @@ impl Shard {
                 if len == 0 {
                     break;
                 }
-                let i = (rand_u64() % len as u64) as usize;
-                if let Some(key) = self.sample_expired(i, now) {
+                if let Some(key) = self.sample_expired(rand_u64(), now) {
                     self.remove(hash_key(&key), &key);
                     round_expired += 1;
                 }
@@ -697,11 +801,46 @@ mod tests {
     }
 
     #[test]
+    fn ttl_table_matches_a_model() {
+        let mut t = TtlTable::default();
+        let mut m = std::collections::HashMap::new();
+        let mut x = 0x1234_5678_9abc_def0u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for step in 0..200_000u64 {
+            // Few distinct hashes, all with the same high byte (one shard).
+            let h = (0xAB << 56) | (next() % 3000);
+            match next() % 3 {
+                0 | 1 if step < 120_000 => {
+                    let at = step + 1;
+                    t.insert(h, at);
+                    m.insert(h, at);
+                }
+                _ => assert_eq!(t.remove(h), m.remove(&h), "step {step}"),
+            }
+            assert_eq!(t.len, m.len());
+            if step % 997 == 0 {
+                for (&k, &v) in &m {
+                    assert_eq!(t.get(k), Some(v));
+                }
+                if let Some((h, at)) = t.sample(next()) {
+                    assert_eq!(m.get(&h), Some(&at));
+                }
+            }
+        }
+        assert!(m.is_empty() && t.slots.len() == 8);
+    }
+
+    #[test]
     fn colliding_hashes_go_to_the_overflow_map() {
         let mut v = Volatile::default();
         v.set(7, b"a", 100, false);
         v.set(7, b"b", 200, false);
-        assert_eq!((v.by_hash.len(), v.overflow.len()), (1, 1));
+        assert_eq!((v.by_hash.len, v.overflow.len()), (1, 1));
         assert_eq!((v.get(7, b"a"), v.get(7, b"b")), (100, 200));
         v.set(7, b"b", 250, true);
         v.set(7, b"a", 150, true);
