@@ -97,6 +97,10 @@ pub struct Args {
     /// Run the same workload against several targets (HOST:PORT,HOST:PORT,...), interleaved.
     #[arg(long)]
     pub compare: Option<String>,
+    /// Show the live progress bar (with ops/s) on stderr even when stdout
+    /// is not a terminal (it is shown by default on a terminal).
+    #[arg(long)]
+    pub progress: bool,
     /// Random seed (default: from the clock).
     #[arg(long)]
     pub seed: Option<u64>,

@@ -209,7 +209,7 @@ fn run(args: Args) -> anyhow::Result<i32> {
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(1)
     });
-    let show_progress = fmt == Format::Text && std::io::stdout().is_terminal();
+    let show_progress = args.progress || (fmt == Format::Text && std::io::stdout().is_terminal());
     let comparing = targets.len() > 1;
     let mut stdout = std::io::stdout();
     if fmt == Format::Csv {
@@ -266,7 +266,7 @@ fn run(args: Args) -> anyhow::Result<i32> {
                 println!();
             }
             stdout.flush()?;
-            failed |= r.mismatches > 0 || !r.io_errors.is_empty();
+            failed |= r.mismatches > 0 || r.errors > 0 || !r.io_errors.is_empty();
             let stop = r.interrupted;
             this.push(r);
             if stop {
@@ -316,6 +316,10 @@ fn run(args: Args) -> anyhow::Result<i32> {
         if mismatches > 0 {
             eprintln!("VERIFY FAILED: {mismatches} mismatches");
         }
+        let errors: u64 = all.iter().map(|r| r.errors).sum();
+        if errors > 0 {
+            eprintln!("{errors} error replies (see the report above)");
+        }
         return Ok(2);
     }
     Ok(0)
@@ -328,7 +332,7 @@ fn progress_bar(show: bool, label: &str, spec: &RunSpec, verify: bool) -> Progre
     let bar = match spec.requests {
         Some(n) => {
             let n = if verify { 3 * n } else { n };
-            let b = ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr());
+            let b = ProgressBar::with_draw_target(Some(n), draw_target());
             if let Ok(style) =
                 ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
             {
@@ -337,7 +341,7 @@ fn progress_bar(show: bool, label: &str, spec: &RunSpec, verify: bool) -> Progre
             b
         }
         None => {
-            let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            let b = ProgressBar::with_draw_target(None, draw_target());
             if let Ok(style) =
                 ProgressStyle::with_template("{prefix} {spinner} {pos} requests {msg} ({elapsed})")
             {
@@ -348,4 +352,49 @@ fn progress_bar(show: bool, label: &str, spec: &RunSpec, verify: bool) -> Progre
     };
     bar.set_prefix(label.to_string());
     bar
+}
+
+/// The progress bar's target: the terminal on stderr, or (with `--progress`
+/// when stderr is not a terminal) plain ANSI output to stderr, so the bar
+/// can be recorded in a log.
+fn draw_target() -> ProgressDrawTarget {
+    if std::io::stderr().is_terminal() {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::term_like_with_hz(Box::new(AnsiStderr), 4)
+    }
+}
+
+/// A [`indicatif::TermLike`] writing ANSI sequences to stderr whatever it is.
+#[derive(Debug)]
+struct AnsiStderr;
+
+impl indicatif::TermLike for AnsiStderr {
+    fn width(&self) -> u16 {
+        100
+    }
+    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+        self.write_str(&format!("\x1b[{n}A"))
+    }
+    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+        self.write_str(&format!("\x1b[{n}B"))
+    }
+    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
+        self.write_str(&format!("\x1b[{n}C"))
+    }
+    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
+        self.write_str(&format!("\x1b[{n}D"))
+    }
+    fn write_line(&self, s: &str) -> std::io::Result<()> {
+        self.write_str(&format!("{s}\n"))
+    }
+    fn write_str(&self, s: &str) -> std::io::Result<()> {
+        std::io::stderr().write_all(s.as_bytes())
+    }
+    fn clear_line(&self) -> std::io::Result<()> {
+        self.write_str("\r\x1b[2K")
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }

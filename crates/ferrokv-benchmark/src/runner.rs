@@ -496,6 +496,8 @@ fn server_word(p: Protocol) -> &'static str {
 }
 
 struct Client {
+    /// This connection's number (0..clients), to stagger `--rate` schedules.
+    id: usize,
     spec: Arc<RunSpec>,
     wl: Arc<Workload>,
     shared: Arc<Shared>,
@@ -566,6 +568,7 @@ async fn run_client(
             mismatches: 0,
             redirects: 0,
         },
+        id,
         spec,
         wl,
         shared,
@@ -574,7 +577,9 @@ async fn run_client(
         rng,
         keygens,
         cycle_pos,
-        verify_key: format!("ferrokv-benchmark:verify:{id}:{}", std::process::id()).into_bytes(),
+        // The hash tag keeps every round's key in one cluster slot.
+        verify_key: format!("{{ferrokv-benchmark:verify:{id}:{}}}", std::process::id())
+            .into_bytes(),
         values: Vec::new(),
     };
     if let Err(Fatal(msg)) = c.run(start, deadline).await {
@@ -584,7 +589,7 @@ async fn run_client(
 }
 
 impl Client {
-    async fn run(&mut self, start: Instant, deadline: Option<Instant>) -> Result<(), Fatal> {
+    async fn run(&mut self, _start: Instant, deadline: Option<Instant>) -> Result<(), Fatal> {
         let protocol = self.spec.protocol;
         let auth = self.spec.auth.clone();
         if self.slots.is_none() {
@@ -595,6 +600,16 @@ impl Client {
             .rate
             .map(|r| Duration::from_secs_f64(self.spec.clients as f64 / r.max(1e-9)));
         let pipeline = self.spec.pipeline.max(1);
+        // The --rate schedule starts once connected (connection set-up is
+        // not charged to the first request), and connection `id` is offset
+        // by id/clients of an interval so that together the connections send
+        // evenly spaced requests instead of bursts.
+        let sched0 = match per_conn_interval {
+            Some(iv) => {
+                Instant::now() + iv.mul_f64(self.id as f64 / self.spec.clients.max(1) as f64)
+            }
+            None => Instant::now(),
+        };
         let mut sent: u64 = 0;
         let mut retries: Vec<Retry> = Vec::new();
         loop {
@@ -621,7 +636,7 @@ impl Client {
             // omission).
             let send_time = match per_conn_interval {
                 Some(iv) => {
-                    let intended = start + iv.mul_f64(sent as f64);
+                    let intended = sched0 + iv.mul_f64(sent as f64);
                     if intended > Instant::now() {
                         tokio::time::sleep_until(intended.into()).await;
                     }
@@ -630,18 +645,22 @@ impl Client {
                 None => Instant::now(),
             };
             sent += n as u64;
-            self.build_batch(n)?;
-            for i in 0..self.nodes.len() {
-                if !self.nodes[i].pending.is_empty() {
-                    self.nodes[i].ensure(auth.as_deref(), protocol).await?;
-                    self.nodes[i].flush_wbuf().await?;
+            if self.wl.verify {
+                // SETs, then GETs, then DELs, each stage one round trip of
+                // `n` pipelined requests, so each command has its own
+                // latency.
+                for stage in 0..3u8 {
+                    let t = if stage == 0 {
+                        send_time
+                    } else {
+                        Instant::now()
+                    };
+                    self.build_verify(n, stage);
+                    self.round_trip(t, &mut retries).await?;
                 }
-            }
-            for i in 0..self.nodes.len() {
-                self.read_node(i, send_time, &mut retries).await?;
-            }
-            for r in retries.drain(..) {
-                self.follow(r, send_time).await?;
+            } else {
+                self.build_batch(n)?;
+                self.round_trip(send_time, &mut retries).await?;
             }
             let done = if self.wl.verify { 3 * n } else { n };
             self.shared.done.fetch_add(done as u64, Ordering::Relaxed);
@@ -649,15 +668,36 @@ impl Client {
         Ok(())
     }
 
-    /// Encodes `n` requests (or `n` SET/GET/DEL rounds with --verify).
+    /// Sends what [`Self::build_batch`] or [`Self::build_verify`] encoded
+    /// and reads every reply, following cluster redirects; latencies count
+    /// from `send_time`.
+    async fn round_trip(
+        &mut self,
+        send_time: Instant,
+        retries: &mut Vec<Retry>,
+    ) -> Result<(), Fatal> {
+        let protocol = self.spec.protocol;
+        let auth = self.spec.auth.clone();
+        for i in 0..self.nodes.len() {
+            if !self.nodes[i].pending.is_empty() {
+                self.nodes[i].ensure(auth.as_deref(), protocol).await?;
+                self.nodes[i].flush_wbuf().await?;
+            }
+        }
+        for i in 0..self.nodes.len() {
+            self.read_node(i, send_time, retries).await?;
+        }
+        for r in std::mem::take(retries) {
+            self.follow(r, send_time).await?;
+        }
+        Ok(())
+    }
+
+    /// Encodes `n` requests of the workload.
     fn build_batch(&mut self, n: usize) -> Result<(), Fatal> {
         for node in &mut self.nodes {
             node.wbuf.clear();
             node.pending.clear();
-        }
-        if self.wl.verify {
-            self.build_verify(n);
-            return Ok(());
         }
         let randomize = self.spec.keys.is_some();
         for _ in 0..n {
@@ -723,7 +763,11 @@ impl Client {
         Ok(())
     }
 
-    fn build_verify(&mut self, n: usize) {
+    fn build_verify(&mut self, n: usize, stage: u8) {
+        for node in &mut self.nodes {
+            node.wbuf.clear();
+            node.pending.clear();
+        }
         while self.values.len() < n {
             self.values.push(vec![0u8; 256]);
         }
@@ -731,9 +775,17 @@ impl Client {
             Some(slots) => slots[cluster::slot(&self.verify_key) as usize] as usize,
             None => 0,
         };
-        let key = self.verify_key.clone();
+        let mut key = self.verify_key.clone();
+        let base = key.len();
         for i in 0..n {
-            self.rng.fill(&mut self.values[i]);
+            // One key per round of the batch: the n SETs of a batch go out
+            // before its n GETs.
+            key.truncate(base);
+            key.push(b':');
+            key.extend_from_slice(i.to_string().as_bytes());
+            if stage == 0 {
+                self.rng.fill(&mut self.values[i]);
+            }
             let value = &self.values[i];
             let node = &mut self.nodes[node_idx];
             let push = |op: u8, expect: Expect, node: &mut Node, f: &dyn Fn(&mut Vec<u8>)| {
@@ -747,28 +799,28 @@ impl Client {
                 });
             };
             match self.spec.protocol {
-                Protocol::Redis => {
-                    push(0, Expect::Stored, node, &|b| {
+                Protocol::Redis => match stage {
+                    0 => push(0, Expect::Stored, node, &|b| {
                         resp::encode_command(b, &[&b"SET"[..], &key, value])
-                    });
-                    push(1, Expect::Value(i as u32), node, &|b| {
+                    }),
+                    1 => push(1, Expect::Value(i as u32), node, &|b| {
                         resp::encode_command(b, &[&b"GET"[..], &key])
-                    });
-                    push(2, Expect::Deleted, node, &|b| {
+                    }),
+                    _ => push(2, Expect::Deleted, node, &|b| {
                         resp::encode_command(b, &[&b"DEL"[..], &key])
-                    });
-                }
-                Protocol::Memcached => {
-                    push(0, Expect::Stored, node, &|b| {
+                    }),
+                },
+                Protocol::Memcached => match stage {
+                    0 => push(0, Expect::Stored, node, &|b| {
                         memcache::encode_set(b, &key, value)
-                    });
-                    push(1, Expect::Value(i as u32), node, &|b| {
+                    }),
+                    1 => push(1, Expect::Value(i as u32), node, &|b| {
                         memcache::encode_get(b, &key)
-                    });
-                    push(2, Expect::Deleted, node, &|b| {
+                    }),
+                    _ => push(2, Expect::Deleted, node, &|b| {
                         memcache::encode_delete(b, &key)
-                    });
-                }
+                    }),
+                },
             }
         }
     }

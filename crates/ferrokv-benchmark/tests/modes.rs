@@ -592,10 +592,11 @@ fn error_replies_are_counted_and_shown() {
         "astring",
         "v",
     ]);
-    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
     let s = out(&o);
     assert!(s.contains("50 error replies"), "{s}");
     assert!(s.contains("-WRONGTYPE"), "{s}");
+    assert!(err(&o).contains("50 error replies"), "{}", err(&o));
     // Unix socket and AUTH: a wrong password is reported per connection.
     let o = bench(&["-s", sock.to_str().unwrap(), "-t", "get", "-n", "100", "-q"]);
     assert!(o.status.success(), "{}", err(&o));
@@ -647,4 +648,234 @@ fn ctrl_c_prints_partial_results() {
     assert!(s.contains("(interrupted)"), "{s}");
     assert!(s.contains("throughput summary"), "{s}");
     assert!(err(&o).contains("partial results"));
+}
+
+#[test]
+fn workload_modes_against_ferrokv() {
+    let fk = ferrokv();
+    let p = fk.port.to_string();
+    // --ratio: exact SET:GET mix, counted by ferrokv's INFO commandstats.
+    let o = bench(&[
+        "-p", &p, "--ratio", "1:4", "-n", "1000", "-c", "4", "-P", "5", "-q",
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(calls(fk.port, "set"), 200);
+    assert_eq!(calls(fk.port, "get"), 800);
+    // --threads: connections spread over runtimes, counts still exact.
+    let o = bench(&[
+        "-p",
+        &p,
+        "-t",
+        "incr",
+        "-n",
+        "999",
+        "-c",
+        "6",
+        "--threads",
+        "3",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(calls(fk.port, "incr"), 999);
+    // --key-pattern S: every key of the range exactly once.
+    cmd(fk.port, &["FLUSHALL"]);
+    let o = bench(&[
+        "-p",
+        &p,
+        "-t",
+        "set",
+        "-n",
+        "100",
+        "-c",
+        "1",
+        "-r",
+        "100",
+        "--key-pattern",
+        "S",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(dbsize(fk.port), 100);
+    // Zipf and Gaussian run against ferrokv too and stay inside the range.
+    for pat in ["Z", "G"] {
+        cmd(fk.port, &["FLUSHALL"]);
+        let o = bench(&[
+            "-p",
+            &p,
+            "-t",
+            "set",
+            "-n",
+            "500",
+            "-r",
+            "1000",
+            "--key-pattern",
+            pat,
+            "-q",
+        ]);
+        assert!(o.status.success(), "{}", err(&o));
+        let n = dbsize(fk.port);
+        assert!((1..=500).contains(&n), "{pat}: {n}");
+    }
+    // Wrong type: every reply an error, counted, shown, non-zero exit.
+    cmd(fk.port, &["SET", "astring", "x"]);
+    let o = bench(&[
+        "-p", &p, "-n", "40", "-c", "2", "-q", "LPUSH", "astring", "v",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(out(&o).contains("40 error replies"), "{}", out(&o));
+    assert!(
+        out(&o).contains("-WRONGTYPE Operation against a key holding the wrong kind of value"),
+        "{}",
+        out(&o)
+    );
+    // --cluster against a server without cluster support: a clean error.
+    let o = bench(&["-p", &p, "--cluster", "-t", "set", "-n", "10", "-q"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).starts_with(&format!("CLUSTER SLOTS on 127.0.0.1:{p} failed: ERR ")),
+        "{}",
+        err(&o)
+    );
+    // --verify: per-command rows, each command its own round trip.
+    let before = dbsize(fk.port);
+    let o = bench(&["-p", &p, "--verify", "-n", "300", "-c", "3", "-P", "4"]);
+    assert!(o.status.success(), "{}{}", out(&o), err(&o));
+    let s = out(&o);
+    for op in ["SET", "GET", "DEL", "Totals"] {
+        let row = s
+            .lines()
+            .find(|l| l.trim_start().starts_with(op))
+            .unwrap_or_else(|| panic!("no {op} row: {s}"));
+        let count: u64 = row.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert_eq!(count, if op == "Totals" { 900 } else { 300 }, "{row}");
+    }
+    assert_eq!(dbsize(fk.port), before, "verify keys all deleted");
+}
+
+/// Median and p90 (ms) of the first result of a --json-out-file run.
+fn json_latency(args: &[&str], tag: &str) -> (f64, f64, f64) {
+    let path = std::env::temp_dir().join(format!("fkb-rate-{}-{tag}.json", std::process::id()));
+    let mut a = args.to_vec();
+    a.extend(["--json-out-file", path.to_str().unwrap()]);
+    let t0 = std::time::Instant::now();
+    let o = bench(&a);
+    let took = t0.elapsed().as_secs_f64();
+    assert!(o.status.success(), "{}{}", out(&o), err(&o));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    std::fs::remove_file(&path).ok();
+    let l = &doc["results"][0]["latency_ms"];
+    (l["p50"].as_f64().unwrap(), l["p90"].as_f64().unwrap(), took)
+}
+
+#[test]
+fn rate_is_kept_and_stalls_are_charged_to_late_requests() {
+    // A server that stalls 400 ms once, on its 20th PING.
+    let stalling = || {
+        let n = Arc::new(AtomicU64::new(0));
+        fake_resp_server(Arc::new(move |args, _| {
+            if args[0].eq_ignore_ascii_case(b"PING") && n.fetch_add(1, Ordering::SeqCst) == 19 {
+                std::thread::sleep(std::time::Duration::from_millis(400));
+            }
+            b"+PONG\r\n".to_vec()
+        }))
+    };
+    // Against ferrokv: 100 requests at 200/s take about half a second.
+    let fk = ferrokv();
+    let p = fk.port.to_string();
+    let (_, _, took) = json_latency(
+        &[
+            "-p",
+            &p,
+            "-t",
+            "ping_mbulk",
+            "-n",
+            "100",
+            "-c",
+            "4",
+            "--rate",
+            "200",
+            "-q",
+        ],
+        "fk",
+    );
+    assert!((0.4..3.0).contains(&took), "took {took}");
+    // With --rate 100 on one connection, the requests due during the stall
+    // (about 40 of 100) are charged from their intended send time.
+    let port = stalling().to_string();
+    let (p50, p90, took) = json_latency(
+        &[
+            "-p",
+            &port,
+            "-t",
+            "ping_mbulk",
+            "-n",
+            "100",
+            "-c",
+            "1",
+            "--rate",
+            "100",
+            "-q",
+        ],
+        "rate",
+    );
+    assert!(p90 >= 200.0, "p90 {p90} ms: stall not charged");
+    assert!(p50 < 200.0, "p50 {p50}");
+    assert!((0.9..4.0).contains(&took), "took {took}");
+    // Without --rate only the stalled request itself is slow.
+    let port = stalling().to_string();
+    let (_, p90, _) = json_latency(
+        &[
+            "-p",
+            &port,
+            "-t",
+            "ping_mbulk",
+            "-n",
+            "100",
+            "-c",
+            "1",
+            "-q",
+        ],
+        "closed",
+    );
+    assert!(p90 < 100.0, "p90 {p90} ms without --rate");
+}
+
+#[test]
+fn progress_bar_shows_live_rate() {
+    let fk = ferrokv();
+    let p = fk.port.to_string();
+    let o = bench(&[
+        "-p",
+        &p,
+        "-t",
+        "set",
+        "--test-time",
+        "1.5",
+        "-c",
+        "2",
+        "--progress",
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    let e = err(&o);
+    assert!(
+        e.contains("SET") && e.contains(" requests ") && e.contains(" ops/s"),
+        "{e}"
+    );
+    let o = bench(&[
+        "-p",
+        &p,
+        "-t",
+        "get",
+        "-n",
+        "20000",
+        "-c",
+        "2",
+        "--progress",
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(err(&o).contains("/20000"), "{}", err(&o));
+    // Without --progress and without a terminal, stderr stays clean.
+    let o = bench(&["-p", &p, "-t", "get", "-n", "200", "-c", "2"]);
+    assert!(err(&o).is_empty(), "{}", err(&o));
 }

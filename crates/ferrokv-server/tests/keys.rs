@@ -559,6 +559,48 @@ fn active_expiry_empties_dbsize_without_access() {
     }
 }
 
+/// Many keys with a TTL among keys without one (the TTL index grows,
+/// shrinks and is sampled): active expiry removes exactly the volatile ones
+/// and INFO keyspace's expires= follows.
+#[test]
+fn active_expiry_among_persistent_keys() {
+    let srv = Server::start(&[]);
+    let mut r = srv.raw();
+    for i in 0..6000 {
+        let k = format!("k{i}");
+        if i % 3 == 0 {
+            r.send_cmd(&[b"SET", k.as_bytes(), b"v"]);
+        } else {
+            r.send_cmd(&[b"SET", k.as_bytes(), b"v", b"PX", b"150"]);
+        }
+    }
+    for _ in 0..6000 {
+        assert_eq!(r.reply(), b"+OK\r\n");
+    }
+    assert_eq!(
+        r.info_field("keyspace", "db0"),
+        "keys=6000,expires=4000,avg_ttl=0"
+    );
+    // A TTL removed or replaced keeps the key.
+    assert_eq!(r.cmds("PERSIST k1"), b":1\r\n");
+    assert_eq!(r.cmds("SET k2 w"), b"+OK\r\n");
+    assert_eq!(r.cmds("PEXPIRE k0 100000"), b":1\r\n");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let n = int_reply(&r.cmds("DBSIZE"));
+        if n == 2002 {
+            break;
+        }
+        assert!(n > 2002 && Instant::now() < deadline, "DBSIZE {n}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        r.info_field("keyspace", "db0"),
+        "keys=2002,expires=1,avg_ttl=0"
+    );
+    assert_eq!(r.cmds("EXISTS k1 k2 k3 k4"), b":3\r\n");
+}
+
 #[test]
 fn keys_scan_randomkey_never_show_expired_keys() {
     let srv = Server::start(&[]);
@@ -1183,9 +1225,26 @@ fn differential_random_keyspace() {
                     );
                 }
                 p.check_line("SELECT 0");
+                // The TTL index (expires=) must track the keys exactly.
+                let (x, y) = p.both(&[b"INFO", b"keyspace"]);
+                assert_eq!(
+                    keys_and_expires(&x),
+                    keys_and_expires(&y),
+                    "seed {seed} step {step}: INFO keyspace differs"
+                );
             }
         }
     }
+}
+
+/// `dbN:keys=K,expires=E` of each database in an INFO keyspace reply
+/// (avg_ttl left out: it is an estimate).
+fn keys_and_expires(reply: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(reply)
+        .lines()
+        .filter(|l| l.starts_with("db"))
+        .map(|l| l.split(",avg_ttl").next().unwrap_or("").to_string())
+        .collect()
 }
 
 /// Random argument lists (valid and absurd) for every command of the

@@ -225,7 +225,7 @@ fn lookup<'s>(ctx: &Ctx<'_>, shard: &'s mut Shard, h: u64, key: &[u8], read: boo
 /// Stores a hash created by a write, unless it stayed empty.
 fn insert_new(ctx: &Ctx<'_>, shard: &mut Shard, h: u64, key: &[u8], hv: HashValue) {
     if !hv.is_empty() {
-        shard.insert(h, key, Entry::new(Value::Hash(Box::new(hv)), ctx.now));
+        shard.insert(h, key, Entry::new(Value::Hash(hv), ctx.now));
     }
 }
 

@@ -538,11 +538,8 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, relative: bool, ms: bool) 
     if let Some(t) = touch {
         e.lru = t;
     }
-    let current: i64 = if e.expire_at == 0 {
-        -1
-    } else {
-        e.expire_at as i64
-    };
+    let at = shard.expire_at(h, key);
+    let current: i64 = if at == 0 { -1 } else { at as i64 };
     let refused = (nx && current != -1)
         || (xx && current == -1)
         || (gt && (current == -1 || when <= current))
@@ -594,7 +591,8 @@ fn ttl_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, ms: bool, abs: bool) {
     let key = args.get(1);
     let now = ctx.now;
     let (h, mut shard) = ctx.lock(key);
-    let at = shard.get(h, key, now).map(|e| e.expire_at);
+    let exists = shard.get(h, key, now).is_some();
+    let at = exists.then(|| shard.expire_at(h, key));
     drop(shard);
     ctx.hit(at.is_some());
     let v = match at {
@@ -623,15 +621,16 @@ fn persist(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let now = ctx.now;
     let touch = ctx.touch_time();
     let (h, mut shard) = ctx.lock(key);
-    let had = match shard.get(h, key, now) {
+    let exists = match shard.get(h, key, now) {
         Some(e) => {
             if let Some(t) = touch {
                 e.lru = t;
             }
-            e.expire_at != 0
+            true
         }
         None => false,
     };
+    let had = exists && shard.expire_at(h, key) != 0;
     if had {
         shard.set_expire(h, key, 0);
         ctx.modified(key, GENERIC, "persist");
@@ -692,11 +691,11 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, nx: bool) {
         drop(locks);
         return ctx.out.int(0);
     }
-    let Some(e) = locks.shard(db, hs).remove(hs, src) else {
+    let Some((e, at)) = locks.shard(db, hs).remove_with_expire(hs, src) else {
         drop(locks);
         return ctx.error(err::NO_SUCH_KEY);
     };
-    let old = locks.shard(db, hd).insert(hd, dst, e);
+    let old = locks.shard(db, hd).insert_with_expire(hd, dst, e, at);
     drop(locks);
     drop(old);
     ctx.notify(dst, NEW, "new");
@@ -744,7 +743,8 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let now = ctx.now;
     let touch = ctx.touch_time();
     let mut locks = srv(ctx).keyspace.lock_keys(&[(src_db, hs), (dst_db, hd)]);
-    let mut copy = match locks.shard(src_db, hs).get(hs, src, now) {
+    let src_shard = locks.shard(src_db, hs);
+    let mut copy = match src_shard.get(hs, src, now) {
         None => {
             drop(locks);
             ctx.hit(false);
@@ -757,6 +757,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             e.clone()
         }
     };
+    let copy_at = src_shard.expire_at(hs, src);
     ctx.hit(true);
     copy.lru = now_secs(ctx);
     let shard = locks.shard(dst_db, hd);
@@ -764,7 +765,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         drop(locks);
         return ctx.out.int(0);
     }
-    let old = shard.insert(hd, dst, copy);
+    let old = shard.insert_with_expire(hd, dst, copy, copy_at);
     drop(locks);
     drop(old);
     crate::events::notify(dst_db, dst, NEW, "new");
@@ -803,11 +804,11 @@ fn move_cmd(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         drop(locks);
         return ctx.out.int(0);
     }
-    let Some(e) = locks.shard(src_db, h).remove(h, key) else {
+    let Some((e, at)) = locks.shard(src_db, h).remove_with_expire(h, key) else {
         drop(locks);
         return ctx.out.int(0);
     };
-    locks.shard(dst_db, h).insert(h, key, e);
+    locks.shard(dst_db, h).insert_with_expire(h, key, e, at);
     drop(locks);
     crate::events::notify(dst_db, key, NEW, "new");
     crate::events::touch(src_db, key);
@@ -830,8 +831,8 @@ fn keys(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let guards = ctx.db().lock_all();
     let mut out: Vec<&[u8]> = Vec::new();
     for g in guards.iter() {
-        for (k, e) in g.iter() {
-            if !e.is_expired(now) && (all || glob_match(pat, k, false)) {
+        for (k, _, at) in g.iter_with_expire() {
+            if (at == 0 || at > now) && (all || glob_match(pat, k, false)) {
                 out.push(k);
             }
         }
@@ -945,9 +946,9 @@ fn scan(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             dc = 0;
         } else {
             loop {
-                dc = g.scan_step(dc, |k, e| {
+                dc = g.scan_step_with_expire(dc, |k, e, at| {
                     found += 1;
-                    if e.is_expired(now) {
+                    if at != 0 && at <= now {
                         expired.push(k.to_vec());
                         return;
                     }

@@ -205,12 +205,11 @@ fn restore(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         return ctx.out.ok();
     }
     let mut e = Entry::new(value, ctx.now);
-    e.expire_at = ttl as u64;
     if let Some(s) = idle {
         e.lru = ((ctx.now / 1000) as i64).saturating_sub(s).max(0) as u32;
     }
     let _ = freq;
-    g.insert(h, key, e);
+    g.insert_with_expire(h, key, e, ttl as u64);
     drop(g);
     // cluster.c restoreCommand: dbAdd ("new", also after REPLACE's
     // delete), then "restore".

@@ -431,12 +431,13 @@ fn set_generic(ctx: &mut Ctx<'_>, key: &[u8], val: &[u8], spec: SetSpec) {
         }
     }
     let found = existing.is_some();
-    let old_ttl = match existing {
-        Some(e) => {
-            touch(e, t);
-            e.expire_at
-        }
-        None => 0,
+    if let Some(e) = existing {
+        touch(e, t);
+    }
+    let old_ttl = if found && spec.keepttl {
+        shard.expire_at(h, key)
+    } else {
+        0
     };
     if (spec.nx && found) || (spec.xx && !found) {
         drop(shard);
@@ -449,14 +450,10 @@ fn set_generic(ctx: &mut Ctx<'_>, key: &[u8], val: &[u8], spec: SetSpec) {
         }
         return;
     }
-    let mut entry = Entry::new(Value::Str(value), now);
-    entry.expire_at = match spec.expire_at {
-        Some(at) => at,
-        None if spec.keepttl => old_ttl,
-        None => 0,
-    };
+    let entry = Entry::new(Value::Str(value), now);
+    let at = spec.expire_at.unwrap_or(old_ttl);
+    shard.insert_with_expire(h, key, entry, at);
     let has_ttl = spec.expire_at.is_some();
-    shard.insert(h, key, entry);
     drop(shard);
     if !found {
         ctx.notify(key, NEW, "new");
@@ -635,7 +632,7 @@ fn getex(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             shard.set_expire(h, key, at);
             ctx.modified(key, GENERIC, "expire");
         }
-        None if o.persist && shard.get(h, key, now).is_some_and(|e| e.expire_at != 0) => {
+        None if o.persist && shard.get(h, key, now).is_some() && shard.expire_at(h, key) != 0 => {
             shard.set_expire(h, key, 0);
             ctx.modified(key, GENERIC, "persist");
         }
@@ -1346,7 +1343,12 @@ mod tests {
         }
 
         fn ttl(&self, key: &str) -> u64 {
-            self.entry(key).map(|e| e.expire_at).unwrap_or(u64::MAX)
+            let h = hash_key(key.as_bytes());
+            let shard = self.server.keyspace.db(0).lock(h);
+            match shard.peek(h, key.as_bytes(), crate::util::now_ms()) {
+                Some(_) => shard.expire_at(h, key.as_bytes()),
+                None => u64::MAX,
+            }
         }
 
         fn hits_misses(&self) -> (u64, u64) {

@@ -15,7 +15,9 @@
 //! rehash costs well under a millisecond even for millions of keys.
 //!
 //! The caller passes the key's 64-bit hash (see [`hash_key`]) so that a
-//! command hashes its key once, for shard selection and lookup alike.
+//! command hashes its key once, for shard selection and lookup alike. Nodes
+//! do not cache it (a node is 64 bytes for the keyspace: see [`Dict`]'s
+//! node layout); growing or shrinking the table hashes every key again.
 
 use super::smallbytes::SmallBytes;
 use std::hash::BuildHasher;
@@ -35,17 +37,60 @@ pub fn hash_key(key: &[u8]) -> u64 {
     hasher().hash_one(key)
 }
 
+/// One entry: 64 bytes for the keyspace's `Dict<Entry>` (8-byte link,
+/// 32-byte entry, 24-byte key with up to 22 bytes inline). The key's hash is
+/// not stored: lookups compare keys directly and a resize hashes each key
+/// again, which costs a few nanoseconds per key and only when the table
+/// doubles or halves.
+/// Key equality tuned for chains without cached hashes: keys of 8..=16
+/// bytes (most keys) compare as two 64-bit words, and longer keys compare
+/// their last 8 bytes first (keys sharing a prefix such as `user:` differ at
+/// the end), so a mismatch rarely reaches `memcmp`.
+#[inline(always)]
+fn key_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n >= 8 {
+        let word = |s: &[u8], at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&s[at..at + 8]);
+            u64::from_ne_bytes(w)
+        };
+        if word(a, n - 8) != word(b, n - 8) {
+            return false;
+        }
+        if n <= 16 {
+            return word(a, 0) == word(b, 0);
+        }
+    }
+    a == b
+}
+
 struct Node<V> {
-    key: SmallBytes,
-    hash: u64,
+    next: Link<V>,
     val: V,
-    next: Option<Box<Node<V>>>,
+    key: SmallBytes,
+}
+
+type Link<V> = Option<Box<Node<V>>>;
+
+/// The outcome of [`Dict::get_mut_or_remove`].
+pub enum Lookup<'a, V> {
+    /// The key is absent.
+    Missing,
+    /// The key is present and was kept.
+    Found(&'a mut V),
+    /// The key was present and the predicate asked for its removal.
+    Removed(V),
 }
 
 /// A chained hash table from byte-string keys to `V`, with Redis's SCAN cursor
-/// semantics and O(1) random sampling.
+/// semantics and O(1) random sampling. Every key carries one caller-defined
+/// bit, the *mark* (the keyspace uses it for "has a TTL").
 pub struct Dict<V> {
-    table: Vec<Option<Box<Node<V>>>>,
+    table: Vec<Link<V>>,
     len: usize,
 }
 
@@ -88,45 +133,132 @@ impl<V> Dict<V> {
         self.table.len().wrapping_sub(1)
     }
 
-    /// Looks up `key` (whose hash is `hash`).
     #[inline]
-    pub fn get(&self, hash: u64, key: &[u8]) -> Option<&V> {
+    fn node(&self, hash: u64, key: &[u8]) -> Option<&Node<V>> {
         if self.table.is_empty() {
             return None;
         }
         let mut cur = self.table[hash as usize & self.mask()].as_deref();
         while let Some(n) = cur {
-            if n.hash == hash && n.key.as_slice() == key {
-                return Some(&n.val);
+            if key_eq(n.key.as_slice(), key) {
+                return Some(n);
             }
             cur = n.next.as_deref();
         }
         None
     }
 
-    /// Mutable lookup.
     #[inline]
-    pub fn get_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut V> {
+    fn node_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut Node<V>> {
         if self.table.is_empty() {
             return None;
         }
         let idx = hash as usize & self.mask();
         let mut cur = self.table[idx].as_deref_mut();
         while let Some(n) = cur {
-            if n.hash == hash && n.key.as_slice() == key {
-                return Some(&mut n.val);
+            if key_eq(n.key.as_slice(), key) {
+                return Some(n);
             }
             cur = n.next.as_deref_mut();
         }
         None
     }
 
-    /// Inserts or replaces; returns the previous value.
+    /// Looks up `key` (whose hash is `hash`).
+    #[inline]
+    pub fn get(&self, hash: u64, key: &[u8]) -> Option<&V> {
+        self.node(hash, key).map(|n| &n.val)
+    }
+
+    /// Looks up `key`, with its mark.
+    #[inline]
+    pub fn get_marked(&self, hash: u64, key: &[u8]) -> Option<(&V, bool)> {
+        self.node(hash, key).map(|n| (&n.val, n.key.mark()))
+    }
+
+    /// Mutable lookup.
+    #[inline]
+    pub fn get_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut V> {
+        self.node_mut(hash, key).map(|n| &mut n.val)
+    }
+
+    /// The mark of `key`, or None when absent.
+    #[inline]
+    pub fn mark(&self, hash: u64, key: &[u8]) -> Option<bool> {
+        self.node(hash, key).map(|n| n.key.mark())
+    }
+
+    /// Sets the mark of `key`; returns false when the key is absent.
+    #[inline]
+    pub fn set_mark(&mut self, hash: u64, key: &[u8], on: bool) -> bool {
+        match self.node_mut(hash, key) {
+            Some(n) => {
+                n.key.set_mark(on);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// One walk down the chain of `key`: when present, asks `dead(value,
+    /// mark)` whether to remove it (lazy expiry) and either removes it or
+    /// hands out the value mutably.
+    #[inline]
+    pub fn get_mut_or_remove(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        dead: impl FnOnce(&V, bool) -> bool,
+    ) -> Lookup<'_, V> {
+        let p: *mut Node<V> = match self.node_mut(hash, key) {
+            Some(n) => n,
+            None => return Lookup::Missing,
+        };
+        // SAFETY: `p` points to a node owned by `self` (boxed, so its address
+        // is stable), and `self` is borrowed mutably for the whole call; the
+        // shared reference below ends before `self` is touched again, and the
+        // node is only removed on the path that no longer uses `p`.
+        let kill = {
+            let n = unsafe { &*p };
+            dead(&n.val, n.key.mark())
+        };
+        if kill {
+            return match self.remove(hash, key) {
+                Some(v) => Lookup::Removed(v),
+                None => Lookup::Missing,
+            };
+        }
+        // SAFETY: as above; the returned borrow is tied to `&mut self`.
+        Lookup::Found(unsafe { &mut (*p).val })
+    }
+
+    /// Inserts or replaces; returns the previous value. A new key starts
+    /// unmarked; a replaced key keeps its mark.
     pub fn insert(&mut self, hash: u64, key: &[u8], val: V) -> Option<V> {
         if let Some(v) = self.get_mut(hash, key) {
             return Some(std::mem::replace(v, val));
         }
         self.insert_small(hash, SmallBytes::new(key), val);
+        None
+    }
+
+    /// Inserts or replaces, setting the key's mark to `mark`; returns the
+    /// previous value and its mark.
+    pub fn insert_marked(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        val: V,
+        mark: bool,
+    ) -> Option<(V, bool)> {
+        if let Some(n) = self.node_mut(hash, key) {
+            let was = n.key.mark();
+            n.key.set_mark(mark);
+            return Some((std::mem::replace(&mut n.val, val), was));
+        }
+        let mut k = SmallBytes::new(key);
+        k.set_mark(mark);
+        self.insert_small(hash, k, val);
         None
     }
 
@@ -141,17 +273,12 @@ impl<V> Dict<V> {
         }
         let idx = hash as usize & self.mask();
         let next = self.table[idx].take();
-        self.table[idx] = Some(Box::new(Node {
-            key,
-            hash,
-            val,
-            next,
-        }));
+        self.table[idx] = Some(Box::new(Node { next, val, key }));
         self.len += 1;
     }
 
-    /// Removes `key`, returning its owned key and value.
-    pub fn remove_entry(&mut self, hash: u64, key: &[u8]) -> Option<(Box<[u8]>, V)> {
+    /// Removes `key`, returning its owned key, value and mark.
+    pub fn remove_marked(&mut self, hash: u64, key: &[u8]) -> Option<(Box<[u8]>, V, bool)> {
         if self.table.is_empty() {
             return None;
         }
@@ -160,11 +287,12 @@ impl<V> Dict<V> {
         loop {
             match link {
                 None => return None,
-                Some(n) if n.hash == hash && n.key.as_slice() == key => {
-                    let mut node = link.take().expect("checked");
+                Some(n) if key_eq(n.key.as_slice(), key) => {
+                    let mut node = link.take()?;
                     *link = node.next.take();
                     self.len -= 1;
-                    let out = (node.key.into_box(), node.val);
+                    let mark = node.key.mark();
+                    let out = (node.key.into_box(), node.val, mark);
                     self.maybe_shrink();
                     return Some(out);
                 }
@@ -173,10 +301,15 @@ impl<V> Dict<V> {
         }
     }
 
+    /// Removes `key`, returning its owned key and value.
+    pub fn remove_entry(&mut self, hash: u64, key: &[u8]) -> Option<(Box<[u8]>, V)> {
+        self.remove_marked(hash, key).map(|(k, v, _)| (k, v))
+    }
+
     /// Removes `key`, returning its value.
     #[inline]
     pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<V> {
-        self.remove_entry(hash, key).map(|(_, v)| v)
+        self.remove_marked(hash, key).map(|(_, v, _)| v)
     }
 
     fn maybe_shrink(&mut self) {
@@ -188,13 +321,13 @@ impl<V> Dict<V> {
 
     fn resize(&mut self, new_size: usize) {
         let old = std::mem::take(&mut self.table);
-        let mut table: Vec<Option<Box<Node<V>>>> = Vec::with_capacity(new_size);
+        let mut table: Vec<Link<V>> = Vec::with_capacity(new_size);
         table.resize_with(new_size, || None);
         let mask = new_size - 1;
         for mut bucket in old {
             while let Some(mut n) = bucket {
                 bucket = n.next.take();
-                let idx = n.hash as usize & mask;
+                let idx = hash_key(&n.key) as usize & mask;
                 n.next = table[idx].take();
                 table[idx] = Some(n);
             }
@@ -224,17 +357,32 @@ impl<V> Dict<V> {
         }
     }
 
+    /// Iterates over all entries in bucket order, with their marks.
+    pub fn iter_marked(&self) -> impl Iterator<Item = (&[u8], &V, bool)> {
+        IterNodes {
+            table: &self.table,
+            idx: 0,
+            cur: None,
+        }
+        .map(|n| (n.key.as_slice(), &n.val, n.key.mark()))
+    }
+
     /// One SCAN step: calls `f` for every entry of the bucket(s) at `cursor`
     /// and returns the next cursor (0 when the iteration is complete).
     /// Follows the reverse-binary increment of Redis's `dictScan`.
     pub fn scan_step(&self, cursor: u64, mut f: impl FnMut(&[u8], &V)) -> u64 {
+        self.scan_step_marked(cursor, |k, v, _| f(k, v))
+    }
+
+    /// [`Dict::scan_step`] that also passes each key's mark.
+    pub fn scan_step_marked(&self, cursor: u64, mut f: impl FnMut(&[u8], &V, bool)) -> u64 {
         if self.table.is_empty() {
             return 0;
         }
         let mask = self.mask() as u64;
         let mut cur = self.table[(cursor & mask) as usize].as_deref();
         while let Some(n) = cur {
-            f(&n.key, &n.val);
+            f(&n.key, &n.val, n.key.mark());
             cur = n.next.as_deref();
         }
         let mut v = cursor | !mask;
@@ -263,7 +411,10 @@ impl<V> Dict<V> {
                 let pick = (rnd() % n as u64) as usize;
                 let mut x = head;
                 for _ in 0..pick {
-                    x = x.next.as_deref().expect("counted");
+                    match x.next.as_deref() {
+                        Some(nx) => x = nx,
+                        None => break,
+                    }
                 }
                 return Some((&x.key, &x.val));
             }
@@ -277,9 +428,32 @@ impl<V> Drop for Dict<V> {
     }
 }
 
+struct IterNodes<'a, V> {
+    table: &'a [Link<V>],
+    idx: usize,
+    cur: Option<&'a Node<V>>,
+}
+
+impl<'a, V> Iterator for IterNodes<'a, V> {
+    type Item = &'a Node<V>;
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(n) = self.cur {
+                self.cur = n.next.as_deref();
+                return Some(n);
+            }
+            if self.idx >= self.table.len() {
+                return None;
+            }
+            self.cur = self.table[self.idx].as_deref();
+            self.idx += 1;
+        }
+    }
+}
+
 /// Iterator over `(key, value)` pairs of a [`Dict`].
 pub struct Iter<'a, V> {
-    table: &'a [Option<Box<Node<V>>>],
+    table: &'a [Link<V>],
     idx: usize,
     cur: Option<&'a Node<V>>,
 }
@@ -305,6 +479,52 @@ impl<'a, V> Iterator for Iter<'a, V> {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn key_equality() {
+        let keys: Vec<Vec<u8>> = (0..40usize)
+            .flat_map(|n| {
+                [vec![b'a'; n], {
+                    let mut v = vec![b'a'; n];
+                    if n > 0 {
+                        v[n / 2] = b'b';
+                    }
+                    v
+                }]
+            })
+            .collect();
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(key_eq(a, b), a == b, "{a:?} {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn keyspace_node_is_64_bytes() {
+        assert_eq!(std::mem::size_of::<Node<crate::db::value::Entry>>(), 64);
+    }
+
+    #[test]
+    fn marks_follow_keys_through_resizes() {
+        let mut d = Dict::new();
+        for i in 0..2000u32 {
+            let k = format!("key:{i:030}");
+            d.insert_marked(hash_key(k.as_bytes()), k.as_bytes(), i, i % 3 == 0);
+        }
+        for i in 0..2000u32 {
+            let k = format!("key:{i:030}");
+            let h = hash_key(k.as_bytes());
+            assert_eq!(d.get_marked(h, k.as_bytes()), Some((&i, i % 3 == 0)));
+            match d.get_mut_or_remove(h, k.as_bytes(), |_, m| m && i % 2 == 0) {
+                Lookup::Removed(v) => assert!(i % 6 == 0 && v == i),
+                Lookup::Found(v) => assert!(i % 6 != 0 && *v == i),
+                Lookup::Missing => panic!("missing {i}"),
+            }
+        }
+        assert_eq!(d.len(), 2000 - 334);
+        assert_eq!(d.iter_marked().filter(|x| x.2).count(), 667 - 334);
+    }
 
     #[test]
     fn insert_get_remove() {

@@ -160,6 +160,31 @@ fn find(buf: &[u8], field: &[u8]) -> Option<PairPos> {
     None
 }
 
+/// Sets `field` to `value` in a packed listpack buffer: an existing field
+/// keeps its place (its value is replaced in place), a new pair is appended.
+/// Grows the buffer by exactly what is needed. Returns true when new.
+fn lp_set(b: &mut Vec<u8>, field: &[u8], value: &[u8]) -> bool {
+    match find(b, field) {
+        Some(p) => {
+            let new_len = len_size(value.len()) + value.len();
+            let old_len = p.end - p.value_hdr;
+            if new_len > old_len {
+                b.reserve_exact(new_len - old_len);
+            }
+            let mut enc = Vec::with_capacity(new_len);
+            put_str(&mut enc, value);
+            b.splice(p.value_hdr..p.end, enc);
+            false
+        }
+        None => {
+            b.reserve_exact(pair_size(field, value));
+            put_str(b, field);
+            put_str(b, value);
+            true
+        }
+    }
+}
+
 /// Number of pairs in a packed buffer.
 fn count_pairs(buf: &[u8]) -> usize {
     let mut it = Pairs::new(buf);
@@ -447,8 +472,10 @@ impl<'a> Iterator for TableIter<'a> {
 /// `hashtable` ([`PackedTable`]).
 #[derive(Debug, Clone)]
 pub enum HashValue {
-    /// `listpack` encoding: packed pairs, insertion order.
-    Listpack(Vec<u8>),
+    /// `listpack` encoding: packed pairs, insertion order, in an exactly
+    /// sized boxed slice (16 bytes inline, no spare capacity), so that
+    /// `Value::Hash` holds it without another box.
+    Listpack(Box<[u8]>),
     /// `hashtable` encoding.
     Table(Box<PackedTable>),
 }
@@ -468,8 +495,8 @@ impl PartialEq for HashValue {
 
 impl HashValue {
     /// An empty `listpack` hash (allocates nothing).
-    pub const fn new() -> Self {
-        HashValue::Listpack(Vec::new())
+    pub fn new() -> Self {
+        HashValue::Listpack(Box::default())
     }
 
     /// Number of fields (O(n) for `listpack`, which is small).
@@ -563,31 +590,13 @@ impl HashValue {
         match self {
             HashValue::Table(t) => t.set(field, value),
             HashValue::Listpack(b) => {
-                let is_new = match find(b, field) {
-                    Some(p) => {
-                        let new_len = len_size(value.len()) + value.len();
-                        let old_len = p.end - p.value_hdr;
-                        if new_len > old_len {
-                            b.reserve_exact(new_len - old_len);
-                        }
-                        let mut enc = Vec::with_capacity(new_len);
-                        put_str(&mut enc, value);
-                        b.splice(p.value_hdr..p.end, enc);
-                        if new_len < old_len {
-                            b.shrink_to_fit();
-                        }
-                        false
-                    }
-                    None => {
-                        b.reserve_exact(pair_size(field, value));
-                        put_str(b, field);
-                        put_str(b, value);
-                        true
-                    }
-                };
+                let mut v = std::mem::take(b).into_vec();
+                let is_new = lp_set(&mut v, field, value);
                 // Checked after updates too (the threshold may have been
                 // lowered by CONFIG SET since the hash was built).
-                if count_pairs(b) as u64 > limits.max_entries {
+                let over = count_pairs(&v) as u64 > limits.max_entries;
+                *b = v.into_boxed_slice();
+                if over {
                     self.convert();
                 }
                 is_new
@@ -605,18 +614,36 @@ impl HashValue {
         I: Iterator<Item = (&'a [u8], &'a [u8])> + Clone,
     {
         self.try_conversion(pairs.clone().flat_map(|(f, v)| [f, v]), limits);
-        if let HashValue::Listpack(b) = self {
-            let add: usize = pairs.clone().map(|(f, v)| pair_size(f, v)).sum();
-            b.reserve_exact(add);
-        }
         let mut created = 0;
+        let mut pairs = pairs;
+        let mut convert = false;
+        if let HashValue::Listpack(b) = self {
+            // try_conversion checked every length, so only the entry count
+            // can force a conversion from here on.
+            let add: usize = pairs.clone().map(|(f, v)| pair_size(f, v)).sum();
+            let mut buf = std::mem::take(b).into_vec();
+            buf.reserve_exact(add);
+            let mut n = count_pairs(&buf) as u64;
+            for (f, v) in pairs.by_ref() {
+                let new = lp_set(&mut buf, f, v);
+                created += new as usize;
+                n += new as u64;
+                if n > limits.max_entries {
+                    convert = true;
+                    break;
+                }
+            }
+            // into_boxed_slice gives back what updates did not use.
+            *b = buf.into_boxed_slice();
+            if !convert {
+                return created;
+            }
+        }
+        if convert {
+            self.convert();
+        }
         for (f, v) in pairs {
             created += self.set(f, v, limits) as usize;
-        }
-        if let HashValue::Listpack(b) = self {
-            if b.capacity() > b.len() {
-                b.shrink_to_fit();
-            }
         }
         created
     }
@@ -627,8 +654,9 @@ impl HashValue {
         match self {
             HashValue::Listpack(b) => match find(b, field) {
                 Some(p) => {
-                    b.drain(p.start..p.end);
-                    b.shrink_to_fit();
+                    let mut v = std::mem::take(b).into_vec();
+                    v.drain(p.start..p.end);
+                    *b = v.into_boxed_slice();
                     true
                 }
                 None => false,
@@ -663,7 +691,7 @@ impl HashValue {
     /// Approximate heap bytes used.
     pub fn mem_usage(&self) -> usize {
         match self {
-            HashValue::Listpack(b) => b.capacity(),
+            HashValue::Listpack(b) => b.len(),
             HashValue::Table(t) => std::mem::size_of::<PackedTable>() + t.mem_usage(),
         }
     }

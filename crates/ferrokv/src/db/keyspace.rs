@@ -15,11 +15,11 @@
 //! modelled on Redis's `activeExpireCycle` in expire.c).
 
 use super::blocking::BlockedKeys;
-use super::dict::{hash_key, Dict};
+use super::dict::{hash_key, Dict, Lookup};
 use super::value::Entry;
 use crate::util::rand_u64;
-use indexmap::IndexSet;
 use parking_lot::{Mutex, MutexGuard};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -31,7 +31,197 @@ pub const SHARDS: usize = 1 << SHARD_BITS;
 /// Keys sampled per active-expiry round (Redis's ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP).
 pub const EXPIRE_SAMPLE: usize = 20;
 
-type KeySet = IndexSet<Box<[u8]>, foldhash::fast::RandomState>;
+/// The hash -> expiry-time table of [`Volatile`]: open addressing with
+/// linear probing over 16-byte slots `(key hash, expiry ms)`, an expiry of 0
+/// marking an empty slot (a stored TTL is never 0). At most 3/4 full, it
+/// costs 21-43 bytes per key with a TTL; deletion shifts the following
+/// entries back, so there are no tombstones. Random sampling (for active
+/// expiry) picks a random slot and walks to the next occupied one.
+#[derive(Default)]
+struct TtlTable {
+    slots: Vec<(u64, u64)>,
+    len: usize,
+}
+
+impl TtlTable {
+    #[inline]
+    fn home(&self, h: u64) -> usize {
+        // High bits of a multiplicative hash: the key hash's own high bits
+        // are equal for every key of a shard.
+        let bits = self.slots.len().trailing_zeros();
+        (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
+    }
+
+    /// Slot index of `h`, if present.
+    #[inline]
+    fn find(&self, h: u64) -> Option<usize> {
+        if self.len == 0 {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(h);
+        loop {
+            let (sh, at) = self.slots[i];
+            if at == 0 {
+                return None;
+            }
+            if sh == h {
+                return Some(i);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    #[inline]
+    fn get(&self, h: u64) -> Option<u64> {
+        self.find(h).map(|i| self.slots[i].1)
+    }
+
+    #[inline]
+    fn contains(&self, h: u64) -> bool {
+        self.find(h).is_some()
+    }
+
+    /// Inserts or updates; `at` must not be 0.
+    fn insert(&mut self, h: u64, at: u64) {
+        if let Some(i) = self.find(h) {
+            self.slots[i].1 = at;
+            return;
+        }
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            self.resize((self.slots.len() * 2).max(8));
+        }
+        self.place(h, at);
+        self.len += 1;
+    }
+
+    fn place(&mut self, h: u64, at: u64) {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(h);
+        while self.slots[i].1 != 0 {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = (h, at);
+    }
+
+    /// Removes `h`; returns its expiry time.
+    fn remove(&mut self, h: u64) -> Option<u64> {
+        let mut i = self.find(h)?;
+        let at = self.slots[i].1;
+        let mask = self.slots.len() - 1;
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            let (sh, sat) = self.slots[j];
+            if sat == 0 {
+                break;
+            }
+            let k = self.home(sh);
+            // The entry at j may move back to the hole at i unless its home
+            // lies cyclically in (i, j].
+            let stays = if i <= j {
+                i < k && k <= j
+            } else {
+                i < k || k <= j
+            };
+            if !stays {
+                self.slots[i] = self.slots[j];
+                i = j;
+            }
+        }
+        self.slots[i] = (0, 0);
+        self.len -= 1;
+        if self.slots.len() > 8 && self.len * 8 < self.slots.len() {
+            self.resize((self.slots.len() / 2).max(8));
+        }
+        Some(at)
+    }
+
+    fn resize(&mut self, cap: usize) {
+        let old = std::mem::replace(&mut self.slots, vec![(0, 0); cap]);
+        for (h, at) in old {
+            if at != 0 {
+                self.place(h, at);
+            }
+        }
+    }
+
+    /// A roughly uniform random entry; None when empty.
+    fn sample(&self, r: u64) -> Option<(u64, u64)> {
+        if self.len == 0 {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = r as usize & mask;
+        while self.slots[i].1 == 0 {
+            i = (i + 1) & mask;
+        }
+        Some(self.slots[i])
+    }
+}
+
+/// A shard's TTLs: for each key with a TTL (marked in its dict node), its
+/// absolute expiry time in ms since the epoch.
+///
+/// The index ([`TtlTable`]) is keyed by the key's 64-bit hash, not its
+/// bytes, so an entry costs one 16-byte slot and no copy of the key. Two keys of a
+/// shard whose hashes collide (about 1 in 2^64 per pair) cannot share that
+/// slot: the later one goes to `overflow`, keyed by its bytes. A marked
+/// key is in exactly one of the two; `overflow` is checked first.
+#[derive(Default)]
+struct Volatile {
+    by_hash: TtlTable,
+    overflow: HashMap<Box<[u8]>, u64, foldhash::fast::RandomState>,
+}
+
+impl Volatile {
+    #[inline]
+    fn len(&self) -> usize {
+        self.by_hash.len + self.overflow.len()
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.by_hash.len == 0 && self.overflow.is_empty()
+    }
+
+    /// Expiry time of a marked key.
+    #[inline]
+    fn get(&self, h: u64, key: &[u8]) -> u64 {
+        if !self.overflow.is_empty() {
+            if let Some(&at) = self.overflow.get(key) {
+                return at;
+            }
+        }
+        self.by_hash.get(h).unwrap_or(0)
+    }
+
+    /// Sets the expiry time of a key that was marked (`had`) or is
+    /// becoming marked.
+    fn set(&mut self, h: u64, key: &[u8], at: u64, had: bool) {
+        if had {
+            if let Some(x) = self.overflow.get_mut(key) {
+                *x = at;
+            } else {
+                self.by_hash.insert(h, at);
+            }
+        } else if self.by_hash.contains(h) {
+            self.overflow.insert(key.into(), at);
+        } else {
+            self.by_hash.insert(h, at);
+        }
+    }
+
+    /// Forgets a marked key; returns its expiry time.
+    fn remove(&mut self, h: u64, key: &[u8]) -> u64 {
+        if !self.overflow.is_empty() {
+            if let Some(at) = self.overflow.remove(key) {
+                return at;
+            }
+        }
+        self.by_hash.remove(h).unwrap_or(0)
+    }
+}
 
 /// Which shard of a database a key hash belongs to.
 #[inline]
@@ -40,10 +230,17 @@ pub fn shard_index(hash: u64) -> usize {
 }
 
 /// One shard: its keys and the subset that has a TTL.
+///
+/// Memory layout (see db/dict.rs): each key is one 64-byte node holding the
+/// key (inline up to 22 bytes), its [`Entry`] (value, short strings inline,
+/// and the 32-bit LRU/LFU field) and the chain link. A key with a TTL is
+/// marked in its node and has its expiry time in the volatile index, so keys
+/// without a TTL (most of them) pay nothing for expiry and a lookup only
+/// consults the index for marked keys.
 #[derive(Default)]
 pub struct Shard {
     dict: Dict<Entry>,
-    volatile: KeySet,
+    volatile: Volatile,
     /// Keys deleted by lazy expiry since the counter was last drained.
     expired: u64,
     /// Clients blocked on keys of this shard (BLPOP...), per key, FIFO.
@@ -53,6 +250,13 @@ pub struct Shard {
     /// Index of the database this shard belongs to (for expiry events;
     /// positional like `blocked`).
     db: u32,
+}
+
+/// True when the marked key `key` has expired at `now`.
+#[inline]
+fn vol_expired(vol: &Volatile, h: u64, key: &[u8], now: u64) -> bool {
+    let at = vol.get(h, key);
+    at != 0 && at <= now
 }
 
 impl Shard {
@@ -75,20 +279,37 @@ impl Shard {
     /// Looks a key up, deleting it first when it has expired at `now` (ms).
     #[inline]
     pub fn get(&mut self, h: u64, key: &[u8], now: u64) -> Option<&mut Entry> {
-        if self.dict.get(h, key).is_some_and(|e| e.is_expired(now)) {
-            // With the AOF on, only a write context may delete (and log a
-            // DEL); elsewhere the key is just reported absent.
-            if crate::persist::aof::on()
-                && !crate::persist::aof::expired(self as *const Shard as usize, key)
-            {
-                return None;
+        let shard_id = self as *const Shard as usize;
+        let vol = &self.volatile;
+        // With the AOF on, only a write context may delete (and log a DEL);
+        // elsewhere an expired key is just reported absent.
+        let mut hidden = false;
+        let found = self.dict.get_mut_or_remove(h, key, |_, marked| {
+            if !(marked && vol_expired(vol, h, key, now)) {
+                return false;
             }
-            self.remove(h, key);
-            self.expired += 1;
-            crate::events::expired(self.db as usize, key);
-            return None;
+            if crate::persist::aof::on() && !crate::persist::aof::expired(shard_id, key) {
+                hidden = true;
+                return false;
+            }
+            true
+        });
+        match found {
+            Lookup::Found(e) => {
+                if hidden {
+                    None
+                } else {
+                    Some(e)
+                }
+            }
+            Lookup::Missing => None,
+            Lookup::Removed(_) => {
+                self.volatile.remove(h, key);
+                self.expired += 1;
+                crate::events::expired(self.db as usize, key);
+                None
+            }
         }
-        self.dict.get_mut(h, key)
     }
 
     /// True when `key` is in the table, expired or not (Redis's `dictFind`
@@ -102,14 +323,17 @@ impl Shard {
     /// (Redis's `keyIsExpired`).
     #[inline]
     pub fn raw_expired(&self, h: u64, key: &[u8], now: u64) -> bool {
-        self.dict.get(h, key).is_some_and(|e| e.is_expired(now))
+        self.dict.get(h, key).is_some() && self.is_expired(h, key, now)
     }
 
     /// Read-only lookup that treats an expired key as absent without
     /// deleting it.
     #[inline]
     pub fn peek(&self, h: u64, key: &[u8], now: u64) -> Option<&Entry> {
-        self.dict.get(h, key).filter(|e| !e.is_expired(now))
+        match self.dict.get_marked(h, key)? {
+            (_, true) if vol_expired(&self.volatile, h, key, now) => None,
+            (e, _) => Some(e),
+        }
     }
 
     /// True when `key` exists (and is not expired).
@@ -118,42 +342,92 @@ impl Shard {
         self.get(h, key, now).is_some()
     }
 
-    /// Stores `entry` under `key`, replacing any previous entry, and keeps
-    /// the TTL index in step. Returns the previous entry.
-    pub fn insert(&mut self, h: u64, key: &[u8], entry: Entry) -> Option<Entry> {
-        let has_ttl = entry.expire_at != 0;
-        let old = self.dict.insert(h, key, entry);
-        let had_ttl = old.as_ref().is_some_and(|o| o.expire_at != 0);
-        if has_ttl && !had_ttl {
-            self.volatile.insert(key.into());
-        } else if had_ttl && !has_ttl {
-            self.volatile.swap_remove(key);
+    /// The absolute expiry time of `key` in ms since the epoch, or 0 when it
+    /// has no TTL or does not exist. Does not check whether it passed.
+    #[inline]
+    pub fn expire_at(&self, h: u64, key: &[u8]) -> u64 {
+        if self.volatile.is_empty() {
+            return 0;
         }
-        old
+        match self.dict.mark(h, key) {
+            Some(true) => self.volatile.get(h, key),
+            _ => 0,
+        }
+    }
+
+    /// True when `key` has a TTL that has passed at `now` (ms).
+    #[inline]
+    pub fn is_expired(&self, h: u64, key: &[u8], now: u64) -> bool {
+        let at = self.expire_at(h, key);
+        at != 0 && at <= now
+    }
+
+    /// Stores `entry` under `key` without a TTL, replacing any previous
+    /// entry (and its TTL). Returns the previous entry.
+    #[inline]
+    pub fn insert(&mut self, h: u64, key: &[u8], entry: Entry) -> Option<Entry> {
+        self.insert_with_expire(h, key, entry, 0)
+    }
+
+    /// Stores `entry` under `key` with expiry time `at` (ms since the epoch;
+    /// 0 = no TTL), replacing any previous entry and TTL. Returns the
+    /// previous entry.
+    pub fn insert_with_expire(
+        &mut self,
+        h: u64,
+        key: &[u8],
+        entry: Entry,
+        at: u64,
+    ) -> Option<Entry> {
+        let old = self.dict.insert_marked(h, key, entry, at != 0);
+        let had = matches!(old, Some((_, true)));
+        self.note_expire(h, key, had, at);
+        old.map(|(e, _)| e)
+    }
+
+    /// Brings the volatile index in step after the mark of `key` changed
+    /// from `had` (it had a TTL) to `at != 0`.
+    #[inline]
+    fn note_expire(&mut self, h: u64, key: &[u8], had: bool, at: u64) {
+        if at != 0 {
+            self.volatile.set(h, key, at, had);
+        } else if had {
+            self.volatile.remove(h, key);
+        }
     }
 
     /// Removes `key` (expired or not), returning its entry.
+    #[inline]
     pub fn remove(&mut self, h: u64, key: &[u8]) -> Option<Entry> {
-        let e = self.dict.remove(h, key)?;
-        if e.expire_at != 0 {
-            self.volatile.swap_remove(key);
+        let (_, e, marked) = self.dict.remove_marked(h, key)?;
+        if marked {
+            self.volatile.remove(h, key);
         }
         Some(e)
+    }
+
+    /// Removes `key` (expired or not), returning its entry and its expiry
+    /// time (ms since the epoch, 0 = no TTL), for RENAME and MOVE.
+    pub fn remove_with_expire(&mut self, h: u64, key: &[u8]) -> Option<(Entry, u64)> {
+        let (_, e, marked) = self.dict.remove_marked(h, key)?;
+        let at = if marked {
+            self.volatile.remove(h, key)
+        } else {
+            0
+        };
+        Some((e, at))
     }
 
     /// Sets (at > 0) or clears (at == 0) the TTL of an existing key. Returns
     /// false when the key does not exist.
     pub fn set_expire(&mut self, h: u64, key: &[u8], at: u64) -> bool {
-        let Some(e) = self.dict.get_mut(h, key) else {
+        let Some(had) = self.dict.mark(h, key) else {
             return false;
         };
-        let had = e.expire_at != 0;
-        e.expire_at = at;
-        if at != 0 && !had {
-            self.volatile.insert(key.into());
-        } else if at == 0 && had {
-            self.volatile.swap_remove(key);
+        if had != (at != 0) {
+            self.dict.set_mark(h, key, at != 0);
         }
+        self.note_expire(h, key, had, at);
         true
     }
 
@@ -173,7 +447,7 @@ impl Shard {
     /// Removes every key.
     pub fn clear(&mut self) {
         self.dict.clear();
-        self.volatile = KeySet::default();
+        self.volatile = Volatile::default();
     }
 
     /// Iterates over live and not-yet-reclaimed entries.
@@ -181,14 +455,71 @@ impl Shard {
         self.dict.iter()
     }
 
+    /// Iterates over live and not-yet-reclaimed entries with their expiry
+    /// time (ms since the epoch, 0 = no TTL).
+    pub fn iter_with_expire(&self) -> impl Iterator<Item = (&[u8], &Entry, u64)> {
+        self.dict.iter_marked().map(|(k, e, marked)| {
+            let at = if marked {
+                self.volatile.get(hash_key(k), k)
+            } else {
+                0
+            };
+            (k, e, at)
+        })
+    }
+
     /// One SCAN step over this shard (see [`Dict::scan_step`]).
     pub fn scan_step(&self, cursor: u64, f: impl FnMut(&[u8], &Entry)) -> u64 {
         self.dict.scan_step(cursor, f)
     }
 
+    /// [`Shard::scan_step`] that also passes each key's expiry time (ms since
+    /// the epoch, 0 = no TTL).
+    pub fn scan_step_with_expire(&self, cursor: u64, mut f: impl FnMut(&[u8], &Entry, u64)) -> u64 {
+        self.dict.scan_step_marked(cursor, |k, e, marked| {
+            let at = if marked {
+                self.volatile.get(hash_key(k), k)
+            } else {
+                0
+            };
+            f(k, e, at)
+        })
+    }
+
     /// A random key, or None when empty (may be expired; the caller checks).
     pub fn random_key(&self) -> Option<Vec<u8>> {
         self.dict.random_entry(rand_u64).map(|(k, _)| k.to_vec())
+    }
+
+    /// A random key of the TTL index (`r` is a random number): its bytes
+    /// when its TTL has passed at `now`.
+    fn sample_expired(&self, r: u64, now: u64) -> Option<Box<[u8]>> {
+        let n = self.volatile.by_hash.len;
+        let i = (r % self.volatile.len().max(1) as u64) as usize;
+        if i >= n {
+            return self
+                .volatile
+                .overflow
+                .iter()
+                .nth(i - n)
+                .filter(|(_, &at)| at <= now)
+                .map(|(k, _)| k.clone());
+        }
+        let (h, at) = self.volatile.by_hash.sample(r >> 16)?;
+        if at > now {
+            return None;
+        }
+        // The index knows the key by its hash: find the marked node with
+        // that hash (its bucket is the SCAN cursor `h`) that is not in the
+        // overflow map.
+        let ov = &self.volatile.overflow;
+        let mut found = None;
+        self.dict.scan_step_marked(h, |k, _, marked| {
+            if found.is_none() && marked && hash_key(k) == h && !ov.contains_key(k) {
+                found = Some(Box::<[u8]>::from(k));
+            }
+        });
+        found
     }
 
     /// Drains the lazy-expiry counter.
@@ -213,14 +544,13 @@ impl Shard {
                 if len == 0 {
                     break;
                 }
-                let i = (rand_u64() % len as u64) as usize;
-                let key = self.volatile.get_index(i).expect("in range").clone();
-                let h = hash_key(&key);
-                if self.dict.get(h, &key).is_some_and(|e| e.is_expired(now))
-                    && (!crate::persist::aof::on()
-                        || crate::persist::aof::expired(self as *const Shard as usize, &key))
-                {
-                    self.remove(h, &key);
+                if let Some(key) = self.sample_expired(rand_u64(), now) {
+                    if crate::persist::aof::on()
+                        && !crate::persist::aof::expired(self as *const Shard as usize, &key)
+                    {
+                        continue;
+                    }
+                    self.remove(hash_key(&key), &key);
                     crate::events::expired(self.db as usize, &key);
                     round_expired += 1;
                 }
@@ -493,6 +823,118 @@ impl<'a> KeyLocks<'a> {
                     None => false,
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::value::{StrValue, Value};
+
+    fn e() -> Entry {
+        Entry::new(Value::Str(StrValue::from_bytes(b"v")), 0)
+    }
+
+    #[test]
+    fn ttl_lives_in_the_volatile_index() {
+        let mut s = Shard::default();
+        let (a, b) = (
+            b"a".as_slice(),
+            b"a-much-longer-key-than-22-bytes".as_slice(),
+        );
+        let (ha, hb) = (hash_key(a), hash_key(b));
+        s.insert_with_expire(ha, a, e(), 100);
+        s.insert(hb, b, e());
+        assert_eq!(
+            (s.volatile_len(), s.expire_at(ha, a), s.expire_at(hb, b)),
+            (1, 100, 0)
+        );
+        assert!(s.set_expire(hb, b, 50));
+        assert_eq!(s.volatile_len(), 2);
+        assert_eq!(s.iter_with_expire().map(|x| x.2).sum::<u64>(), 150);
+        // SET without KEEPTTL drops the TTL.
+        s.insert(ha, a, e());
+        assert_eq!((s.volatile_len(), s.expire_at(ha, a)), (1, 0));
+        s.set_expire(ha, a, 100);
+        assert!(s.peek(hb, b, 49).is_some());
+        assert!(s.peek(hb, b, 50).is_none());
+        assert!(s.get(ha, a, 99).is_some());
+        assert!(s.get(hb, b, 60).is_none());
+        assert_eq!((s.len(), s.volatile_len(), s.take_expired()), (1, 1, 1));
+        assert!(s.set_expire(ha, a, 0));
+        assert_eq!(s.volatile_len(), 0);
+        assert!(!s.set_expire(hb, b, 5));
+    }
+
+    #[test]
+    fn ttl_table_matches_a_model() {
+        let mut t = TtlTable::default();
+        let mut m = std::collections::HashMap::new();
+        let mut x = 0x1234_5678_9abc_def0u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for step in 0..200_000u64 {
+            // Few distinct hashes, all with the same high byte (one shard).
+            let h = (0xAB << 56) | (next() % 3000);
+            match next() % 3 {
+                0 | 1 if step < 120_000 => {
+                    let at = step + 1;
+                    t.insert(h, at);
+                    m.insert(h, at);
+                }
+                _ => assert_eq!(t.remove(h), m.remove(&h), "step {step}"),
+            }
+            assert_eq!(t.len, m.len());
+            if step % 997 == 0 {
+                for (&k, &v) in &m {
+                    assert_eq!(t.get(k), Some(v));
+                }
+                if let Some((h, at)) = t.sample(next()) {
+                    assert_eq!(m.get(&h), Some(&at));
+                }
+            }
+        }
+        assert!(m.is_empty() && t.slots.len() == 8);
+    }
+
+    #[test]
+    fn colliding_hashes_go_to_the_overflow_map() {
+        let mut v = Volatile::default();
+        v.set(7, b"a", 100, false);
+        v.set(7, b"b", 200, false);
+        assert_eq!((v.by_hash.len, v.overflow.len()), (1, 1));
+        assert_eq!((v.get(7, b"a"), v.get(7, b"b")), (100, 200));
+        v.set(7, b"b", 250, true);
+        v.set(7, b"a", 150, true);
+        assert_eq!((v.get(7, b"a"), v.get(7, b"b")), (150, 250));
+        assert_eq!(v.remove(7, b"a"), 150);
+        assert_eq!(v.get(7, b"b"), 250);
+        v.set(7, b"c", 300, false);
+        assert_eq!((v.get(7, b"b"), v.get(7, b"c"), v.len()), (250, 300, 2));
+        assert_eq!(v.remove(7, b"b"), 250);
+        assert_eq!(v.remove(7, b"c"), 300);
+        assert!(v.is_empty());
+    }
+
+    #[test]
+    fn active_expiry_samples_the_index() {
+        let mut s = Shard::default();
+        for i in 0..500u32 {
+            let k = format!("k{i}");
+            let h = hash_key(k.as_bytes());
+            s.insert_with_expire(h, k.as_bytes(), e(), if i < 400 { 10 } else { 1000 });
+        }
+        let far = Instant::now() + Duration::from_secs(5);
+        while s.expire_pass(20, far).1 > 0 {}
+        assert!(s.len() < 500 && s.len() >= 100);
+        assert_eq!(s.len(), s.volatile_len());
+        for (k, _, at) in s.iter_with_expire() {
+            assert!(at == 1000 || at == 10, "{k:?}");
         }
     }
 }

@@ -3,6 +3,11 @@
 //! otherwise. Keys of the keyspace are stored this way: typical keys such as
 //! `key:000000012345` or `user:1000:session` cost no allocation of their
 //! own, the way Redis embeds short strings (embstr) in their object.
+//!
+//! Besides the bytes, a `SmallBytes` carries one spare bit, the *mark*
+//! (kept in the length byte of the inline form and in the padding of the
+//! heap form), so that the keyspace can flag "this key has a TTL" inside its
+//! 64-byte node without growing it.
 
 use std::ops::Deref;
 
@@ -14,14 +19,21 @@ pub const INLINE_CAP: usize = 22;
 pub enum SmallBytes {
     /// Up to 22 bytes stored in place.
     Inline {
-        /// Number of bytes used in `buf`.
+        /// Number of bytes used in `buf` (low 7 bits) and the mark (bit 7).
         len: u8,
         /// The bytes.
         buf: [u8; INLINE_CAP],
     },
     /// Longer strings on the heap.
-    Heap(Box<[u8]>),
+    Heap {
+        /// The mark (bit 7); other bits zero.
+        mark: u8,
+        /// The bytes.
+        bytes: Box<[u8]>,
+    },
 }
+
+const MARK: u8 = 0x80;
 
 impl SmallBytes {
     /// Copies `s`.
@@ -35,7 +47,10 @@ impl SmallBytes {
                 buf,
             }
         } else {
-            SmallBytes::Heap(s.into())
+            SmallBytes::Heap {
+                mark: 0,
+                bytes: s.into(),
+            }
         }
     }
 
@@ -45,7 +60,30 @@ impl SmallBytes {
         if b.len() <= INLINE_CAP {
             Self::new(&b)
         } else {
-            SmallBytes::Heap(b)
+            SmallBytes::Heap { mark: 0, bytes: b }
+        }
+    }
+
+    /// The spare bit (see the module docs).
+    #[inline]
+    pub fn mark(&self) -> bool {
+        match self {
+            SmallBytes::Inline { len, .. } => len & MARK != 0,
+            SmallBytes::Heap { mark, .. } => mark & MARK != 0,
+        }
+    }
+
+    /// Sets or clears the spare bit.
+    #[inline]
+    pub fn set_mark(&mut self, on: bool) {
+        let m = match self {
+            SmallBytes::Inline { len, .. } => len,
+            SmallBytes::Heap { mark, .. } => mark,
+        };
+        if on {
+            *m |= MARK;
+        } else {
+            *m &= !MARK;
         }
     }
 
@@ -53,16 +91,16 @@ impl SmallBytes {
     #[inline]
     pub fn as_slice(&self) -> &[u8] {
         match self {
-            SmallBytes::Inline { len, buf } => &buf[..*len as usize],
-            SmallBytes::Heap(b) => b,
+            SmallBytes::Inline { len, buf } => &buf[..(*len & !MARK) as usize],
+            SmallBytes::Heap { bytes, .. } => bytes,
         }
     }
 
     /// An owned boxed copy (or the box itself).
     pub fn into_box(self) -> Box<[u8]> {
         match self {
-            SmallBytes::Inline { len, buf } => buf[..len as usize].into(),
-            SmallBytes::Heap(b) => b,
+            SmallBytes::Inline { len, buf } => buf[..(len & !MARK) as usize].into(),
+            SmallBytes::Heap { bytes, .. } => bytes,
         }
     }
 
@@ -70,7 +108,7 @@ impl SmallBytes {
     pub fn heap_size(&self) -> usize {
         match self {
             SmallBytes::Inline { .. } => 0,
-            SmallBytes::Heap(b) => b.len(),
+            SmallBytes::Heap { bytes, .. } => bytes.len(),
         }
     }
 }
@@ -103,6 +141,14 @@ mod tests {
             assert_eq!(matches!(s, SmallBytes::Inline { .. }), n <= INLINE_CAP);
             assert_eq!(&*s.clone().into_box(), &v[..]);
             assert_eq!(&*SmallBytes::from_box(v.clone().into()), &v[..]);
+            let mut m = SmallBytes::new(&v);
+            assert!(!m.mark());
+            m.set_mark(true);
+            assert!(m.mark());
+            assert_eq!(&*m, &v[..]);
+            m.set_mark(false);
+            assert!(!m.mark());
+            assert_eq!(&*m, &v[..]);
         }
     }
 }

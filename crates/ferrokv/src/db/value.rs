@@ -164,8 +164,9 @@ pub enum Value {
     /// A list (`list` type). Collections are boxed so that a string key's
     /// value stays 24 bytes.
     List(Box<ListValue>),
-    /// A hash (`hash` type).
-    Hash(Box<HashValue>),
+    /// A hash (`hash` type), unboxed: a `listpack` hash is one boxed slice
+    /// held right here, so a small hash costs one allocation besides its key.
+    Hash(HashValue),
     /// A set (`set` type).
     Set(Box<SetValue>),
     /// A sorted set (`zset` type).
@@ -207,31 +208,28 @@ impl Value {
     }
 }
 
-/// One key's record in a shard.
+/// One key's record in a shard: 32 bytes. The TTL is not here: most keys
+/// have none, so it lives in the shard's index of volatile keys (see
+/// [`super::keyspace::Shard::expire_at`]), the way Redis keeps it in the
+/// separate `expires` dict.
 #[derive(Debug, Clone)]
 pub struct Entry {
     /// The value.
     pub value: Value,
-    /// Absolute expiry time in ms since the epoch; 0 = no TTL.
-    pub expire_at: u64,
-    /// Last access, in seconds since the epoch (OBJECT IDLETIME).
+    /// Access metadata: last access in seconds since the epoch (OBJECT
+    /// IDLETIME; Redis's 24-bit `lru` clock fits in it), or the LFU counter
+    /// and decrement time under an LFU policy.
     pub lru: u32,
 }
 
 impl Entry {
-    /// A fresh entry without TTL, accessed at `now_ms`.
+    /// A fresh entry, accessed at `now_ms`.
+    #[inline]
     pub fn new(value: Value, now_ms: u64) -> Self {
         Entry {
             value,
-            expire_at: 0,
             lru: (now_ms / 1000) as u32,
         }
-    }
-
-    /// True when the entry has a TTL that has passed at `now_ms`.
-    #[inline]
-    pub fn is_expired(&self, now_ms: u64) -> bool {
-        self.expire_at != 0 && self.expire_at <= now_ms
     }
 }
 
@@ -243,6 +241,8 @@ mod layout_tests {
     fn compact_layout() {
         assert_eq!(std::mem::size_of::<StrValue>(), 24);
         assert_eq!(std::mem::size_of::<Value>(), 24);
+        assert_eq!(std::mem::size_of::<Entry>(), 32);
+        assert_eq!(std::mem::size_of::<HashValue>(), 16);
         for n in [0usize, 5, 22, 23, 44, 45, 100] {
             let v = vec![b'x'; n];
             let s = StrValue::from_bytes(&v);

@@ -1389,8 +1389,8 @@ pub fn write_snapshot(server: &Server, w: &mut impl Write) -> std::io::Result<()
         let mut selected = false;
         for si in 0..SHARDS {
             let g = ks.db(dbi).shard_at(si).lock();
-            for (k, e) in g.iter() {
-                if e.is_expired(now) {
+            for (k, e, expire_at) in g.iter_with_expire() {
+                if expire_at != 0 && expire_at <= now {
                     continue;
                 }
                 if !selected {
@@ -1446,10 +1446,10 @@ pub fn write_snapshot(server: &Server, w: &mut impl Write) -> std::io::Result<()
                         );
                     }
                 }
-                if e.expire_at != 0 {
+                if expire_at != 0 {
                     enc(
                         &mut buf,
-                        &[b"PEXPIREAT", k, ib.format(e.expire_at).as_bytes()],
+                        &[b"PEXPIREAT", k, ib.format(expire_at).as_bytes()],
                     );
                 }
                 if buf.len() >= 64 * 1024 {

@@ -345,11 +345,11 @@ pub fn write_snapshot<W: Write>(
             {
                 let g = db.shard_at(si).lock();
                 let now = now_ms();
-                for (k, e) in g.iter() {
-                    if e.is_expired(now) {
+                for (k, e, expire_at) in g.iter_with_expire() {
+                    if expire_at != 0 && expire_at <= now {
                         continue;
                     }
-                    put_key(&mut b, k, e, &opts);
+                    put_key(&mut b, k, e, expire_at, &opts);
                     n += 1;
                 }
             }
@@ -509,7 +509,6 @@ pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats,
             continue;
         }
         let mut e = Entry::new(value, now);
-        e.expire_at = exp;
         if let Some(s) = idl {
             e.lru = ((now / 1000).saturating_sub(s)) as u32;
         }
@@ -521,7 +520,7 @@ pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats,
                 String::from_utf8_lossy(&key)
             )));
         }
-        g.insert(h, &key, e);
+        g.insert_with_expire(h, &key, e, exp);
         st.loaded += 1;
     }
     if ver >= 5 {

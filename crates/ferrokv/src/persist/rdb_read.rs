@@ -411,7 +411,7 @@ fn zset_value(z: ZSetValue) -> Value {
     Value::ZSet(Box::new(z))
 }
 fn hash_value(h: HashValue) -> Value {
-    Value::Hash(Box::new(h))
+    Value::Hash(h)
 }
 
 fn is_empty(v: &Value) -> bool {

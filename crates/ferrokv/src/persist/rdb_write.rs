@@ -250,13 +250,14 @@ pub fn put_body(b: &mut Vec<u8>, v: &Value, o: &WriteOpts) {
     }
 }
 
-/// Appends one key: its expiry (EXPIRETIME_MS) when it has one, then type,
+/// Appends one key: its expiry (EXPIRETIME_MS, `expire_at` ms since the
+/// epoch, 0 = none) when it has one, then type,
 /// key and value (rdbSaveKeyValuePair; LRU/LFU fields are not written, as
 /// Redis does under the default maxmemory-policy).
-pub fn put_key(b: &mut Vec<u8>, key: &[u8], e: &Entry, o: &WriteOpts) {
-    if e.expire_at != 0 {
+pub fn put_key(b: &mut Vec<u8>, key: &[u8], e: &Entry, expire_at: u64, o: &WriteOpts) {
+    if expire_at != 0 {
         b.push(RDB_OPCODE_EXPIRETIME_MS);
-        b.extend_from_slice(&e.expire_at.to_le_bytes());
+        b.extend_from_slice(&expire_at.to_le_bytes());
     }
     b.push(rdb_type(&e.value));
     put_string(b, key, o.compress);
