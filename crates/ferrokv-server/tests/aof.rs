@@ -1141,7 +1141,8 @@ fn info_and_config() {
 }
 
 /// redis-server 7.0 loads an AOF directory written by ferrokv, and
-/// ferrokv loads one written by redis-server (aof-use-rdb-preamble no).
+/// ferrokv loads one written by redis-server (aof-use-rdb-preamble no and
+/// yes: an RDB base file).
 #[test]
 fn interop_with_redis_server() {
     let Some(redis) = which("redis-server") else {
@@ -1202,36 +1203,43 @@ fn interop_with_redis_server() {
         let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").arg("NOSAVE").query(&mut rc);
         drop(r);
     }
-    // redis → ferrokv.
-    let dir = tempfile::tempdir().unwrap();
-    let r = start_bin(
-        &redis,
-        dir.path(),
-        &[
-            "--appendonly",
-            "yes",
-            "--aof-use-rdb-preamble",
-            "no",
-            "--save",
-            "",
-            "--appendfsync",
-            "always",
-            "--list-max-listpack-size",
-            "4",
-        ],
-    );
-    let mut rc = conn(&r);
-    populate(&mut rc, &mut rng);
-    let _: Vec<String> = q(&mut rc, &["SPOP", "strset", "2"]);
-    let _: String = q(&mut rc, &["BGREWRITEAOF"]);
-    wait_rewrite(&mut rc);
-    let _: i64 = q(&mut rc, &["RPUSH", "after", "x"]);
-    let _: () = q(&mut rc, &["SETEX", "sx", "1000", "v"]);
-    let mut want = dump(&mut rc);
-    rewritten_strings(&mut want);
-    let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").query(&mut rc);
-    drop(r);
-    let p = start(dir.path(), &["--list-max-listpack-size", "4"]);
-    let mut c = conn(&p);
-    assert_same(&dump(&mut c), &want, "redis -> ferrokv");
+    // redis → ferrokv, with the base in command form and as RDB (Redis's
+    // default).
+    for preamble in ["no", "yes"] {
+        let dir = tempfile::tempdir().unwrap();
+        let r = start_bin(
+            &redis,
+            dir.path(),
+            &[
+                "--appendonly",
+                "yes",
+                "--aof-use-rdb-preamble",
+                preamble,
+                "--save",
+                "",
+                "--appendfsync",
+                "always",
+                "--list-max-listpack-size",
+                "4",
+            ],
+        );
+        let mut rc = conn(&r);
+        populate(&mut rc, &mut rng);
+        let _: Vec<String> = q(&mut rc, &["SPOP", "strset", "2"]);
+        let _: String = q(&mut rc, &["BGREWRITEAOF"]);
+        wait_rewrite(&mut rc);
+        let _: i64 = q(&mut rc, &["RPUSH", "after", "x"]);
+        let _: () = q(&mut rc, &["SETEX", "sx", "1000", "v"]);
+        let mut want = dump(&mut rc);
+        rewritten_strings(&mut want);
+        let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").query(&mut rc);
+        drop(r);
+        let p = start(dir.path(), &["--list-max-listpack-size", "4"]);
+        let mut c = conn(&p);
+        assert_same(
+            &dump(&mut c),
+            &want,
+            &format!("redis -> ferrokv, aof-use-rdb-preamble {preamble}"),
+        );
+    }
 }

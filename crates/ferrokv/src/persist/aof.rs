@@ -61,7 +61,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// True while write commands are propagated to the AOF (state ON or
@@ -92,15 +92,6 @@ pub const STATE_WAIT_REWRITE: u8 = 2;
 
 /// Items per command in a rewritten base (Redis's AOF_REWRITE_ITEMS_PER_CMD).
 const ITEMS_PER_CMD: usize = 64;
-
-/// Reader for an RDB-format base file (`.base.rdb`, or a legacy AOF with an
-/// RDB preamble): given the file's bytes, loads the dataset and returns the
-/// number of bytes consumed, or an error text. Installed by the RDB module
-/// once it exists; until then such a base is refused with a clear error.
-pub type RdbBaseReader = fn(&Arc<Server>, &[u8]) -> Result<usize, String>;
-
-/// The installed RDB base reader (see [`RdbBaseReader`]).
-pub static RDB_BASE_READER: OnceLock<RdbBaseReader> = OnceLock::new();
 
 // ------------------------------------------------------------ manifest
 
@@ -1305,12 +1296,13 @@ fn rewrite(server: &Arc<Server>) -> std::io::Result<()> {
         a.buf.lock().db = -1;
         new_incr = Some(fi);
     }
+    let preamble = use_preamble(server);
     let tmp = p
         .dir
         .join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
     let res = (|| {
         let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
-        write_snapshot(server, &mut w)?;
+        write_base(server, &mut w, preamble)?;
         w.flush()?;
         w.into_inner().map_err(|e| e.into_error())
     })();
@@ -1332,7 +1324,7 @@ fn rewrite(server: &Arc<Server>) -> std::io::Result<()> {
     let mut m = a.manifest.lock().clone();
     m.base_seq += 1;
     let base = FileInfo {
-        name: format!("{}.{}.base.aof", p.fname, m.base_seq),
+        name: base_name(&p.fname, m.base_seq, preamble),
         seq: m.base_seq,
         kind: b'b',
     };
@@ -1670,15 +1662,16 @@ pub fn load_at_startup(server: &Arc<Server>) -> Result<bool, LoadError> {
         // Redis 7.0 creates the first base at start-up (the dataset loaded
         // from RDB, or empty).
         m.base_seq += 1;
+        let preamble = use_preamble(server);
         let base = FileInfo {
-            name: format!("{}.{}.base.aof", p.fname, m.base_seq),
+            name: base_name(&p.fname, m.base_seq, preamble),
             seq: m.base_seq,
             kind: b'b',
         };
         let bpath = p.dir.join(&base.name);
         (|| {
             let mut w = BufWriter::new(File::create(&bpath)?);
-            write_snapshot(server, &mut w)?;
+            write_base(server, &mut w, preamble)?;
             w.flush()?;
             w.get_ref().sync_all()
         })()
@@ -1710,6 +1703,44 @@ pub fn load_at_startup(server: &Arc<Server>) -> Result<bool, LoadError> {
     Ok(true)
 }
 
+/// True when new base files are written in RDB format
+/// (`aof-use-rdb-preamble yes`, Redis's default).
+fn use_preamble(server: &Server) -> bool {
+    server.config.read().get("aof-use-rdb-preamble") == "yes"
+}
+
+/// A base file's name: `<appendfilename>.<seq>.base.rdb` in RDB format,
+/// `.base.aof` in command form (Redis 7.0's getNewBaseFileNameAndMarkPreAsHistory).
+fn base_name(fname: &str, seq: i64, preamble: bool) -> String {
+    let ext = if preamble { "rdb" } else { "aof" };
+    format!("{fname}.{seq}.base.{ext}")
+}
+
+/// Writes a base of the whole dataset: an RDB snapshot (with the
+/// `aof-base` aux field) when `preamble`, else commands.
+fn write_base(server: &Server, w: &mut impl Write, preamble: bool) -> std::io::Result<()> {
+    if preamble {
+        crate::persist::rdb::write_snapshot(server, w, true, Default::default()).map(|_| ())
+    } else {
+        write_snapshot(server, w)
+    }
+}
+
+/// Reads the RDB part of a base file (or of a legacy AOF with an RDB
+/// preamble) from `data`: keys whose TTL has passed are kept, the AOF
+/// that follows decides (Redis's loadSingleAppendOnlyFile). Returns the
+/// bytes consumed, so the command part (if any) is read after it.
+fn read_rdb_base(server: &Arc<Server>, data: &[u8]) -> Result<usize, String> {
+    let mut cur = std::io::Cursor::new(data);
+    let opts = crate::persist::rdb::LoadOpts {
+        allow_dup: false,
+        keep_expired: true,
+        skip_checksum: false,
+    };
+    crate::persist::rdb::load(server, &mut cur, opts).map_err(|e| e.to_string())?;
+    Ok(cur.position() as usize)
+}
+
 /// Loads one AOF file (base or incr) by executing its commands. `last`:
 /// the last file of the set (only its tail may be truncated).
 pub fn load_file(
@@ -1726,13 +1757,8 @@ pub fn load_file(
         .map_err(|e| format!("Unrecoverable error reading the append only file {name}: {e}"))?;
     let mut pos = 0usize;
     if data.starts_with(b"REDIS") {
-        let Some(reader) = RDB_BASE_READER.get() else {
-            return Err(format!(
-                "The append only file {name} starts with an RDB preamble, which this build of ferrokv cannot read yet"
-            ));
-        };
         tracing::info!("Reading RDB base file on AOF loading...");
-        pos = reader(server, &data).map_err(|e| {
+        pos = read_rdb_base(server, &data).map_err(|e| {
             format!("Error reading the RDB base file {name}, AOF loading aborted: {e}")
         })?;
     }
