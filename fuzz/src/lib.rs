@@ -11,7 +11,7 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use ferrokv::config::Config;
-use ferrokv::net::connection::{new_handle, Client};
+use ferrokv::net::connection::{new_handle, Client, ReplyMode};
 use ferrokv::resp::parse::{Parsed, ProtocolError, RequestParser, PROTO_INLINE_MAX_SIZE};
 use ferrokv::resp::reply::Out;
 use ferrokv::resp::OwnedArgs;
@@ -553,8 +553,22 @@ fn run_script(script: &Script) {
         client.clock_us = ferrokv::util::now_us();
         let live = live_now();
         measure_start();
+        let mode_before = client.reply_mode;
         ferrokv::cmd::execute(&server, client, &mut out, &o.args(), &stats);
         check_bound("command_exec", live, 64 << 20);
+        check_replies(&out.buf, &argv);
+        // Pub/sub confirmations and messages go to the client's outbox.
+        let mut outbox = Vec::new();
+        client.handle.outbox.take(&mut outbox);
+        client.handle.outbox.written(outbox.len());
+        check_replies(&outbox, &argv);
+        if mode_before == ReplyMode::On && client.reply_mode == ReplyMode::On {
+            assert!(
+                !out.buf.is_empty() || !outbox.is_empty(),
+                "no reply to {:?}",
+                printable(&argv)
+            );
+        }
         // Blocking is denied; a subscribed client's replies go to its outbox.
         client.handle.outbox.clear();
     }
@@ -564,6 +578,82 @@ fn run_script(script: &Script) {
         c.leave_monitor(&server);
         server.clients.remove(c.handle.id);
     }
+}
+
+fn printable(argv: &[Vec<u8>]) -> Vec<String> {
+    argv.iter()
+        .map(|a| String::from_utf8_lossy(&a[..a.len().min(64)]).into_owned())
+        .collect()
+}
+
+/// Panics unless `buf` is a sequence of complete, well-formed RESP2/RESP3
+/// values (the encoder's counts and lengths match what follows).
+fn check_replies(buf: &[u8], argv: &[Vec<u8>]) {
+    let mut pos = 0;
+    while pos < buf.len() {
+        match resp_value(buf, pos, 0) {
+            Some(end) => pos = end,
+            None => panic!(
+                "malformed reply to {:?} at byte {pos}: {:?}",
+                printable(argv),
+                String::from_utf8_lossy(&buf[pos..buf.len().min(pos + 200)])
+            ),
+        }
+    }
+}
+
+/// The end of the RESP value starting at `pos`, or None when it is
+/// malformed or incomplete.
+fn resp_value(buf: &[u8], pos: usize, depth: usize) -> Option<usize> {
+    if depth > 64 {
+        return None;
+    }
+    let t = *buf.get(pos)?;
+    let nl = pos + memchr_crlf(&buf[pos..])?;
+    let line = &buf[pos + 1..nl];
+    let after = nl + 2;
+    let num = || -> Option<i64> { std::str::from_utf8(line).ok()?.parse().ok() };
+    match t {
+        b'+' | b'-' | b':' | b',' | b'(' | b'#' | b'_' => {
+            if t == b':' {
+                num()?;
+            }
+            Some(after)
+        }
+        b'$' | b'=' | b'!' => {
+            let n = num()?;
+            if n == -1 && t == b'$' {
+                return Some(after);
+            }
+            let n = usize::try_from(n).ok()?;
+            let end = after.checked_add(n)?;
+            (buf.get(end..end + 2)? == b"\r\n").then_some(end + 2)
+        }
+        b'*' | b'~' | b'>' | b'%' | b'|' => {
+            let n = num()?;
+            if n == -1 && t == b'*' {
+                return Some(after);
+            }
+            let mut n = usize::try_from(n).ok()?;
+            if t == b'%' || t == b'|' {
+                n = n.checked_mul(2)?;
+            }
+            let mut p = after;
+            for _ in 0..n {
+                p = resp_value(buf, p, depth + 1)?;
+            }
+            if t == b'|' {
+                // An attribute precedes the value it describes.
+                p = resp_value(buf, p, depth + 1)?;
+            }
+            Some(p)
+        }
+        _ => None,
+    }
+}
+
+fn memchr_crlf(b: &[u8]) -> Option<usize> {
+    b.windows(2).position(|w| w == b"\r\n")
 }
 
 // ---------------------------------------------------------------------------
@@ -576,8 +666,8 @@ fn crc64(b: &[u8]) -> u64 {
 /// Harness `rdb_load`. Input: a control byte, then the payload. Control bit
 /// 0 clear: the payload is an RDB file, loaded with `rdb::load` (checksum
 /// skipped so the fuzzer reaches the body; duplicates allowed when bit 1
-/// is set); a file that loads must save, load into a fresh server and save
-/// again to the same bytes. Bit 0 set: the payload is the body of a DUMP
+/// is set); a file that loads must save and load into a fresh server with
+/// the same keys, values (DUMP payloads) and TTL flags. Bit 0 set: the payload is the body of a DUMP
 /// value, completed with an RDB version and a valid CRC64 footer, and given
 /// to RESTORE's decoder. Checks: no panic, allocation bounded by 128 times
 /// the input plus 16 MiB (a length field must not make the loader reserve
@@ -607,49 +697,70 @@ pub fn rdb_load(data: &[u8]) {
     let r = ferrokv::persist::rdb::load(&server, body, opts);
     check_bound("rdb load", live, bound);
     if r.is_ok() {
-        let save = |s: &Server| {
-            let mut v = Vec::new();
-            ferrokv::persist::rdb::write_snapshot(s, &mut v, false, Default::default())
-                .expect("saving a loaded dataset");
-            v
-        };
-        let first = save(&server);
+        let mut first = Vec::new();
+        ferrokv::persist::rdb::write_snapshot(&server, &mut first, false, Default::default())
+            .expect("saving a loaded dataset");
         let again = new_server();
         ferrokv::persist::rdb::load(&again, &first[..], Default::default())
             .expect("a saved RDB must load");
-        let second = save(&again);
         assert_eq!(
-            strip_aux(&first),
-            strip_aux(&second),
-            "save/load/save round trip changed the RDB"
+            dataset(&server),
+            dataset(&again),
+            "save/load round trip changed the dataset"
         );
     }
 }
 
-/// The part of an RDB after its AUX fields (ctime and used-mem differ
-/// between two saves), without the checksum.
-fn strip_aux(rdb: &[u8]) -> &[u8] {
-    // AUX fields come first; keys start at the first SELECTDB (0xFE) or EOF
-    // (0xFF) opcode after them. ferrokv writes AUX values as plain strings,
-    // so a linear scan of the opcode positions is enough here: skip 9 magic
-    // bytes, then each AUX record (0xFA, two length-prefixed strings).
-    let mut i = 9;
-    while i < rdb.len() && rdb[i] == 0xFA {
-        i += 1;
-        for _ in 0..2 {
-            match rdb.get(i) {
-                Some(&b) if b >> 6 == 0 => i += 1 + (b & 0x3f) as usize,
-                Some(&b) if b >> 6 == 1 => {
-                    i += 2 + ((((b & 0x3f) as usize) << 8) | *rdb.get(i + 1).unwrap_or(&0) as usize)
-                }
-                Some(&b) if b == 0xC0 => i += 2,
-                Some(&b) if b == 0xC1 => i += 3,
-                Some(&b) if b == 0xC2 => i += 5,
-                _ => return rdb,
-            }
+/// Runs one command on `server` as a fresh client; the reply bytes.
+fn run_cmd(server: &Arc<Server>, client: &mut Client, argv: &[&[u8]]) -> Vec<u8> {
+    let mut o = OwnedArgs::default();
+    for a in argv {
+        o.push(a);
+    }
+    let mut out = Out::new();
+    let stats = server.stats.local(ferrokv::cmd::table().all.len());
+    ferrokv::cmd::execute(server, client, &mut out, &o.args(), &stats);
+    out.buf
+}
+
+/// The bulk strings of a RESP2 array of bulk strings (KEYS reply).
+fn bulks(reply: &[u8]) -> Vec<Vec<u8>> {
+    let mut v = Vec::new();
+    let mut p = match reply.windows(2).position(|w| w == b"\r\n") {
+        Some(i) => i + 2,
+        None => return v,
+    };
+    while p < reply.len() && reply[p] == b'$' {
+        let Some(nl) = reply[p..].windows(2).position(|w| w == b"\r\n") else {
+            break;
+        };
+        let n: usize = std::str::from_utf8(&reply[p + 1..p + nl])
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let start = p + nl + 2;
+        v.push(reply[start..start + n].to_vec());
+        p = start + n + 2;
+    }
+    v
+}
+
+/// Every key of every database with its DUMP payload and whether it has a
+/// TTL, sorted (order in the keyspace is not part of the dataset).
+fn dataset(server: &Arc<Server>) -> Vec<(usize, Vec<u8>, Vec<u8>, bool)> {
+    let mut c = new_client(server);
+    let mut all = Vec::new();
+    for db in 0..server.keyspace.db_count() {
+        run_cmd(server, &mut c, &[b"SELECT", db.to_string().as_bytes()]);
+        for k in bulks(&run_cmd(server, &mut c, &[b"KEYS", b"*"])) {
+            let dump = run_cmd(server, &mut c, &[b"DUMP", &k]);
+            let ttl = !run_cmd(server, &mut c, &[b"PTTL", &k]).starts_with(b":-");
+            all.push((db, k, dump, ttl));
         }
     }
-    &rdb[i.min(rdb.len())..rdb.len().saturating_sub(8)]
+    server.clients.remove(c.handle.id);
+    all.sort();
+    all
 }
 
 // ---------------------------------------------------------------------------
