@@ -303,6 +303,17 @@ pub fn evicted(db: usize, key: &[u8]) {
     }
 }
 
+/// A read lookup of `key` of database `db` missed: emits `keymiss` (class
+/// `m`, Redis 7.0 db.c `lookupKey` unless `LOOKUP_NONOTIFY`). Only the
+/// letter `m` enables it (`A` does not include it). One atomic load when
+/// the class is off.
+#[inline]
+pub fn keymiss(db: usize, key: &[u8]) {
+    if STATE.load(Ordering::Relaxed) & KEY_MISS as u64 != 0 {
+        push(db, false, KEY_MISS, "keymiss", key);
+    }
+}
+
 /// True when this thread has queued events.
 #[inline]
 pub fn pending() -> bool {

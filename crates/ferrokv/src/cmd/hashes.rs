@@ -206,7 +206,7 @@ fn lookup<'s>(ctx: &Ctx<'_>, shard: &'s mut Shard, h: u64, key: &[u8], read: boo
     let t = ctx.touch_time();
     let found = shard.get(h, key, ctx.now);
     if read {
-        ctx.hit(found.is_some());
+        ctx.hit(key, found.is_some());
     }
     match found {
         None => Look::Missing,

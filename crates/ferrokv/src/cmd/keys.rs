@@ -448,7 +448,10 @@ fn count_existing(ctx: &mut Ctx<'_>, args: &Args<'_>, do_touch: bool) {
                 }
                 hits += 1;
             }
-            None => misses += 1,
+            None => {
+                misses += 1;
+                crate::events::keymiss(db, args.get(i + 1));
+            }
         }
     }
     drop(locks);
@@ -594,7 +597,7 @@ fn ttl_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, ms: bool, abs: bool) {
     let exists = shard.get(h, key, now).is_some();
     let at = exists.then(|| shard.expire_at(h, key));
     drop(shard);
-    ctx.hit(at.is_some());
+    ctx.hit(key, at.is_some());
     let v = match at {
         None => -2,
         Some(0) => -1,
@@ -646,7 +649,7 @@ fn type_cmd(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let (h, mut shard) = ctx.lock(key);
     let t = shard.get(h, key, now).map(|e| e.value.type_name());
     drop(shard);
-    ctx.hit(t.is_some());
+    ctx.hit(key, t.is_some());
     ctx.out.simple(t.unwrap_or("none"));
 }
 
@@ -747,7 +750,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let mut copy = match src_shard.get(hs, src, now) {
         None => {
             drop(locks);
-            ctx.hit(false);
+            ctx.hit(src, false);
             return ctx.out.int(0);
         }
         Some(e) => {
@@ -758,7 +761,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         }
     };
     let copy_at = src_shard.expire_at(hs, src);
-    ctx.hit(true);
+    ctx.hit(src, true);
     copy.lru = now_secs(ctx);
     let shard = locks.shard(dst_db, hd);
     if shard.get(hd, dst, now).is_some() && !replace {
@@ -1166,7 +1169,7 @@ fn object_lookup<T>(ctx: &mut Ctx<'_>, args: &Args<'_>, f: impl FnOnce(&Entry) -
     let (h, mut shard) = ctx.lock(key);
     let r = shard.get(h, key, now).map(|e| f(e));
     drop(shard);
-    ctx.hit(r.is_some());
+    ctx.count_lookup(r.is_some()); // LOOKUP_NONOTIFY: no keymiss
     if r.is_none() {
         ctx.out.null();
     }

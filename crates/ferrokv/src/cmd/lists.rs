@@ -486,19 +486,19 @@ fn read_list(
     match shard.get(h, key, ctx.now) {
         None => {
             drop(shard);
-            ctx.hit(false);
+            ctx.hit(key, false);
             missing(ctx.out);
         }
         Some(e) => {
             touch(e, t);
             match &e.value {
                 Value::List(l) => {
-                    ctx.hit(true);
+                    ctx.hit(key, true);
                     f(ctx, l);
                 }
                 _ => {
                     drop(shard);
-                    ctx.hit(true);
+                    ctx.hit(key, true);
                     ctx.wrongtype();
                 }
             }

@@ -555,14 +555,34 @@ impl<'a> Ctx<'a> {
         crate::events::touch(self.client.db, key);
     }
 
-    /// Counts a keyspace hit or miss (INFO keyspace_hits / keyspace_misses).
+    /// A read lookup of `key` (Redis's `lookupKeyRead*`): counts a keyspace
+    /// hit or miss (INFO keyspace_hits / keyspace_misses) and, on a miss,
+    /// emits the `keymiss` event (class `m`, db.c `lookupKey`). One atomic
+    /// load when notifications are off; no allocation.
     #[inline]
-    pub fn hit(&self, found: bool) {
+    pub fn hit(&self, key: &[u8], found: bool) {
+        self.count_lookup(found);
+        if !found {
+            crate::events::keymiss(self.client.db, key);
+        }
+    }
+
+    /// Counts a keyspace hit or miss without a `keymiss` event (Redis's
+    /// `LOOKUP_NONOTIFY` lookups, e.g. OBJECT).
+    #[inline]
+    pub fn count_lookup(&self, found: bool) {
         if found {
             bump(&self.stats.hits, 1);
         } else {
             bump(&self.stats.misses, 1);
         }
+    }
+
+    /// Emits the `keymiss` event for `key` of the selected database (a read
+    /// lookup missed; the caller counts the miss itself).
+    #[inline]
+    pub fn keymiss(&self, key: &[u8]) {
+        crate::events::keymiss(self.client.db, key);
     }
 
     /// The access time to store in an entry's LRU field, or None when the

@@ -121,7 +121,7 @@ fn dump(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         .get(h, key, ctx.now)
         .map(|e| rdb::dump_payload(&e.value, &opts));
     drop(g);
-    ctx.hit(payload.is_some());
+    ctx.hit(key, payload.is_some());
     match payload {
         Some(p) => ctx.out.bulk(&p),
         None => ctx.out.null(),

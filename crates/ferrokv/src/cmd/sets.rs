@@ -364,18 +364,18 @@ fn read_set(
     match get_set(&mut shard, h, key, now, touch) {
         Err(WrongType) => {
             drop(shard);
-            ctx.hit(true);
+            ctx.hit(key, true);
             ctx.wrongtype();
         }
         Ok(None) => {
             drop(shard);
-            ctx.hit(false);
+            ctx.hit(key, false);
             missing(ctx.out);
         }
         Ok(Some(s)) => {
             f(ctx.out, s);
             drop(shard);
-            ctx.hit(true);
+            ctx.hit(key, true);
         }
     }
 }
@@ -513,7 +513,7 @@ fn spop_count(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         drop(shard);
         drop(old);
         ctx.notify(key, GENERIC, "del");
-        ctx.hit(true);
+        ctx.hit(key, true);
         return;
     }
     ctx.out.set(count as usize);
@@ -754,6 +754,7 @@ fn lookup_sources(
                     hits += 1;
                 } else {
                     misses += 1;
+                    crate::events::keymiss(db, k);
                 }
                 found.push(s.is_some());
             }
@@ -1083,12 +1084,12 @@ fn sscan(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let s = match get_set(&mut shard, h, key, now, touch) {
         Err(WrongType) => {
             drop(shard);
-            ctx.hit(true);
+            ctx.hit(key, true);
             return ctx.wrongtype();
         }
         Ok(None) => {
             drop(shard);
-            ctx.hit(false);
+            ctx.hit(key, false);
             ctx.out.array(2);
             ctx.out.bulk(b"0");
             return ctx.out.array(0);
@@ -1105,12 +1106,12 @@ fn sscan(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             match parse_i64(args.get(i + 1)) {
                 None => {
                     drop(shard);
-                    ctx.hit(true);
+                    ctx.hit(key, true);
                     return ctx.not_int();
                 }
                 Some(c) if c < 1 => {
                     drop(shard);
-                    ctx.hit(true);
+                    ctx.hit(key, true);
                     return ctx.syntax();
                 }
                 Some(c) => count = c,
@@ -1120,7 +1121,7 @@ fn sscan(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             pat = if p == b"*" { None } else { Some(p) };
         } else {
             drop(shard);
-            ctx.hit(true);
+            ctx.hit(key, true);
             return ctx.syntax();
         }
         i += 2;
@@ -1159,7 +1160,7 @@ fn sscan(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         }
     };
     drop(shard);
-    ctx.hit(true);
+    ctx.hit(key, true);
     ctx.out.array(2);
     ctx.out.bulk(itoa::Buffer::new().format(next).as_bytes());
     ctx.out.bulk_array(batch.iter().map(Vec::as_slice));

@@ -663,7 +663,7 @@ fn lookup(
     let db = ctx.client.db;
     let h = hash_key(&key);
     let e = locks.shard(db, h).get(h, &key, ctx.now);
-    ctx.hit(e.is_some());
+    ctx.hit(&key, e.is_some());
     let e = e?;
     if let Some(t) = touch {
         e.lru = t;
@@ -862,7 +862,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, readonly: bool) {
         let mut locks = server.keyspace.lock_keys(&keys);
         let Ok(l) = load(&mut locks, db, src, hs, &o, now, touch) else {
             drop(locks);
-            ctx.hit(true);
+            ctx.hit(src, true);
             return ctx.wrongtype();
         };
         let mut need = [false; SHARDS];
@@ -884,7 +884,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, readonly: bool) {
             extra[i] |= need[i] || round >= MAX_ROUNDS;
         }
     };
-    ctx.hit(l.found);
+    ctx.hit(src, l.found);
 
     // Scores.
     let mut conversion_error = false;

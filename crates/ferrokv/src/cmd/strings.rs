@@ -233,7 +233,7 @@ fn get(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     match shard.get(h, key, ctx.now) {
         None => {
             drop(shard);
-            ctx.hit(false);
+            ctx.hit(key, false);
             ctx.out.null();
         }
         Some(e) => {
@@ -243,12 +243,12 @@ fn get(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 #[allow(unreachable_patterns)]
                 _ => {
                     drop(shard);
-                    ctx.hit(true);
+                    ctx.hit(key, true);
                     return ctx.wrongtype();
                 }
             }
             drop(shard);
-            ctx.hit(true);
+            ctx.hit(key, true);
         }
     }
 }
@@ -413,18 +413,18 @@ fn set_generic(ctx: &mut Ctx<'_>, key: &[u8], val: &[u8], spec: SetSpec) {
     if spec.get {
         match existing {
             None => {
-                ctx.hit(false);
+                ctx.hit(key, false);
                 ctx.out.null();
             }
             Some(ref e) => match &e.value {
                 Value::Str(s) => {
-                    ctx.hit(true);
+                    ctx.hit(key, true);
                     reply_str(ctx.out, s);
                 }
                 #[allow(unreachable_patterns)]
                 _ => {
                     drop(shard);
-                    ctx.hit(true);
+                    ctx.hit(key, true);
                     return ctx.wrongtype();
                 }
             },
@@ -558,7 +558,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     match shard.get(h, key, ctx.now) {
         None => {
             drop(shard);
-            ctx.hit(false);
+            ctx.hit(key, false);
             ctx.out.null();
         }
         Some(e) => {
@@ -567,13 +567,13 @@ fn getdel(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 #[allow(unreachable_patterns)]
                 _ => {
                     drop(shard);
-                    ctx.hit(true);
+                    ctx.hit(key, true);
                     return ctx.wrongtype();
                 }
             }
             shard.remove(h, key);
             drop(shard);
-            ctx.hit(true);
+            ctx.hit(key, true);
             ctx.modified(key, GENERIC, "del");
         }
     }
@@ -594,7 +594,7 @@ fn getex(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let now = ctx.now;
     let Some(e) = shard.get(h, key, now) else {
         drop(shard);
-        ctx.hit(false);
+        ctx.hit(key, false);
         return ctx.out.null();
     };
     touch(e, t);
@@ -602,7 +602,7 @@ fn getex(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let Value::Str(_) = &e.value
     else {
         drop(shard);
-        ctx.hit(true);
+        ctx.hit(key, true);
         return ctx.wrongtype();
     };
     let mut at = 0;
@@ -611,7 +611,7 @@ fn getex(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             Some(v) => at = v,
             None => {
                 drop(shard);
-                ctx.hit(true);
+                ctx.hit(key, true);
                 return;
             }
         }
@@ -639,7 +639,7 @@ fn getex(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         None => {}
     }
     drop(shard);
-    ctx.hit(true);
+    ctx.hit(key, true);
 }
 
 // ---------------------------------------------------------------- multi-key
@@ -667,6 +667,7 @@ fn mget(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         match locks.shard(db, h).get(h, args.get(i + 1), ctx.now) {
             None => {
                 misses += 1;
+                crate::events::keymiss(db, args.get(i + 1));
                 ctx.out.null();
             }
             Some(e) => {
@@ -805,7 +806,7 @@ fn strlen(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         }
     });
     drop(shard);
-    ctx.hit(r.is_some());
+    ctx.hit(key, r.is_some());
     match r {
         None => ctx.out.int(0),
         Some(Some(n)) => ctx.out.int(n as i64),
@@ -951,7 +952,7 @@ fn getrange(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let t = ctx.touch_time();
     let Some(e) = shard.get(h, key, ctx.now) else {
         drop(shard);
-        ctx.hit(false);
+        ctx.hit(key, false);
         return ctx.out.bulk(b"");
     };
     touch(e, t);
@@ -961,7 +962,7 @@ fn getrange(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         Value::Str(s) => s.as_bytes(&mut digits),
         _ => {
             drop(shard);
-            ctx.hit(true);
+            ctx.hit(key, true);
             return ctx.wrongtype();
         }
     };
@@ -970,7 +971,7 @@ fn getrange(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         None => ctx.out.bulk(b""),
     }
     drop(shard);
-    ctx.hit(true);
+    ctx.hit(key, true);
 }
 
 /// GETRANGE's index arithmetic: the inclusive range [a, b] of a string of
@@ -1096,8 +1097,8 @@ fn lcs(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let a = fetch(&mut locks, ka, hashes[0].1);
     let b = fetch(&mut locks, kb, hashes[1].1);
     drop(locks);
-    ctx.hit(a.is_some());
-    ctx.hit(b.is_some());
+    ctx.hit(ka, a.is_some());
+    ctx.hit(kb, b.is_some());
     let (a, b) = match (a, b) {
         (Some(None), _) | (_, Some(None)) => {
             return ctx.error("ERR The specified keys must contain string values")

@@ -590,7 +590,7 @@ fn read<R>(
     let r = match shard.get(h, key, ctx.now) {
         None => {
             drop(shard);
-            ctx.hit(false);
+            ctx.hit(key, false);
             return Ok(None);
         }
         Some(e) => {
@@ -601,7 +601,7 @@ fn read<R>(
                 Value::ZSet(z) => f(z, ctx.out),
                 _ => {
                     drop(shard);
-                    ctx.hit(true);
+                    ctx.hit(key, true);
                     ctx.wrongtype();
                     return Err(());
                 }
@@ -609,7 +609,7 @@ fn read<R>(
         }
     };
     drop(shard);
-    ctx.hit(true);
+    ctx.hit(key, true);
     Ok(Some(r))
 }
 
@@ -1178,7 +1178,7 @@ fn range_store(
                 }
                 _ => {
                     drop(locks);
-                    ctx.hit(true);
+                    ctx.hit(src, true);
                     return ctx.wrongtype();
                 }
             }
@@ -1190,7 +1190,7 @@ fn range_store(
     store_events(ctx, dst, n, existed, "zrangestore");
     release_serving(ctx.server, locks, db, dst, n > 0, now);
     drop(old);
-    ctx.hit(found);
+    ctx.hit(src, found);
     ctx.out.int(n as i64);
 }
 
@@ -1779,7 +1779,10 @@ fn set_op(ctx: &mut Ctx<'_>, args: &Args<'_>, name: &str, op: SetOp, store: bool
     let (mut hits, mut misses) = (0u64, 0u64);
     for (i, &(_, h)) in hashes.iter().take(setnum).enumerate() {
         match locks.shard(db, h).get(h, args.get(first + i), now) {
-            None => misses += 1,
+            None => {
+                misses += 1;
+                crate::events::keymiss(db, args.get(first + i));
+            }
             Some(e) => {
                 hits += 1;
                 if let Some(t) = t {
