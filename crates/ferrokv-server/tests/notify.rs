@@ -496,6 +496,264 @@ fn restore_and_dump_notify_like_redis() {
     n.run_args(&[b"RESTORE", b"dst3", b"1", &raw, b"ABSTTL"], false);
 }
 
+/// Keys of every type for [`READS`]; `nx*` keys never exist.
+const READ_SETUP: &[&str] = &[
+    "SET s hello",
+    "SET num 10",
+    "RPUSH l c a b",
+    "HSET h f v g w",
+    "SADD st a b c",
+    "SADD st2 b c d",
+    "ZADD z 1 a 2 b 3 c",
+    "ZADD z2 2 b 5 d",
+    "SET w_a 3",
+    "SET o_b x",
+    "SET gone v PX 1",
+];
+
+/// Every read command (Redis's `lookupKeyRead*`, which emits `keymiss` on
+/// a miss) on missing keys, existing keys and keys of another type, plus
+/// writes whose lookups are `lookupKeyWrite` (no `keymiss`), OBJECT
+/// (`LOOKUP_NONOTIFY`) and the key-iterating commands (no lookups).
+const READS: &[&str] = &[
+    // strings
+    "GET s",
+    "GET nx1",
+    "GET l",
+    "GET gone",
+    "MGET s nx1 l nx2 nx1",
+    "STRLEN nx1",
+    "STRLEN s",
+    "STRLEN l",
+    "GETRANGE nx1 0 -1",
+    "GETRANGE s 0 1",
+    "GETRANGE l 0 1",
+    "SUBSTR nx1 0 -1",
+    "LCS s nx1",
+    "LCS nx1 nx2",
+    "LCS s l",
+    "LCS nx1 l",
+    "GETDEL nx1",
+    "GETDEL l",
+    "GETEX nx1 EX 10",
+    "GETEX l",
+    "GETSET nx3 v",
+    "SET nx4 v GET",
+    "SET s v GET",
+    "SET l v GET",
+    "APPEND nx5 x",
+    "INCR nx6",
+    "SETRANGE nx7 0 x",
+    "SETNX nx8 v",
+    "MSETNX nx9 a nx10 b",
+    "DEL nx3 nx4 nx5 nx6 nx7 nx8 nx9 nx10",
+    // generic
+    "EXISTS nx1 s nx2 nx1",
+    "TOUCH nx1 s nx2",
+    "TYPE nx1",
+    "TYPE s",
+    "TTL nx1",
+    "PTTL nx1",
+    "TTL s",
+    "EXPIRETIME nx1",
+    "PEXPIRETIME nx1",
+    "DUMP nx1",
+    "OBJECT ENCODING nx1",
+    "OBJECT ENCODING s",
+    "OBJECT REFCOUNT nx1",
+    "OBJECT IDLETIME nx1",
+    "COPY nx1 nx2",
+    "COPY s s2",
+    "COPY s s2",
+    "DEL s2",
+    "RENAME nx1 nx2",
+    "RENAMENX nx1 nx2",
+    "MOVE nx1 1",
+    "EXPIRE nx1 10",
+    "PEXPIRE nx1 10",
+    "PERSIST nx1",
+    "DEL nx1 nx2",
+    "UNLINK nx1",
+    "KEYS nx*",
+    "SCAN 0 MATCH nx*",
+    "DBSIZE",
+    // lists
+    "LLEN nx1",
+    "LLEN l",
+    "LLEN s",
+    "LRANGE nx1 0 -1",
+    "LRANGE l 0 -1",
+    "LRANGE s 0 -1",
+    "LINDEX nx1 0",
+    "LINDEX l 0",
+    "LPOS nx1 a",
+    "LPOS l a",
+    "LPOS s a",
+    "LPOP nx1",
+    "RPOP nx1 2",
+    "LPUSHX nx1 a",
+    "RPUSHX nx1 a",
+    "LSET nx1 0 a",
+    "LINSERT nx1 BEFORE a b",
+    "LREM nx1 0 a",
+    "LTRIM nx1 0 1",
+    "RPOPLPUSH nx1 nx2",
+    "LMOVE nx1 nx2 LEFT RIGHT",
+    "LMPOP 2 nx1 nx2 LEFT",
+    "BLPOP nx1 l 0",
+    "RPUSH l a",
+    "BLMPOP 0 2 nx1 l LEFT",
+    "RPUSH l a",
+    // hashes
+    "HGET nx1 f",
+    "HGET h f",
+    "HGET h nf",
+    "HGET s f",
+    "HMGET nx1 f g",
+    "HMGET h f nf",
+    "HGETALL nx1",
+    "HGETALL h",
+    "HKEYS nx1",
+    "HVALS nx1",
+    "HLEN nx1",
+    "HLEN h",
+    "HEXISTS nx1 f",
+    "HEXISTS s f",
+    "HSTRLEN nx1 f",
+    "HRANDFIELD nx1",
+    "HRANDFIELD nx1 2",
+    "HSCAN nx1 0",
+    "HSCAN s 0",
+    "HDEL nx1 f",
+    "HINCRBY nx1 f 1",
+    "HINCRBYFLOAT nx2 f 1",
+    "HSETNX nx3 f v",
+    "DEL nx1 nx2 nx3",
+    // sets
+    "SMEMBERS nx1",
+    "SMEMBERS st",
+    "SMEMBERS s",
+    "SISMEMBER nx1 a",
+    "SISMEMBER st a",
+    "SMISMEMBER nx1 a b",
+    "SCARD nx1",
+    "SCARD s",
+    "SRANDMEMBER nx1",
+    "SRANDMEMBER nx1 3",
+    "SSCAN nx1 0",
+    "SSCAN st 0 COUNT 0",
+    "SINTER nx1 st",
+    "SINTER st nx1 st2",
+    "SINTER st s nx1",
+    "SUNION nx1 st nx2",
+    "SDIFF nx1 st",
+    "SDIFF st nx1 nx2",
+    "SINTERCARD 2 nx1 st",
+    "SINTERCARD 3 st st2 nx1",
+    "SINTERSTORE d1 nx1 st",
+    "SUNIONSTORE d1 nx1 st",
+    "SDIFFSTORE d1 st nx1",
+    "SMOVE nx1 st a",
+    "SMOVE st nx1 zz",
+    "SREM nx1 a",
+    "SPOP nx1",
+    "DEL d1",
+    // sorted sets
+    "ZSCORE nx1 a",
+    "ZSCORE z a",
+    "ZSCORE s a",
+    "ZMSCORE nx1 a b",
+    "ZCARD nx1",
+    "ZCARD z",
+    "ZCOUNT nx1 0 10",
+    "ZLEXCOUNT nx1 - +",
+    "ZRANGE nx1 0 -1",
+    "ZRANGE z 0 -1 WITHSCORES",
+    "ZRANGE s 0 -1",
+    "ZRANGE nx1 0 10 BYSCORE",
+    "ZRANGE nx1 - + BYLEX",
+    "ZREVRANGE nx1 0 -1",
+    "ZRANGEBYSCORE nx1 0 10",
+    "ZREVRANGEBYSCORE nx1 10 0",
+    "ZRANGEBYLEX nx1 - +",
+    "ZREVRANGEBYLEX nx1 + -",
+    "ZRANK nx1 a",
+    "ZREVRANK nx1 a",
+    "ZRANK z a",
+    "ZRANDMEMBER nx1",
+    "ZRANDMEMBER nx1 2",
+    "ZSCAN nx1 0",
+    "ZUNION 2 nx1 z",
+    "ZUNION 3 nx1 z st",
+    "ZINTER 2 z nx1",
+    "ZDIFF 2 z nx1",
+    "ZINTERCARD 2 nx1 z",
+    "ZUNION 2 z s",
+    "ZUNIONSTORE d1 2 nx1 z",
+    "ZINTERSTORE d1 2 nx1 z",
+    "ZDIFFSTORE d1 2 z nx1",
+    "ZRANGESTORE d1 nx1 0 -1",
+    "ZRANGESTORE d1 z 0 -1",
+    "ZRANGESTORE d1 s 0 -1",
+    "ZREM nx1 a",
+    "ZINCRBY nx2 1 a",
+    "ZPOPMIN nx1",
+    "ZMPOP 2 nx1 nx3 MIN",
+    "ZREMRANGEBYRANK nx1 0 -1",
+    "BZPOPMIN nx1 z 0",
+    "ZADD z 1 a",
+    "DEL d1 nx2",
+    // sort
+    "SORT nx1",
+    "SORT l ALPHA",
+    "SORT s",
+    "SORT l BY w_* GET o_* GET # ALPHA",
+    "SORT l BY nosort GET o_*",
+    "SORT l BY w_* STORE d1 ALPHA",
+    "SORT nx1 STORE d1",
+    "SORT l BY h->f ALPHA",
+    "SORT_RO nx1",
+    "SORT_RO l ALPHA",
+    "DEL d1",
+    // iteration, random
+    "RANDOMKEY",
+    "FLUSHDB",
+    "RANDOMKEY",
+    "SCAN 0",
+];
+
+/// Class `m`: every read command misses (and hits) exactly as Redis
+/// 7.0 (`keymiss` per missing key, in lookup order, after a lazily expired
+/// key's `expired`); `A` does not include `m`; `m` alone emits nothing
+/// without `K`/`E`.
+#[test]
+fn keymiss_events_for_every_read_command() {
+    for flags in ["KEm", "KEAm", "Km", "Em", "KEA", "m", "Ksm"] {
+        let Some(mut n) = Notif::start(flags, false) else {
+            return;
+        };
+        n.all(READ_SETUP);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        // Cursors, random picks and set orders may differ; the events may not.
+        let random = [
+            "SCAN", "SSCAN", "RANDOMKEY", "SRANDMEMBER", "HRANDFIELD", "ZRANDMEMBER", "SMEMBERS",
+            "SINTER ", "SUNION ", "SDIFF ", "SPOP",
+        ];
+        let mut seen = 0;
+        for l in READS {
+            seen += if random.iter().any(|r| l.starts_with(r)) {
+                n.run_any(l).len()
+            } else {
+                n.run(l).len()
+            };
+        }
+        if flags.contains('m') && flags.len() > 1 && flags != "Ksm" {
+            // The comparison is not vacuous: misses were announced.
+            assert!(seen >= 60, "{flags}: only {seen} messages");
+        }
+    }
+}
+
 /// Keys expired lazily (on access) and by the active cycle: `expired`.
 #[test]
 fn expired_events_lazy_and_active() {
@@ -606,6 +864,8 @@ fn config_set_at_run_time() {
         assert!(got.is_empty());
         let r = n.a.cmd.cmds("CONFIG GET notify-keyspace-events");
         assert_eq!(bulks(&r), ["notify-keyspace-events", shown]);
+        // The previous round's `c` (PX 1) has surely expired on both sides.
+        std::thread::sleep(std::time::Duration::from_millis(5));
         n.all(&["SET b 1", "DEL b", "RPUSH l a", "DEL l", "SET c 1 PX 1"]);
     }
     let r = n.a.cmd.cmds("CONFIG SET notify-keyspace-events KEQ");

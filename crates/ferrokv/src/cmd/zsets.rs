@@ -1158,7 +1158,11 @@ fn range_store(
     let mut locks = ctx.server.keyspace.lock_keys(&[(db, hd), (db, hs)]);
     let mut items: Vec<(Vec<u8>, f64)> = Vec::new();
     let found = match locks.shard(db, hs).get(hs, src, now) {
-        None => false,
+        None => {
+            // Announced at lookup time, before the store's events.
+            crate::events::keymiss(db, src);
+            false
+        }
         Some(e) => {
             if let Some(t) = t {
                 e.lru = t;
@@ -1190,7 +1194,7 @@ fn range_store(
     store_events(ctx, dst, n, existed, "zrangestore");
     release_serving(ctx.server, locks, db, dst, n > 0, now);
     drop(old);
-    ctx.hit(src, found);
+    ctx.count_lookup(found);
     ctx.out.int(n as i64);
 }
 
