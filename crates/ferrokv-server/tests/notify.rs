@@ -736,8 +736,17 @@ fn keymiss_events_for_every_read_command() {
         std::thread::sleep(std::time::Duration::from_millis(5));
         // Cursors, random picks and set orders may differ; the events may not.
         let random = [
-            "SCAN", "SSCAN", "RANDOMKEY", "SRANDMEMBER", "HRANDFIELD", "ZRANDMEMBER", "SMEMBERS",
-            "SINTER ", "SUNION ", "SDIFF ", "SPOP",
+            "SCAN",
+            "SSCAN",
+            "RANDOMKEY",
+            "SRANDMEMBER",
+            "HRANDFIELD",
+            "ZRANDMEMBER",
+            "SMEMBERS",
+            "SINTER ",
+            "SUNION ",
+            "SDIFF ",
+            "SPOP",
         ];
         let mut seen = 0;
         for l in READS {
