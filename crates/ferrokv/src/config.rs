@@ -273,6 +273,24 @@ pub static DIRECTIVES: &[Directive] = &[
         true,
     ),
     d(
+        "lfu-decay-time",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "1",
+        true,
+    ),
+    d(
+        "lfu-log-factor",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "10",
+        true,
+    ),
+    d(
         "list-max-listpack-size",
         Kind::Int {
             min: i32::MIN as i64,
@@ -292,6 +310,28 @@ pub static DIRECTIVES: &[Directive] = &[
         "10000",
         true,
     ),
+    d(
+        "maxmemory",
+        Kind::Memory {
+            min: 0,
+            max: u64::MAX,
+        },
+        "0",
+        true,
+    ),
+    d(
+        "maxmemory-eviction-tenacity",
+        Kind::Int { min: 0, max: 100 },
+        "10",
+        true,
+    ),
+    d(
+        "maxmemory-policy",
+        Kind::Enum(crate::evict::POLICY_NAMES),
+        "noeviction",
+        true,
+    ),
+    d("maxmemory-samples", Kind::Int { min: 1, max: 64 }, "5", true),
     d("no-appendfsync-on-rewrite", Kind::Bool, "no", true),
     d("notify-keyspace-events", Kind::Str, "", true),
     d("pidfile", Kind::Str, "", false),
