@@ -331,7 +331,15 @@ pub static DIRECTIVES: &[Directive] = &[
         "noeviction",
         true,
     ),
-    d("maxmemory-samples", Kind::Int { min: 1, max: 64 }, "5", true),
+    d(
+        "maxmemory-samples",
+        Kind::Int {
+            min: 1,
+            max: i32::MAX as i64,
+        },
+        "5",
+        true,
+    ),
     d("no-appendfsync-on-rewrite", Kind::Bool, "no", true),
     d("notify-keyspace-events", Kind::Str, "", true),
     d("pidfile", Kind::Str, "", false),

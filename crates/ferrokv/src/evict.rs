@@ -40,46 +40,47 @@ pub const LFU_INIT_VAL: u32 = 5;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Policy {
-    /// Refuse denyoom commands over the limit.
-    NoEviction = 0,
-    /// LRU among all keys.
-    AllkeysLru,
     /// LRU among keys with a TTL.
-    VolatileLru,
-    /// LFU among all keys.
-    AllkeysLfu,
+    VolatileLru = 0,
     /// LFU among keys with a TTL.
     VolatileLfu,
-    /// Random among all keys.
-    AllkeysRandom,
     /// Random among keys with a TTL.
     VolatileRandom,
     /// Nearest expiry first, among keys with a TTL.
     VolatileTtl,
+    /// LRU among all keys.
+    AllkeysLru,
+    /// LFU among all keys.
+    AllkeysLfu,
+    /// Random among all keys.
+    AllkeysRandom,
+    /// Refuse denyoom commands over the limit.
+    NoEviction,
 }
 
-/// The policy names, in [`Policy`] order (CONFIG spelling).
+/// The policy names, in [`Policy`] order (CONFIG spelling; the order of
+/// Redis's config.c enum, which its CONFIG SET error lists).
 pub const POLICY_NAMES: &[&str] = &[
-    "noeviction",
-    "allkeys-lru",
     "volatile-lru",
-    "allkeys-lfu",
     "volatile-lfu",
-    "allkeys-random",
     "volatile-random",
     "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
 ];
 
 impl Policy {
     fn from_u8(v: u8) -> Policy {
         match v {
-            1 => Policy::AllkeysLru,
-            2 => Policy::VolatileLru,
-            3 => Policy::AllkeysLfu,
-            4 => Policy::VolatileLfu,
-            5 => Policy::AllkeysRandom,
-            6 => Policy::VolatileRandom,
-            7 => Policy::VolatileTtl,
+            0 => Policy::VolatileLru,
+            1 => Policy::VolatileLfu,
+            2 => Policy::VolatileRandom,
+            3 => Policy::VolatileTtl,
+            4 => Policy::AllkeysLru,
+            5 => Policy::AllkeysLfu,
+            6 => Policy::AllkeysRandom,
             _ => Policy::NoEviction,
         }
     }
@@ -121,7 +122,7 @@ impl Policy {
 }
 
 static MAXMEMORY: AtomicU64 = AtomicU64::new(0);
-static POLICY: AtomicU8 = AtomicU8::new(0);
+static POLICY: AtomicU8 = AtomicU8::new(Policy::NoEviction as u8);
 static LFU: AtomicBool = AtomicBool::new(false);
 static SAMPLES: AtomicU32 = AtomicU32::new(5);
 static TENACITY: AtomicU32 = AtomicU32::new(10);
@@ -145,7 +146,7 @@ pub fn configure(
     MAXMEMORY.store(maxmemory, Ordering::Relaxed);
     POLICY.store(p as u8, Ordering::Relaxed);
     LFU.store(p.lfu(), Ordering::Relaxed);
-    SAMPLES.store(samples.max(1), Ordering::Relaxed);
+    SAMPLES.store(samples.clamp(1, 1024), Ordering::Relaxed);
     TENACITY.store(tenacity, Ordering::Relaxed);
     LOG_FACTOR.store(log_factor, Ordering::Relaxed);
     DECAY_TIME.store(decay_time, Ordering::Relaxed);
