@@ -12,7 +12,9 @@
 //!   (LRU), the least frequently used (LFU), the nearest expiry
 //!   (volatile-ttl); the random policies take a random sampled key.
 //! - Each [`Entry`](crate::db::Entry)'s 32-bit `lru` field holds the last
-//!   access time in seconds under the other policies, and under an LFU policy
+//!   access time on the [`clock`] (10 ms units, wrapping every 497 days;
+//!   finer than Redis's 1 s LRU clock, so that a fast write flood still
+//!   orders keys) under the other policies, and under an LFU policy
 //!   Redis's 24-bit layout: 16 bits of access time in minutes, then an 8-bit
 //!   logarithmic counter ([`lfu_incr`], [`lfu_decay`]).
 //!
@@ -192,42 +194,63 @@ pub fn used_memory() -> u64 {
 
 // ------------------------------------------------------------ LRU / LFU
 
+/// Units of the LRU clock per second.
+pub const CLOCK_HZ: u64 = 100;
+
+/// The LRU clock at `now_ms`: 10 ms units, wrapping.
 #[inline]
-fn minutes(now_s: u32) -> u32 {
-    (now_s / 60) & 0xFFFF
+pub fn clock(now_ms: u64) -> u32 {
+    (now_ms / (1000 / CLOCK_HZ)) as u32
 }
 
-/// The `lru` field of a new key created at `now_ms`: seconds, or under LFU
-/// (now in minutes, [`LFU_INIT_VAL`]) (Redis's `createObject`).
+/// Seconds since the access recorded as `lru` (LRU policies), at `now_ms`.
+pub fn idle_secs(lru: u32, now_ms: u64) -> u64 {
+    u64::from(clock(now_ms).wrapping_sub(lru)) / CLOCK_HZ
+}
+
+/// The `lru` value of an access `idle_s` seconds before `now_ms`
+/// (RESTORE IDLETIME, RDB IDLE).
+pub fn clock_idle(now_ms: u64, idle_s: u64) -> u32 {
+    clock(now_ms).wrapping_sub((idle_s.min(u32::MAX as u64 / CLOCK_HZ) * CLOCK_HZ) as u32)
+}
+
+#[inline]
+fn minutes(t: u32) -> u32 {
+    (t / (60 * CLOCK_HZ as u32)) & 0xFFFF
+}
+
+/// The `lru` field of a new key created at `now_ms`: the [`clock`], or
+/// under LFU (now in minutes, [`LFU_INIT_VAL`]) (Redis's `createObject`).
 #[inline]
 pub fn initial(now_ms: u64) -> u32 {
-    let s = (now_ms / 1000) as u32;
+    let t = clock(now_ms);
     if lfu() {
-        (minutes(s) << 8) | LFU_INIT_VAL
+        (minutes(t) << 8) | LFU_INIT_VAL
     } else {
-        s
+        t
     }
 }
 
-/// Records an access at `now_s` (seconds) in an `lru` field: the time
-/// under LRU; under LFU the decayed, then probabilistically incremented
-/// counter (Redis's `updateLFU`). One branch on a cached flag.
+/// Records an access at clock time `t` ([`clock`]) in an `lru` field: the
+/// time under LRU; under LFU the decayed, then probabilistically
+/// incremented counter (Redis's `updateLFU`). One branch on a cached flag.
 #[inline]
-pub fn access(lru: &mut u32, now_s: u32) {
+pub fn access(lru: &mut u32, t: u32) {
     if lfu() {
-        let c = lfu_incr(lfu_decay(*lru, now_s));
-        *lru = (minutes(now_s) << 8) | c;
+        let c = lfu_incr(lfu_decay(*lru, t));
+        *lru = (minutes(t) << 8) | c;
     } else {
-        *lru = now_s;
+        *lru = t;
     }
 }
 
 /// The LFU counter of `lru` decayed by one per `lfu-decay-time` minutes
-/// elapsed since its last decrement time (Redis's `LFUDecrAndReturn`).
-pub fn lfu_decay(lru: u32, now_s: u32) -> u32 {
+/// elapsed since its last decrement time (Redis's `LFUDecrAndReturn`); `t`
+/// is the [`clock`] now.
+pub fn lfu_decay(lru: u32, t: u32) -> u32 {
     let ldt = (lru >> 8) & 0xFFFF;
     let counter = lru & 0xFF;
-    let now = minutes(now_s);
+    let now = minutes(t);
     let elapsed = if now >= ldt { now - ldt } else { 65535 - ldt + now };
     let decay = DECAY_TIME.load(Ordering::Relaxed);
     let periods = elapsed.checked_div(decay).unwrap_or(0);
@@ -253,7 +276,7 @@ pub fn lfu_incr(counter: u32) -> u32 {
 /// The `lru` field for a key restored with `FREQ freq` (RESTORE, RDB):
 /// only meaningful under LFU.
 pub fn with_freq(now_ms: u64, freq: u8) -> u32 {
-    (minutes((now_ms / 1000) as u32) << 8) | freq as u32
+    (minutes(clock(now_ms)) << 8) | freq as u32
 }
 
 // ------------------------------------------------------------ eviction
@@ -399,11 +422,11 @@ fn sample_db(server: &Server, db: usize, volatile: bool) -> Option<(Box<[u8]>, u
     None
 }
 
-fn score(policy: Policy, lru: u32, at: u64, now_s: u32) -> u64 {
+fn score(policy: Policy, lru: u32, at: u64, t: u32) -> u64 {
     match policy {
-        Policy::AllkeysLfu | Policy::VolatileLfu => 255 - lfu_decay(lru, now_s) as u64,
+        Policy::AllkeysLfu | Policy::VolatileLfu => 255 - lfu_decay(lru, t) as u64,
         Policy::VolatileTtl => u64::MAX - at,
-        _ => now_s.saturating_sub(lru) as u64,
+        _ => t.wrapping_sub(lru) as u64,
     }
 }
 
@@ -423,7 +446,7 @@ fn next_victim(server: &Server, st: &mut State, policy: Policy) -> Option<(usize
     let dbs = st.dbs;
     let random = matches!(policy, Policy::AllkeysRandom | Policy::VolatileRandom);
     let samples = SAMPLES.load(Ordering::Relaxed) as usize;
-    let now_s = (crate::util::now_ms() / 1000) as u32;
+    let now_t = clock(crate::util::now_ms());
     let count = dbs.count_ones() as u64;
     if random {
         // Round-robin is not needed: a random non-empty database.
@@ -447,7 +470,7 @@ fn next_victim(server: &Server, st: &mut State, policy: Policy) -> Option<(usize
                 break;
             };
             sampled_any = true;
-            let sc = score(policy, lru, at, now_s);
+            let sc = score(policy, lru, at, now_t);
             pool_insert(&mut st.pool, Cand { score: sc, db, key });
         }
     }

@@ -321,12 +321,6 @@ fn srv<'a>(ctx: &Ctx<'a>) -> &'a Arc<Server> {
     ctx.server
 }
 
-/// Access time in seconds for entries created now (Redis's `LRU_CLOCK()`).
-#[inline]
-fn now_secs(ctx: &Ctx<'_>) -> u32 {
-    (ctx.now / 1000) as u32
-}
-
 /// Parses a 32-bit integer argument as Redis's `getIntFromObjectOrReply`:
 /// "not an integer" for a non-integer, the 32-bit range error (or `msg`
 /// for both when given) otherwise. Replies with the error and returns None.
@@ -437,14 +431,14 @@ fn touch(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 fn count_existing(ctx: &mut Ctx<'_>, args: &Args<'_>, do_touch: bool) {
     let db = ctx.client.db;
     let hashes = key_hashes(ctx, args, 1);
-    let now_s = now_secs(ctx);
+    let now_t = crate::evict::clock(ctx.now);
     let mut locks = srv(ctx).keyspace.lock_keys(&hashes);
     let (mut hits, mut misses) = (0i64, 0i64);
     for (i, &(_, h)) in hashes.iter().enumerate() {
         match locks.shard(db, h).get(h, args.get(i + 1), ctx.now) {
             Some(e) => {
                 if do_touch {
-                    crate::evict::access(&mut e.lru, now_s);
+                    crate::evict::access(&mut e.lru, now_t);
                 }
                 hits += 1;
             }
@@ -1203,28 +1197,28 @@ fn shared_ints() -> bool {
 /// (OBJECT itself does not count as an access); nil when missing; an error
 /// under an LFU maxmemory-policy.
 fn object_idletime(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let now_s = now_secs(ctx);
+    let now = ctx.now;
     let Some(lru) = object_lookup(ctx, args, |e| e.lru) else {
         return;
     };
     if lfu_policy(ctx) {
         return ctx.error(LFU_NO_IDLE);
     }
-    ctx.out.int(i64::from(now_s.saturating_sub(lru)));
+    ctx.out.int(crate::evict::idle_secs(lru, now) as i64);
 }
 
 /// OBJECT FREQ key: the LFU counter (0-255, logarithmic), decayed to now
 /// as object.c does (`LFUDecrAndReturn`). Access frequency is only tracked
 /// under an LFU maxmemory-policy; otherwise Redis's error. Nil when missing.
 fn object_freq(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let now_s = now_secs(ctx);
+    let t = crate::evict::clock(ctx.now);
     let Some(lru) = object_lookup(ctx, args, |e| e.lru) else {
         return;
     };
     if !lfu_policy(ctx) {
         return ctx.error(NO_LFU);
     }
-    ctx.out.int(i64::from(crate::evict::lfu_decay(lru, now_s)));
+    ctx.out.int(i64::from(crate::evict::lfu_decay(lru, t)));
 }
 
 /// OBJECT HELP: array of simple strings, Redis's help text.

@@ -565,14 +565,14 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// The access time to store in an entry's LRU field, or None when the
-    /// client asked for CLIENT NO-TOUCH.
+    /// The access time to store in an entry's LRU field (evict.rs clock,
+    /// 10 ms units), or None when the client asked for CLIENT NO-TOUCH.
     #[inline]
     pub fn touch_time(&self) -> Option<u32> {
         if self.client.no_touch {
             None
         } else {
-            Some((self.now / 1000) as u32)
+            Some(crate::evict::clock(self.now))
         }
     }
 }

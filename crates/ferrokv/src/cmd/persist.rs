@@ -212,7 +212,7 @@ fn restore(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             e.lru = crate::evict::with_freq(ctx.now, f.clamp(0, 255) as u8);
         }
     } else if let Some(s) = idle {
-        e.lru = ((ctx.now / 1000) as i64).saturating_sub(s).max(0) as u32;
+        e.lru = crate::evict::clock_idle(ctx.now, s.max(0) as u64);
     }
     g.insert_with_expire(h, key, e, ttl as u64);
     drop(g);

@@ -1492,13 +1492,9 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
         #[allow(unreachable_patterns)]
         _ => (1, e.value.mem_usage() as u64),
     };
-    let lru = (e.lru as u64) & ((1 << 24) - 1);
-    let clock = lru_clock(now);
-    let idle = if clock >= lru {
-        clock - lru
-    } else {
-        clock + (1 << 24) - lru
-    };
+    // Redis's 24-bit LRU clock (seconds) of the last access.
+    let idle = crate::evict::idle_secs(e.lru, now);
+    let lru = lru_clock(now).wrapping_sub(idle) & ((1 << 24) - 1);
     let mut line = format!(
         "Value at:{:p} refcount:{} encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
         e as *const _,

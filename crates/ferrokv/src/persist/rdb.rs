@@ -517,7 +517,7 @@ pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats,
                 e.lru = crate::evict::with_freq(now, f);
             }
         } else if let Some(s) = idl {
-            e.lru = ((now / 1000).saturating_sub(s)) as u32;
+            e.lru = crate::evict::clock_idle(now, s);
         }
         let h = hash_key(&key);
         let mut g = ks.db(db).lock(h);
