@@ -472,3 +472,60 @@ fn multi_exec_with_denyoom_when_oom() {
     r.cmds("DISCARD");
     o.cmds("CONFIG SET maxmemory 0");
 }
+
+#[test]
+fn eviction_is_logged_to_the_aof_as_del() {
+    let s = Server::start(&[
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--maxmemory-policy",
+        "allkeys-random",
+    ]);
+    let mut r = s.raw();
+    for i in 0..200 {
+        r.cmds(&format!("SET key:{i} {}", "x".repeat(1000)));
+    }
+    let used = info_u64(&mut r, "memory", "used_memory");
+    r.cmds(&format!("CONFIG SET maxmemory {}", used - 50_000));
+    assert_eq!(r.cmds("SET trigger 1"), b"+OK\r\n");
+    r.cmds("CONFIG SET maxmemory 0");
+    let evicted = info_u64(&mut r, "stats", "evicted_keys");
+    assert!(evicted >= 40, "evicted {evicted}");
+    let dir = s.dir.path().join("appendonlydir");
+    let mut log = Vec::new();
+    for f in std::fs::read_dir(&dir).unwrap() {
+        let p = f.unwrap().path();
+        if p.to_string_lossy().ends_with(".incr.aof") {
+            log.extend(std::fs::read(&p).unwrap());
+        }
+    }
+    let log = String::from_utf8_lossy(&log);
+    let dels = log.matches("*2\r\n$3\r\nDEL\r\n").count() as u64;
+    assert_eq!(dels, evicted, "DEL records vs evicted keys");
+    // The DELs come before the command that caused them.
+    let last_del = log.rfind("DEL\r\n").unwrap();
+    let trigger = log.find("trigger").unwrap();
+    assert!(last_del < trigger);
+    // Replaying the log gives the same keyspace.
+    let keys = r.cmds("DBSIZE");
+    drop(r);
+    let dir2 = s.dir.path().to_path_buf();
+    let copy = tempfile::tempdir().unwrap();
+    let cp = copy.path().join("appendonlydir");
+    std::fs::create_dir(&cp).unwrap();
+    for f in std::fs::read_dir(dir2.join("appendonlydir")).unwrap() {
+        let p = f.unwrap().path();
+        std::fs::copy(&p, cp.join(p.file_name().unwrap())).unwrap();
+    }
+    drop(s);
+    let s2 = Server::start(&[
+        "--appendonly",
+        "yes",
+        "--dir",
+        copy.path().to_str().unwrap(),
+    ]);
+    let mut r2 = s2.raw();
+    assert_eq!(r2.cmds("DBSIZE"), keys);
+}
