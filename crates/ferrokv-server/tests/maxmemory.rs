@@ -147,7 +147,10 @@ fn allkeys(policy: &str) {
     let dbsize: u64 = String::from_utf8_lossy(&dbsize[1..dbsize.len() - 2])
         .parse()
         .unwrap();
-    assert!(dbsize > 5_000 && dbsize < 30_000, "{policy}: dbsize {dbsize}");
+    assert!(
+        dbsize > 5_000 && dbsize < 30_000,
+        "{policy}: dbsize {dbsize}"
+    );
 }
 
 #[test]
@@ -209,10 +212,7 @@ fn flood_volatile_ttl_evicts_shortest_ttl_first() {
     for i in 0..2000 {
         let k = format!("long:{i}");
         let v = value();
-        assert_eq!(
-            r.cmd(&[b"SETEX", k.as_bytes(), b"1000000", &v]),
-            b"+OK\r\n"
-        );
+        assert_eq!(r.cmd(&[b"SETEX", k.as_bytes(), b"1000000", &v]), b"+OK\r\n");
     }
     let f = flood(s.port, PER_CLIENT, |c, i| {
         vec![

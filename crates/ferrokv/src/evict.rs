@@ -104,7 +104,10 @@ impl Policy {
     pub fn volatile(self) -> bool {
         matches!(
             self,
-            Policy::VolatileLru | Policy::VolatileLfu | Policy::VolatileRandom | Policy::VolatileTtl
+            Policy::VolatileLru
+                | Policy::VolatileLfu
+                | Policy::VolatileRandom
+                | Policy::VolatileTtl
         )
     }
 
@@ -251,7 +254,11 @@ pub fn lfu_decay(lru: u32, t: u32) -> u32 {
     let ldt = (lru >> 8) & 0xFFFF;
     let counter = lru & 0xFF;
     let now = minutes(t);
-    let elapsed = if now >= ldt { now - ldt } else { 65535 - ldt + now };
+    let elapsed = if now >= ldt {
+        now - ldt
+    } else {
+        65535 - ldt + now
+    };
     let decay = DECAY_TIME.load(Ordering::Relaxed);
     let periods = elapsed.checked_div(decay).unwrap_or(0);
     counter.saturating_sub(periods)
@@ -317,7 +324,9 @@ fn time_limit() -> Option<Duration> {
     if t <= 10 {
         Some(Duration::from_micros(50 * t as u64))
     } else if t < 100 {
-        Some(Duration::from_micros((500.0 * 1.15f64.powi(t as i32 - 10)) as u64))
+        Some(Duration::from_micros(
+            (500.0 * 1.15f64.powi(t as i32 - 10)) as u64,
+        ))
     } else {
         None
     }
@@ -383,7 +392,10 @@ pub fn perform(server: &Server) -> Outcome {
 
 /// Refreshes the set of non-empty databases at most every 100 ms.
 fn refresh_dbs(server: &Server, st: &mut State, volatile: bool) {
-    if st.dbs_at.is_some_and(|t| t.elapsed() < Duration::from_millis(100)) {
+    if st
+        .dbs_at
+        .is_some_and(|t| t.elapsed() < Duration::from_millis(100))
+    {
         return;
     }
     let ks = &server.keyspace;

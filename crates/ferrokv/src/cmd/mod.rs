@@ -904,11 +904,15 @@ fn oom_refused(server: &Server, client: &Client, c: &Command, is_exec: bool) -> 
     }
     let t = table();
     match client.multi.as_ref() {
-        Some(m) if is_exec => m
-            .queued
-            .iter()
-            .any(|(qid, _)| t.all.get(*qid).is_some_and(|q| q.flags & flags::DENYOOM != 0)),
-        Some(_) => !matches!(c.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset"),
+        Some(m) if is_exec => m.queued.iter().any(|(qid, _)| {
+            t.all
+                .get(*qid)
+                .is_some_and(|q| q.flags & flags::DENYOOM != 0)
+        }),
+        Some(_) => !matches!(
+            c.name,
+            "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+        ),
         None => false,
     }
 }
