@@ -99,8 +99,10 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
 /// Bytes currently allocated through [`Counting`] (0 when it is not the
 /// global allocator).
 pub fn used() -> u64 {
+    // Only the slots handed out so far can be non-zero.
+    let n = NEXT.load(Ordering::Relaxed).min(SLOTS);
     let mut sum = 0i64;
-    for s in COUNTS.iter() {
+    for s in COUNTS[..n].iter() {
         sum += s.0.load(Ordering::Relaxed);
     }
     sum.max(0) as u64
