@@ -5,7 +5,8 @@
 use ferrokv::config::Config;
 
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: ferrokv::memory::Counting<mimalloc::MiMalloc> =
+    ferrokv::memory::Counting(mimalloc::MiMalloc);
 
 fn usage() {
     eprintln!(

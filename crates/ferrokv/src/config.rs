@@ -273,6 +273,24 @@ pub static DIRECTIVES: &[Directive] = &[
         true,
     ),
     d(
+        "lfu-decay-time",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "1",
+        true,
+    ),
+    d(
+        "lfu-log-factor",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "10",
+        true,
+    ),
+    d(
         "list-max-listpack-size",
         Kind::Int {
             min: i32::MIN as i64,
@@ -290,6 +308,36 @@ pub static DIRECTIVES: &[Directive] = &[
             max: u32::MAX as i64,
         },
         "10000",
+        true,
+    ),
+    d(
+        "maxmemory",
+        Kind::Memory {
+            min: 0,
+            max: u64::MAX,
+        },
+        "0",
+        true,
+    ),
+    d(
+        "maxmemory-eviction-tenacity",
+        Kind::Int { min: 0, max: 100 },
+        "10",
+        true,
+    ),
+    d(
+        "maxmemory-policy",
+        Kind::Enum(crate::evict::POLICY_NAMES),
+        "noeviction",
+        true,
+    ),
+    d(
+        "maxmemory-samples",
+        Kind::Int {
+            min: 1,
+            max: i32::MAX as i64,
+        },
+        "5",
         true,
     ),
     d("no-appendfsync-on-rewrite", Kind::Bool, "no", true),

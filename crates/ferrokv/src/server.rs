@@ -250,6 +250,14 @@ impl Server {
             l.obl[i].store(v, Ordering::Relaxed);
         }
         self.acl.sync_config(&c);
+        crate::evict::configure(
+            u("maxmemory"),
+            c.get("maxmemory-policy"),
+            u("maxmemory-samples") as u32,
+            u("maxmemory-eviction-tenacity") as u32,
+            u("lfu-log-factor") as u32,
+            u("lfu-decay-time") as u32,
+        );
         drop(c);
         let max = l.slowlog_max_len.load(Ordering::Relaxed) as usize;
         let mut sl = self.slowlog.lock();

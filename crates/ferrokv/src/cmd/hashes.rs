@@ -212,7 +212,7 @@ fn lookup<'s>(ctx: &Ctx<'_>, shard: &'s mut Shard, h: u64, key: &[u8], read: boo
         None => Look::Missing,
         Some(e) => {
             if let Some(t) = t {
-                e.lru = t;
+                crate::evict::access(&mut e.lru, t);
             }
             match &mut e.value {
                 Value::Hash(hv) => Look::Hash(hv),

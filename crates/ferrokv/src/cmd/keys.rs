@@ -321,12 +321,6 @@ fn srv<'a>(ctx: &Ctx<'a>) -> &'a Arc<Server> {
     ctx.server
 }
 
-/// Access time in seconds for entries created now (Redis's `LRU_CLOCK()`).
-#[inline]
-fn now_secs(ctx: &Ctx<'_>) -> u32 {
-    (ctx.now / 1000) as u32
-}
-
 /// Parses a 32-bit integer argument as Redis's `getIntFromObjectOrReply`:
 /// "not an integer" for a non-integer, the 32-bit range error (or `msg`
 /// for both when given) otherwise. Replies with the error and returns None.
@@ -437,14 +431,14 @@ fn touch(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 fn count_existing(ctx: &mut Ctx<'_>, args: &Args<'_>, do_touch: bool) {
     let db = ctx.client.db;
     let hashes = key_hashes(ctx, args, 1);
-    let now_s = now_secs(ctx);
+    let now_t = crate::evict::clock(ctx.now);
     let mut locks = srv(ctx).keyspace.lock_keys(&hashes);
     let (mut hits, mut misses) = (0i64, 0i64);
     for (i, &(_, h)) in hashes.iter().enumerate() {
         match locks.shard(db, h).get(h, args.get(i + 1), ctx.now) {
             Some(e) => {
                 if do_touch {
-                    e.lru = now_s;
+                    crate::evict::access(&mut e.lru, now_t);
                 }
                 hits += 1;
             }
@@ -539,7 +533,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, relative: bool, ms: bool) 
         return ctx.out.int(0);
     };
     if let Some(t) = touch {
-        e.lru = t;
+        crate::evict::access(&mut e.lru, t);
     }
     let at = shard.expire_at(h, key);
     let current: i64 = if at == 0 { -1 } else { at as i64 };
@@ -627,7 +621,7 @@ fn persist(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let exists = match shard.get(h, key, now) {
         Some(e) => {
             if let Some(t) = touch {
-                e.lru = t;
+                crate::evict::access(&mut e.lru, t);
             }
             true
         }
@@ -681,7 +675,7 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, nx: bool) {
         }
         Some(e) => {
             if let Some(t) = touch {
-                e.lru = t;
+                crate::evict::access(&mut e.lru, t);
             }
         }
     }
@@ -755,14 +749,14 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         }
         Some(e) => {
             if let Some(t) = touch {
-                e.lru = t;
+                crate::evict::access(&mut e.lru, t);
             }
             e.clone()
         }
     };
     let copy_at = src_shard.expire_at(hs, src);
     ctx.hit(src, true);
-    copy.lru = now_secs(ctx);
+    copy.lru = crate::evict::initial(ctx.now);
     let shard = locks.shard(dst_db, hd);
     if shard.get(hd, dst, now).is_some() && !replace {
         drop(locks);
@@ -799,7 +793,7 @@ fn move_cmd(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         }
         Some(e) => {
             if let Some(t) = touch {
-                e.lru = t;
+                crate::evict::access(&mut e.lru, t);
             }
         }
     }
@@ -1153,12 +1147,8 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 
 /// True when maxmemory-policy is an LFU policy (the directive may not exist
 /// yet: then it is not).
-fn lfu_policy(ctx: &Ctx<'_>) -> bool {
-    srv(ctx)
-        .config
-        .read()
-        .get("maxmemory-policy")
-        .contains("lfu")
+fn lfu_policy(_ctx: &Ctx<'_>) -> bool {
+    crate::evict::lfu()
 }
 
 /// Looks the key of OBJECT's subcommands up without touching it; returns
@@ -1189,7 +1179,9 @@ fn object_encoding(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// missing.
 fn object_refcount(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let rc = object_lookup(ctx, args, |e| match &e.value {
-        Value::Str(StrValue::Int(n)) if (0..SHARED_INTEGERS).contains(n) => SHARED_REFCOUNT,
+        Value::Str(StrValue::Int(n)) if (0..SHARED_INTEGERS).contains(n) && shared_ints() => {
+            SHARED_REFCOUNT
+        }
         #[allow(unreachable_patterns)]
         _ => 1,
     });
@@ -1198,32 +1190,38 @@ fn object_refcount(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     }
 }
 
+/// Redis shares small integers unless maxmemory is set with an LRU or LFU
+/// policy (object.c tryObjectEncoding, MAXMEMORY_FLAG_NO_SHARED_INTEGERS).
+fn shared_ints() -> bool {
+    crate::evict::maxmemory() == 0 || !crate::evict::policy().no_shared_integers()
+}
+
 /// OBJECT IDLETIME key: integer, seconds since the key was last accessed
 /// (OBJECT itself does not count as an access); nil when missing; an error
 /// under an LFU maxmemory-policy.
 fn object_idletime(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let now_s = now_secs(ctx);
+    let now = ctx.now;
     let Some(lru) = object_lookup(ctx, args, |e| e.lru) else {
         return;
     };
     if lfu_policy(ctx) {
         return ctx.error(LFU_NO_IDLE);
     }
-    ctx.out.int(i64::from(now_s.saturating_sub(lru)));
+    ctx.out.int(crate::evict::idle_secs(lru, now) as i64);
 }
 
-/// OBJECT FREQ key: the LFU counter. Access frequency is only tracked
-/// under an LFU maxmemory-policy; otherwise (always, for now) Redis's
-/// error. Under LFU the initial counter (5, Redis's LFU_INIT_VAL) is
-/// reported, as counters are not kept yet. Nil when missing.
+/// OBJECT FREQ key: the LFU counter (0-255, logarithmic), decayed to now
+/// as object.c does (`LFUDecrAndReturn`). Access frequency is only tracked
+/// under an LFU maxmemory-policy; otherwise Redis's error. Nil when missing.
 fn object_freq(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    if object_lookup(ctx, args, |_| ()).is_none() {
+    let t = crate::evict::clock(ctx.now);
+    let Some(lru) = object_lookup(ctx, args, |e| e.lru) else {
         return;
-    }
+    };
     if !lfu_policy(ctx) {
         return ctx.error(NO_LFU);
     }
-    ctx.out.int(5);
+    ctx.out.int(i64::from(crate::evict::lfu_decay(lru, t)));
 }
 
 /// OBJECT HELP: array of simple strings, Redis's help text.

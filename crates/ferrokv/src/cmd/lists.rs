@@ -216,7 +216,7 @@ fn fill(server: &Server) -> i64 {
 #[inline]
 fn touch(e: &mut Entry, t: Option<u32>) {
     if let Some(t) = t {
-        e.lru = t;
+        crate::evict::access(&mut e.lru, t);
     }
 }
 

@@ -585,14 +585,14 @@ impl<'a> Ctx<'a> {
         crate::events::keymiss(self.client.db, key);
     }
 
-    /// The access time to store in an entry's LRU field, or None when the
-    /// client asked for CLIENT NO-TOUCH.
+    /// The access time to store in an entry's LRU field (evict.rs clock,
+    /// 10 ms units), or None when the client asked for CLIENT NO-TOUCH.
     #[inline]
     pub fn touch_time(&self) -> Option<u32> {
         if self.client.no_touch {
             None
         } else {
-            Some((self.now / 1000) as u32)
+            Some(crate::evict::clock(self.now))
         }
     }
 }
@@ -720,6 +720,11 @@ pub fn execute(
             finish_reply(client, out, reply_start);
             return;
         }
+    }
+    if crate::evict::maxmemory() != 0 && oom_refused(server, client, c, is_exec) {
+        reject_in_multi(server, client, out, stats, id, crate::evict::OOM, is_exec);
+        finish_reply(client, out, reply_start);
+        return;
     }
     if crate::persist::rdb::writes_denied(server)
         && (c.flags & flags::WRITE != 0 || c.name == "ping")
@@ -904,6 +909,34 @@ fn flag_transaction(client: &mut Client) {
 /// MULTI it flags the transaction; a refused EXEC (inside MULTI or not, as
 /// Redis) aborts with "EXECABORT Transaction discarded because of:
 /// <reason>".
+/// server.c processCommand's maxmemory step: evicts keys as needed
+/// (evict.rs) and returns true when the command must be refused with the
+/// OOM error: memory is still over the limit with nothing evictable and the
+/// command is denyoom, an EXEC whose queue holds a denyoom command, or any
+/// command queued inside MULTI (except EXEC, DISCARD, MULTI, WATCH, QUIT,
+/// RESET). Called only when maxmemory is set, with no lock held.
+fn oom_refused(server: &Server, client: &Client, c: &Command, is_exec: bool) -> bool {
+    if crate::evict::perform(server) != crate::evict::Outcome::Fail {
+        return false;
+    }
+    if c.flags & flags::DENYOOM != 0 {
+        return true;
+    }
+    let t = table();
+    match client.multi.as_ref() {
+        Some(m) if is_exec => m.queued.iter().any(|(qid, _)| {
+            t.all
+                .get(*qid)
+                .is_some_and(|q| q.flags & flags::DENYOOM != 0)
+        }),
+        Some(_) => !matches!(
+            c.name,
+            "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+        ),
+        None => false,
+    }
+}
+
 fn reject_in_multi(
     server: &Server,
     client: &mut Client,

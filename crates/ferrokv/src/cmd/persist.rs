@@ -205,10 +205,15 @@ fn restore(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         return ctx.out.ok();
     }
     let mut e = Entry::new(value, ctx.now);
-    if let Some(s) = idle {
-        e.lru = ((ctx.now / 1000) as i64).saturating_sub(s).max(0) as u32;
+    // cluster.c restoreCommand -> objectSetLRUOrLFU: FREQ counts under an
+    // LFU policy, IDLETIME under the others.
+    if crate::evict::lfu() {
+        if let Some(f) = freq {
+            e.lru = crate::evict::with_freq(ctx.now, f.clamp(0, 255) as u8);
+        }
+    } else if let Some(s) = idle {
+        e.lru = crate::evict::clock_idle(ctx.now, s.max(0) as u64);
     }
-    let _ = freq;
     g.insert_with_expire(h, key, e, ttl as u64);
     drop(g);
     // cluster.c restoreCommand: dbAdd ("new", also after REPLACE's

@@ -464,6 +464,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 fn config_resetstat(ctx: &mut Ctx<'_>, _: &Args<'_>) {
     let s = ctx.server;
     s.stats.reset();
+    crate::evict::reset_stats();
     s.stats
         .expired_base
         .store(s.keyspace.expired_keys(), Ordering::Relaxed);
@@ -1046,10 +1047,10 @@ fn peak_memory(now: u64) -> u64 {
 }
 
 fn info_memory(_ctx: &Ctx<'_>, s: &mut Section) {
-    // ferrokv has no allocator accounting of its own: used_memory is the
-    // resident set size, so the fragmentation ratio is 1.
+    // used_memory: bytes allocated through the counting allocator
+    // (memory.rs), as Redis's zmalloc_used_memory; RSS when not counted.
     let rss = rss_bytes();
-    let used = rss;
+    let used = crate::evict::used_memory();
     let peak = peak_memory(used);
     let sys = total_system_memory();
     s.header("Memory");
@@ -1065,9 +1066,10 @@ fn info_memory(_ctx: &Ctx<'_>, s: &mut Section) {
     );
     s.kv("total_system_memory", sys);
     s.kv("total_system_memory_human", bytes_to_human(sys));
-    s.kv("maxmemory", 0);
-    s.kv("maxmemory_human", "0B");
-    s.kv("maxmemory_policy", "noeviction");
+    let max = crate::evict::maxmemory();
+    s.kv("maxmemory", max);
+    s.kv("maxmemory_human", bytes_to_human(max));
+    s.kv("maxmemory_policy", crate::evict::policy().name());
     s.kv(
         "mem_fragmentation_ratio",
         format!("{:.2}", rss as f64 / used.max(1) as f64),
@@ -1174,7 +1176,7 @@ fn info_stats(ctx: &Ctx<'_>, s: &mut Section) {
         "expired_time_cap_reached_count",
         srv.keyspace.expire_time_cap_reached.load(Ordering::Relaxed),
     );
-    s.kv("evicted_keys", 0);
+    s.kv("evicted_keys", crate::evict::evicted_keys());
     s.kv("evicted_clients", 0);
     s.kv("keyspace_hits", t.hits);
     s.kv("keyspace_misses", t.misses);
@@ -1490,13 +1492,9 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
         #[allow(unreachable_patterns)]
         _ => (1, e.value.mem_usage() as u64),
     };
-    let lru = (e.lru as u64) & ((1 << 24) - 1);
-    let clock = lru_clock(now);
-    let idle = if clock >= lru {
-        clock - lru
-    } else {
-        clock + (1 << 24) - lru
-    };
+    // Redis's 24-bit LRU clock (seconds) of the last access.
+    let idle = crate::evict::idle_secs(e.lru, now);
+    let lru = lru_clock(now).wrapping_sub(idle) & ((1 << 24) - 1);
     let mut line = format!(
         "Value at:{:p} refcount:{} encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
         e as *const _,

@@ -196,7 +196,7 @@ fn get_set<'s>(
         None => Ok(None),
         Some(e) => {
             if let Some(t) = touch {
-                e.lru = t;
+                crate::evict::access(&mut e.lru, t);
             }
             match &mut e.value {
                 Value::Set(s) => Ok(Some(s)),

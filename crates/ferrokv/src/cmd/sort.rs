@@ -666,7 +666,7 @@ fn lookup(
     ctx.hit(&key, e.is_some());
     let e = e?;
     if let Some(t) = touch {
-        e.lru = t;
+        crate::evict::access(&mut e.lru, t);
     }
     match (&e.value, field) {
         (Value::Hash(hv), Some(f)) => hv.get(f).map(<[u8]>::to_vec),
@@ -724,7 +724,7 @@ fn load(
         None => Kind::List,
         Some(e) => {
             if let Some(t) = touch {
-                e.lru = t;
+                crate::evict::access(&mut e.lru, t);
             }
             match &mut e.value {
                 Value::List(_) => Kind::List,

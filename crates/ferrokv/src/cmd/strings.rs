@@ -192,7 +192,7 @@ fn reply_str(out: &mut Out, s: &StrValue) {
 #[inline]
 fn touch(e: &mut Entry, touch: Option<u32>) {
     if let Some(t) = touch {
-        e.lru = t;
+        crate::evict::access(&mut e.lru, t);
     }
 }
 

@@ -595,7 +595,7 @@ fn read<R>(
         }
         Some(e) => {
             if let Some(t) = t {
-                e.lru = t;
+                crate::evict::access(&mut e.lru, t);
             }
             match &e.value {
                 Value::ZSet(z) => f(z, ctx.out),
@@ -651,7 +651,7 @@ fn modify<R>(
         return Ok(None);
     };
     if let Some(t) = t {
-        e.lru = t;
+        crate::evict::access(&mut e.lru, t);
     }
     let Value::ZSet(z) = &mut e.value else {
         return Ok(None);
@@ -1165,7 +1165,7 @@ fn range_store(
         }
         Some(e) => {
             if let Some(t) = t {
-                e.lru = t;
+                crate::evict::access(&mut e.lru, t);
             }
             match &e.value {
                 Value::ZSet(z) => {
@@ -1356,7 +1356,7 @@ fn generic_pop(
             continue;
         };
         if let Some(t) = t {
-            e.lru = t;
+            crate::evict::access(&mut e.lru, t);
         }
         let Value::ZSet(z) = &mut e.value else {
             drop(locks);
@@ -1504,7 +1504,7 @@ fn bzpop_generic(ctx: &mut Ctx<'_>, keys: &[&[u8]], max: bool, count: Option<usi
             continue;
         };
         if let Some(t) = t {
-            e.lru = t;
+            crate::evict::access(&mut e.lru, t);
         }
         let Value::ZSet(z) = &mut e.value else {
             drop(locks);
@@ -1790,7 +1790,7 @@ fn set_op(ctx: &mut Ctx<'_>, args: &Args<'_>, name: &str, op: SetOp, store: bool
             Some(e) => {
                 hits += 1;
                 if let Some(t) = t {
-                    e.lru = t;
+                    crate::evict::access(&mut e.lru, t);
                 }
                 if !matches!(e.value, Value::ZSet(_) | Value::Set(_)) {
                     drop(locks);

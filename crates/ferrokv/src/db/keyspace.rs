@@ -522,6 +522,46 @@ impl Shard {
         found
     }
 
+    /// One eviction sample (maxmemory, evict.rs): a random key with its
+    /// LRU/LFU field and expiry time (0 = none), drawn from the whole
+    /// shard, or from its keys with a TTL when `volatile`. `r` is a random
+    /// number. None when there is nothing to draw from.
+    pub fn sample_for_eviction(&self, r: u64, volatile: bool) -> Option<(Box<[u8]>, u32, u64)> {
+        if !volatile {
+            let mut x = r;
+            let (k, e) = self.dict.random_entry(|| {
+                x = x
+                    .wrapping_mul(0x5851_F42D_4C95_7F2D)
+                    .wrapping_add(0x1405_7B7E_F767_814F);
+                x ^ (x >> 29)
+            })?;
+            let at = self.expire_at(hash_key(k), k);
+            return Some((k.into(), e.lru, at));
+        }
+        let n = self.volatile.by_hash.len;
+        let total = self.volatile.len();
+        if total == 0 {
+            return None;
+        }
+        let i = (r % total as u64) as usize;
+        let (key, at) = if i >= n {
+            let (k, &at) = self.volatile.overflow.iter().nth(i - n)?;
+            (k.clone(), at)
+        } else {
+            let (h, at) = self.volatile.by_hash.sample(r >> 16)?;
+            let ov = &self.volatile.overflow;
+            let mut found = None;
+            self.dict.scan_step_marked(h, |k, _, marked| {
+                if found.is_none() && marked && hash_key(k) == h && !ov.contains_key(k) {
+                    found = Some(Box::<[u8]>::from(k));
+                }
+            });
+            (found?, at)
+        };
+        let lru = self.dict.get(hash_key(&key), &key)?.lru;
+        Some((key, lru, at))
+    }
+
     /// Drains the lazy-expiry counter.
     pub fn take_expired(&mut self) -> u64 {
         std::mem::take(&mut self.expired)

@@ -228,7 +228,7 @@ impl Entry {
     pub fn new(value: Value, now_ms: u64) -> Self {
         Entry {
             value,
-            lru: (now_ms / 1000) as u32,
+            lru: crate::evict::initial(now_ms),
         }
     }
 }

@@ -428,6 +428,7 @@ pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats,
     let mut db = 0usize;
     let mut expire: u64 = 0;
     let mut idle: Option<u64> = None;
+    let mut freq: Option<u8> = None;
     loop {
         let op = rd.u8()?;
         match op {
@@ -444,7 +445,7 @@ pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats,
                 continue;
             }
             RDB_OPCODE_FREQ => {
-                rd.u8()?;
+                freq = Some(rd.u8()?);
                 continue;
             }
             RDB_OPCODE_EOF => break,
@@ -500,6 +501,7 @@ pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats,
         let value = rd.value(op, &key, &lim)?;
         let exp = std::mem::take(&mut expire);
         let idl = idle.take();
+        let frq = freq.take();
         let Some(value) = value else {
             tracing::warn!("RDB: empty key '{}' skipped", String::from_utf8_lossy(&key));
             continue;
@@ -509,8 +511,13 @@ pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats,
             continue;
         }
         let mut e = Entry::new(value, now);
-        if let Some(s) = idl {
-            e.lru = ((now / 1000).saturating_sub(s)) as u32;
+        // rdb.c objectSetLRUOrLFU: FREQ counts under LFU, IDLE otherwise.
+        if crate::evict::lfu() {
+            if let Some(f) = frq {
+                e.lru = crate::evict::with_freq(now, f);
+            }
+        } else if let Some(s) = idl {
+            e.lru = crate::evict::clock_idle(now, s);
         }
         let h = hash_key(&key);
         let mut g = ks.db(db).lock(h);

@@ -1,0 +1,540 @@
+//! maxmemory and key eviction, after Redis 7.0's evict.c.
+//!
+//! - Before a command runs (server.c `processCommand`), when `maxmemory` is
+//!   set and [`crate::memory::used`] exceeds it, [`perform`] evicts keys
+//!   chosen by `maxmemory-policy` until memory is back under the limit, the
+//!   time budget (`maxmemory-eviction-tenacity`) runs out, or nothing can
+//!   be evicted. In the last case a `denyoom` command is refused with
+//!   [`OOM`].
+//! - Candidates come from `maxmemory-samples` random keys per database (from
+//!   the TTL index for `volatile-*`), merged into a pool of the
+//!   [`POOL_SIZE`] best (Redis's `evictionPoolPopulate`): the longest idle
+//!   (LRU), the least frequently used (LFU), the nearest expiry
+//!   (volatile-ttl); the random policies take a random sampled key.
+//! - Each [`Entry`](crate::db::Entry)'s 32-bit `lru` field holds the last
+//!   access time on the [`clock`] (10 ms units, wrapping every 497 days;
+//!   finer than Redis's 1 s LRU clock, so that a fast write flood still
+//!   orders keys) under the other policies, and under an LFU policy
+//!   Redis's 24-bit layout: 16 bits of access time in minutes, then an 8-bit
+//!   logarithmic counter ([`lfu_incr`], [`lfu_decay`]).
+//!
+//! Only the thread that finds memory over the limit evicts; others that
+//! find it over the limit at the same time wait on the eviction lock and
+//! re-check. With `maxmemory 0` the cost per command is one atomic load.
+
+use crate::db::dict::hash_key;
+use crate::server::Server;
+use crate::util::rand_u64;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+/// The OOM error (server.c `shared.oomerr`), without the leading `-`.
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+/// Eviction pool size (Redis's EVPOOL_SIZE).
+pub const POOL_SIZE: usize = 16;
+
+/// Initial LFU counter of a new key (Redis's LFU_INIT_VAL).
+pub const LFU_INIT_VAL: u32 = 5;
+
+/// A maxmemory-policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Policy {
+    /// LRU among keys with a TTL.
+    VolatileLru = 0,
+    /// LFU among keys with a TTL.
+    VolatileLfu,
+    /// Random among keys with a TTL.
+    VolatileRandom,
+    /// Nearest expiry first, among keys with a TTL.
+    VolatileTtl,
+    /// LRU among all keys.
+    AllkeysLru,
+    /// LFU among all keys.
+    AllkeysLfu,
+    /// Random among all keys.
+    AllkeysRandom,
+    /// Refuse denyoom commands over the limit.
+    NoEviction,
+}
+
+/// The policy names, in [`Policy`] order (CONFIG spelling; the order of
+/// Redis's config.c enum, which its CONFIG SET error lists).
+pub const POLICY_NAMES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
+
+impl Policy {
+    fn from_u8(v: u8) -> Policy {
+        match v {
+            0 => Policy::VolatileLru,
+            1 => Policy::VolatileLfu,
+            2 => Policy::VolatileRandom,
+            3 => Policy::VolatileTtl,
+            4 => Policy::AllkeysLru,
+            5 => Policy::AllkeysLfu,
+            6 => Policy::AllkeysRandom,
+            _ => Policy::NoEviction,
+        }
+    }
+
+    /// Parses a CONFIG name (lower-case).
+    pub fn parse(name: &str) -> Option<Policy> {
+        POLICY_NAMES
+            .iter()
+            .position(|n| n.eq_ignore_ascii_case(name))
+            .map(|i| Policy::from_u8(i as u8))
+    }
+
+    /// The CONFIG name.
+    pub fn name(self) -> &'static str {
+        POLICY_NAMES[self as usize]
+    }
+
+    /// True for the `volatile-*` policies.
+    pub fn volatile(self) -> bool {
+        matches!(
+            self,
+            Policy::VolatileLru
+                | Policy::VolatileLfu
+                | Policy::VolatileRandom
+                | Policy::VolatileTtl
+        )
+    }
+
+    /// True for the LFU policies.
+    pub fn lfu(self) -> bool {
+        matches!(self, Policy::AllkeysLfu | Policy::VolatileLfu)
+    }
+
+    /// True for the LRU and LFU policies (Redis's
+    /// MAXMEMORY_FLAG_NO_SHARED_INTEGERS).
+    pub fn no_shared_integers(self) -> bool {
+        matches!(
+            self,
+            Policy::AllkeysLru | Policy::VolatileLru | Policy::AllkeysLfu | Policy::VolatileLfu
+        )
+    }
+}
+
+static MAXMEMORY: AtomicU64 = AtomicU64::new(0);
+static POLICY: AtomicU8 = AtomicU8::new(Policy::NoEviction as u8);
+static LFU: AtomicBool = AtomicBool::new(false);
+static SAMPLES: AtomicU32 = AtomicU32::new(5);
+static TENACITY: AtomicU32 = AtomicU32::new(10);
+static LOG_FACTOR: AtomicU32 = AtomicU32::new(10);
+static DECAY_TIME: AtomicU32 = AtomicU32::new(1);
+static EVICTED: AtomicU64 = AtomicU64::new(0);
+
+/// Applies the maxmemory directives (called by `Server::apply_config`):
+/// `maxmemory` bytes (0 = no limit), the policy name, `maxmemory-samples`,
+/// `maxmemory-eviction-tenacity`, `lfu-log-factor`, `lfu-decay-time`
+/// (minutes).
+pub fn configure(
+    maxmemory: u64,
+    policy: &str,
+    samples: u32,
+    tenacity: u32,
+    log_factor: u32,
+    decay_time: u32,
+) {
+    let p = Policy::parse(policy).unwrap_or(Policy::NoEviction);
+    MAXMEMORY.store(maxmemory, Ordering::Relaxed);
+    POLICY.store(p as u8, Ordering::Relaxed);
+    LFU.store(p.lfu(), Ordering::Relaxed);
+    SAMPLES.store(samples.clamp(1, 1024), Ordering::Relaxed);
+    TENACITY.store(tenacity, Ordering::Relaxed);
+    LOG_FACTOR.store(log_factor, Ordering::Relaxed);
+    DECAY_TIME.store(decay_time, Ordering::Relaxed);
+}
+
+/// The memory limit in bytes (0 = none).
+#[inline]
+pub fn maxmemory() -> u64 {
+    MAXMEMORY.load(Ordering::Relaxed)
+}
+
+/// The current policy.
+#[inline]
+pub fn policy() -> Policy {
+    Policy::from_u8(POLICY.load(Ordering::Relaxed))
+}
+
+/// True under an LFU policy (the `lru` fields hold LFU data).
+#[inline]
+pub fn lfu() -> bool {
+    LFU.load(Ordering::Relaxed)
+}
+
+/// Keys evicted since start (INFO evicted_keys).
+pub fn evicted_keys() -> u64 {
+    EVICTED.load(Ordering::Relaxed)
+}
+
+/// Resets the INFO counter (CONFIG RESETSTAT).
+pub fn reset_stats() {
+    EVICTED.store(0, Ordering::Relaxed);
+}
+
+/// Used memory as INFO and eviction see it: the counted allocator's
+/// figure, or the resident set size when the allocator is not counted.
+pub fn used_memory() -> u64 {
+    if crate::memory::counted() {
+        crate::memory::used()
+    } else {
+        crate::cmd::server::rss_bytes()
+    }
+}
+
+// ------------------------------------------------------------ LRU / LFU
+
+/// Units of the LRU clock per second.
+pub const CLOCK_HZ: u64 = 100;
+
+/// The LRU clock at `now_ms`: 10 ms units, wrapping.
+#[inline]
+pub fn clock(now_ms: u64) -> u32 {
+    (now_ms / (1000 / CLOCK_HZ)) as u32
+}
+
+/// Seconds since the access recorded as `lru` (LRU policies), at `now_ms`.
+pub fn idle_secs(lru: u32, now_ms: u64) -> u64 {
+    u64::from(clock(now_ms).wrapping_sub(lru)) / CLOCK_HZ
+}
+
+/// The `lru` value of an access `idle_s` seconds before `now_ms`
+/// (RESTORE IDLETIME, RDB IDLE).
+pub fn clock_idle(now_ms: u64, idle_s: u64) -> u32 {
+    clock(now_ms).wrapping_sub((idle_s.min(u32::MAX as u64 / CLOCK_HZ) * CLOCK_HZ) as u32)
+}
+
+#[inline]
+fn minutes(t: u32) -> u32 {
+    (t / (60 * CLOCK_HZ as u32)) & 0xFFFF
+}
+
+/// The `lru` field of a new key created at `now_ms`: the [`clock`], or
+/// under LFU (now in minutes, [`LFU_INIT_VAL`]) (Redis's `createObject`).
+#[inline]
+pub fn initial(now_ms: u64) -> u32 {
+    let t = clock(now_ms);
+    if lfu() {
+        (minutes(t) << 8) | LFU_INIT_VAL
+    } else {
+        t
+    }
+}
+
+/// Records an access at clock time `t` ([`clock`]) in an `lru` field: the
+/// time under LRU; under LFU the decayed, then probabilistically
+/// incremented counter (Redis's `updateLFU`). One branch on a cached flag.
+#[inline]
+pub fn access(lru: &mut u32, t: u32) {
+    if lfu() {
+        let c = lfu_incr(lfu_decay(*lru, t));
+        *lru = (minutes(t) << 8) | c;
+    } else {
+        *lru = t;
+    }
+}
+
+/// The LFU counter of `lru` decayed by one per `lfu-decay-time` minutes
+/// elapsed since its last decrement time (Redis's `LFUDecrAndReturn`); `t`
+/// is the [`clock`] now.
+pub fn lfu_decay(lru: u32, t: u32) -> u32 {
+    let ldt = (lru >> 8) & 0xFFFF;
+    let counter = lru & 0xFF;
+    let now = minutes(t);
+    let elapsed = if now >= ldt {
+        now - ldt
+    } else {
+        65535 - ldt + now
+    };
+    let decay = DECAY_TIME.load(Ordering::Relaxed);
+    let periods = elapsed.checked_div(decay).unwrap_or(0);
+    counter.saturating_sub(periods)
+}
+
+/// Logarithmic increment of an LFU counter (Redis's `LFULogIncr`): the
+/// probability is 1 / ((counter - LFU_INIT_VAL) * lfu-log-factor + 1).
+pub fn lfu_incr(counter: u32) -> u32 {
+    if counter >= 255 {
+        return 255;
+    }
+    let r = (rand_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    let base = counter.saturating_sub(LFU_INIT_VAL) as f64;
+    let p = 1.0 / (base * LOG_FACTOR.load(Ordering::Relaxed) as f64 + 1.0);
+    if r < p {
+        counter + 1
+    } else {
+        counter
+    }
+}
+
+/// The `lru` field for a key restored with `FREQ freq` (RESTORE, RDB):
+/// only meaningful under LFU.
+pub fn with_freq(now_ms: u64, freq: u8) -> u32 {
+    (minutes(clock(now_ms)) << 8) | freq as u32
+}
+
+// ------------------------------------------------------------ eviction
+
+/// Outcome of [`perform`] (Redis's EVICT_OK / EVICT_RUNNING / EVICT_FAIL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Under the limit.
+    Ok,
+    /// Still over, but keys were freed and the time budget ran out.
+    Running,
+    /// Over the limit and nothing could be evicted.
+    Fail,
+}
+
+struct Cand {
+    score: u64,
+    db: usize,
+    key: Box<[u8]>,
+}
+
+struct State {
+    pool: Vec<Cand>,
+    /// Bit i set: database i had keys at the last refresh.
+    dbs: u64,
+    dbs_at: Option<Instant>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    pool: Vec::new(),
+    dbs: 0,
+    dbs_at: None,
+});
+
+/// Redis's `evictionTimeLimitUs`: the budget of one [`perform`] call.
+fn time_limit() -> Option<Duration> {
+    let t = TENACITY.load(Ordering::Relaxed);
+    if t <= 10 {
+        Some(Duration::from_micros(50 * t as u64))
+    } else if t < 100 {
+        Some(Duration::from_micros(
+            (500.0 * 1.15f64.powi(t as i32 - 10)) as u64,
+        ))
+    } else {
+        None
+    }
+}
+
+/// Called before every command while `maxmemory` is set: evicts as needed
+/// and returns whether memory is still over the limit with nothing left to
+/// evict (the caller then refuses denyoom commands with [`OOM`]). Must be
+/// called with no shard lock and no transaction gate held.
+pub fn perform(server: &Server) -> Outcome {
+    let max = maxmemory();
+    if max == 0 || used_memory() <= max {
+        return Outcome::Ok;
+    }
+    let policy = policy();
+    if policy == Policy::NoEviction {
+        return Outcome::Fail;
+    }
+    let mut st = match STATE.try_lock() {
+        Some(g) => g,
+        None => {
+            // Another thread is evicting: wait for it, then re-check.
+            let g = STATE.lock();
+            if used_memory() <= max {
+                return Outcome::Ok;
+            }
+            g
+        }
+    };
+    let gate = crate::tx::gate_shared();
+    let aof = crate::persist::aof::on();
+    if aof {
+        crate::persist::aof::begin_background(server);
+    }
+    let start = Instant::now();
+    let limit = time_limit();
+    let mut freed = 0u64;
+    let mut outcome = Outcome::Ok;
+    while used_memory() > max {
+        match next_victim(server, &mut st, policy) {
+            Some((db, key)) => {
+                if evict_key(server, db, &key, policy.volatile()) {
+                    freed += 1;
+                }
+            }
+            None => {
+                outcome = Outcome::Fail;
+                break;
+            }
+        }
+        if freed > 0 && freed.is_multiple_of(16) && limit.is_some_and(|l| start.elapsed() > l) {
+            outcome = Outcome::Running;
+            break;
+        }
+    }
+    if aof {
+        crate::persist::aof::end_background(server);
+    }
+    drop(gate);
+    drop(st);
+    outcome
+}
+
+/// Refreshes the set of non-empty databases at most every 100 ms.
+fn refresh_dbs(server: &Server, st: &mut State, volatile: bool) {
+    if st
+        .dbs_at
+        .is_some_and(|t| t.elapsed() < Duration::from_millis(100))
+    {
+        return;
+    }
+    let ks = &server.keyspace;
+    let mut mask = 0u64;
+    for i in 0..ks.db_count().min(64) {
+        let db = ks.db(i);
+        let any = (0..crate::db::keyspace::SHARDS).any(|s| {
+            let sh = db.shard_at(s).lock();
+            if volatile {
+                sh.volatile_len() > 0
+            } else {
+                !sh.is_empty()
+            }
+        });
+        if any {
+            mask |= 1 << i;
+        }
+    }
+    st.dbs = mask;
+    st.dbs_at = Some(Instant::now());
+}
+
+/// Draws one sample from database `db`: a random shard, probing onward
+/// past empty ones.
+fn sample_db(server: &Server, db: usize, volatile: bool) -> Option<(Box<[u8]>, u32, u64)> {
+    let d = server.keyspace.db(db);
+    let n = crate::db::keyspace::SHARDS;
+    let r = rand_u64();
+    let first = (r as usize) % n;
+    for i in 0..n {
+        let sh = d.shard_at((first + i) % n).lock();
+        if let Some(x) = sh.sample_for_eviction(rand_u64(), volatile) {
+            return Some(x);
+        }
+    }
+    None
+}
+
+fn score(policy: Policy, lru: u32, at: u64, t: u32) -> u64 {
+    match policy {
+        Policy::AllkeysLfu | Policy::VolatileLfu => 255 - lfu_decay(lru, t) as u64,
+        Policy::VolatileTtl => u64::MAX - at,
+        _ => t.wrapping_sub(lru) as u64,
+    }
+}
+
+/// Picks the next key to evict, or None when nothing is evictable.
+fn next_victim(server: &Server, st: &mut State, policy: Policy) -> Option<(usize, Box<[u8]>)> {
+    let volatile = policy.volatile();
+    refresh_dbs(server, st, volatile);
+    let dbs = st.dbs;
+    if dbs == 0 {
+        // Re-check now: keys may have been added since the last refresh.
+        st.dbs_at = None;
+        refresh_dbs(server, st, volatile);
+        if st.dbs == 0 {
+            return None;
+        }
+    }
+    let dbs = st.dbs;
+    let random = matches!(policy, Policy::AllkeysRandom | Policy::VolatileRandom);
+    let samples = SAMPLES.load(Ordering::Relaxed) as usize;
+    let now_t = clock(crate::util::now_ms());
+    let count = dbs.count_ones() as u64;
+    if random {
+        // Round-robin is not needed: a random non-empty database.
+        for _ in 0..4 {
+            let pick = (rand_u64() % count) as u32;
+            let db = nth_bit(dbs, pick);
+            if let Some((k, _, _)) = sample_db(server, db, volatile) {
+                return Some((db, k));
+            }
+        }
+        st.dbs_at = None;
+        return None;
+    }
+    let mut sampled_any = false;
+    for db in 0..64 {
+        if dbs & (1 << db) == 0 {
+            continue;
+        }
+        for _ in 0..samples {
+            let Some((key, lru, at)) = sample_db(server, db, volatile) else {
+                break;
+            };
+            sampled_any = true;
+            let sc = score(policy, lru, at, now_t);
+            pool_insert(&mut st.pool, Cand { score: sc, db, key });
+        }
+    }
+    if !sampled_any && st.pool.is_empty() {
+        st.dbs_at = None;
+        return None;
+    }
+    // Best candidate last.
+    st.pool.pop().map(|c| (c.db, c.key))
+}
+
+fn nth_bit(mask: u64, n: u32) -> usize {
+    let mut m = mask;
+    for _ in 0..n {
+        m &= m - 1;
+    }
+    m.trailing_zeros() as usize
+}
+
+/// Inserts into the pool kept sorted by ascending score, at most
+/// [`POOL_SIZE`] entries; a key already present is replaced.
+fn pool_insert(pool: &mut Vec<Cand>, c: Cand) {
+    if let Some(i) = pool.iter().position(|x| x.db == c.db && x.key == c.key) {
+        pool.remove(i);
+    }
+    if pool.len() >= POOL_SIZE && pool[0].score >= c.score {
+        return;
+    }
+    let at = pool.partition_point(|x| x.score < c.score);
+    pool.insert(at, c);
+    if pool.len() > POOL_SIZE {
+        pool.remove(0);
+    }
+}
+
+/// Deletes `key` of database `db` as an eviction: notifies `evicted`
+/// (touching watchers and tracking), logs a DEL to the AOF, counts it.
+/// False when the key is gone (or, for `volatile`, lost its TTL).
+fn evict_key(server: &Server, db: usize, key: &[u8], volatile: bool) -> bool {
+    let h = hash_key(key);
+    let d = server.keyspace.db(db);
+    let mut sh = d.lock(h);
+    if !sh.contains_raw(h, key) || (volatile && sh.expire_at(h, key) == 0) {
+        return false;
+    }
+    let old = sh.remove(h, key);
+    if crate::persist::aof::on() {
+        crate::persist::aof::expired(&*sh as *const _ as usize, key);
+    }
+    drop(sh);
+    drop(old);
+    crate::events::evicted(db, key);
+    EVICTED.fetch_add(1, Ordering::Relaxed);
+    true
+}
