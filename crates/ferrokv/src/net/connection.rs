@@ -254,7 +254,7 @@ where
         }
         if !out.buf.is_empty() {
             bump(&stats.net_out, out.buf.len() as u64);
-            if wr.write_all(&out.buf).await.is_err() {
+            if !send(&mut wr, &out.buf).await {
                 break 'conn;
             }
             if out.buf.capacity() > 1024 * 1024 {
@@ -274,7 +274,7 @@ where
                         crate::persist::aof::before_served_reply(&server);
                     }
                     bump(&server.stats.local(ncmds).net_out, out.buf.len() as u64);
-                    if wr.write_all(&out.buf).await.is_err() {
+                    if !send(&mut wr, &out.buf).await {
                         break 'conn;
                     }
                     out.buf.clear();
@@ -349,7 +349,7 @@ where
         return !handle.outbox.is_closed();
     }
     let n = spare.len();
-    let ok = wr.write_all(spare).await.is_ok();
+    let ok = send(wr, spare).await;
     handle.outbox.written(n);
     bump(
         &server.stats.local(cmd::table().all.len()).net_out,
@@ -389,6 +389,15 @@ where
         // read_buf is cancel safe: bytes are either in rbuf or still in the socket.
         r = rd.read_buf(rbuf) => MonitorEvent::Read(r),
     }
+}
+
+/// Writes `buf` and flushes: a TLS stream keeps encrypted records it could
+/// not send yet inside the TLS session until the next write or flush, so
+/// without the flush a reply could wait forever while the connection waits
+/// for the client's next request (a plain TCP flush does nothing).
+/// False when the peer is gone.
+async fn send<W: AsyncWrite + Unpin>(wr: &mut W, buf: &[u8]) -> bool {
+    wr.write_all(buf).await.is_ok() && wr.flush().await.is_ok()
 }
 
 fn update_info(client: &Client, rbuf: &BytesMut, out: &Out) {
@@ -508,7 +517,7 @@ where
     };
     tokio::select! {
         msg = rx.recv() => match msg {
-            Some(line) if wr.write_all(&line).await.is_ok() => MonitorEvent::Fed,
+            Some(line) if send(wr, &line).await => MonitorEvent::Fed,
             _ => MonitorEvent::Gone,
         },
         // read_buf is cancel safe: bytes are either in rbuf or still in the socket.
