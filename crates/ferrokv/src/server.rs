@@ -45,8 +45,6 @@ pub struct LiveConfig {
     pub slowlog_max_len: AtomicU64,
     /// latency-monitor-threshold, milliseconds (0 = off).
     pub latency_threshold: AtomicU64,
-    /// True when requirepass is set.
-    pub requirepass_set: AtomicBool,
     /// client-output-buffer-limit: (hard, soft, soft-seconds) for each
     /// [`OblClass`], in that order.
     pub obl: [AtomicU64; 9],
@@ -238,8 +236,6 @@ impl Server {
             .store(u("slowlog-max-len"), Ordering::Relaxed);
         l.latency_threshold
             .store(u("latency-monitor-threshold"), Ordering::Relaxed);
-        l.requirepass_set
-            .store(!c.get("requirepass").is_empty(), Ordering::Relaxed);
         crate::events::set_flags(
             crate::events::parse_flags(c.get("notify-keyspace-events")).unwrap_or(0),
         );
