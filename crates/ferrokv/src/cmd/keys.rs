@@ -1081,6 +1081,11 @@ fn flushall(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let Some(lazy) = flush_mode(ctx, args) else {
         return;
     };
+    // A running BGSAVE is stopped before the keyspace is emptied: it reads
+    // the live keyspace (no fork), and would otherwise finish at once over
+    // the emptied shards and write a dump (Redis kills its child, which has
+    // its own copy).
+    crate::persist::rdb::cancel_bgsave(srv(ctx));
     let ks = &srv(ctx).keyspace;
     let mut taken = Vec::new();
     {
