@@ -46,6 +46,17 @@ fn flood(
     per_client: usize,
     make: impl Fn(usize, usize) -> Vec<Vec<u8>> + Sync,
 ) -> Flood {
+    flood_paced(port, per_client, make, &|_| {})
+}
+
+/// [`flood`], calling `pace(batch)` before each client's batch of 50
+/// commands (a test can hold the writers back until its readers kept up).
+fn flood_paced(
+    port: u16,
+    per_client: usize,
+    make: impl Fn(usize, usize) -> Vec<Vec<u8>> + Sync,
+    pace: &(dyn Fn(usize) + Sync),
+) -> Flood {
     let stop = Arc::new(AtomicBool::new(false));
     let peak = Arc::new(AtomicU64::new(0));
     let sampler = {
@@ -68,6 +79,7 @@ fn flood(
                 let mut r = Raw::connect(port);
                 let mut i = 0;
                 while i < per_client {
+                    pace(i / 50);
                     let n = 50.min(per_client - i);
                     let mut buf = Vec::new();
                     for j in i..i + n {
@@ -291,8 +303,12 @@ fn hot_set_survives(policy: &str, warm_reads: usize) {
         }
     }
     let stop = Arc::new(AtomicBool::new(false));
+    // Full passes over the hot set. The writers wait for one pass every 4
+    // batches each (800 cold writes), so the hot keys stay among the most
+    // recently used however the machine schedules the threads.
+    let passes = Arc::new(AtomicU64::new(0));
     let reader = {
-        let stop = stop.clone();
+        let (stop, passes) = (stop.clone(), passes.clone());
         let port = s.port;
         std::thread::spawn(move || {
             let mut r = Raw::connect(port);
@@ -305,11 +321,17 @@ fn hot_set_survives(policy: &str, warm_reads: usize) {
                 for _ in 0..hot {
                     r.reply();
                 }
+                passes.fetch_add(1, Ordering::Relaxed);
             }
         })
     };
     // Cold keys: written once.
-    let f = flood(s.port, PER_CLIENT, set_cmd);
+    let pace = |batch: usize| {
+        while passes.load(Ordering::Relaxed) < (batch / 4) as u64 {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    };
+    let f = flood_paced(s.port, PER_CLIENT, set_cmd, &pace);
     stop.store(true, Ordering::Relaxed);
     reader.join().unwrap();
     check_ceiling(&mut r, &f, policy);

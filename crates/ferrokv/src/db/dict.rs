@@ -21,7 +21,8 @@
 
 use super::smallbytes::SmallBytes;
 use std::hash::BuildHasher;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// The process-wide seeded hasher for keys (foldhash, randomly seeded at start,
 /// so hash flooding needs the seed).
@@ -92,6 +93,52 @@ pub enum Lookup<'a, V> {
 pub struct Dict<V> {
     table: Vec<Link<V>>,
     len: usize,
+    /// Where the bucket array is published for lock-free prefetching (the
+    /// keyspace's shards; None for collection dicts).
+    hint: Option<Arc<BucketHint>>,
+}
+
+/// The address and mask of a [`Dict`]'s bucket array, published (relaxed
+/// atomics) each time the array is replaced, so a connection can prefetch
+/// the bucket of a key it is about to look up without taking the shard's
+/// lock (net/connection.rs prefetches the keys of the next requests of a
+/// pipelined batch while executing the current one). The pair may be stale
+/// or torn: a prefetch never faults and never changes program state, so a
+/// wrong address only wastes the prefetch.
+#[derive(Default)]
+pub struct BucketHint {
+    base: AtomicUsize,
+    mask: AtomicUsize,
+}
+
+impl BucketHint {
+    /// Starts loading the cache line of `hash`'s bucket (no-op before the
+    /// first insert, or on targets without a prefetch instruction).
+    #[inline]
+    pub fn prefetch(&self, hash: u64) {
+        let base = self.base.load(Ordering::Relaxed);
+        if base == 0 {
+            return;
+        }
+        let mask = self.mask.load(Ordering::Relaxed);
+        let at = base.wrapping_add((hash as usize & mask) * std::mem::size_of::<usize>());
+        prefetch_line(at);
+    }
+}
+
+/// Issues a prefetch of the cache line holding address `at`. The address is
+/// never dereferenced: x86's PREFETCHT0 has no architectural effect and
+/// does not fault on an unmapped address.
+#[inline(always)]
+pub fn prefetch_line(at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads no memory in the abstract machine and cannot
+    // fault, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
 }
 
 impl<V> Default for Dict<V> {
@@ -108,6 +155,31 @@ impl<V> Dict<V> {
         Dict {
             table: Vec::new(),
             len: 0,
+            hint: None,
+        }
+    }
+
+    /// Publishes this dict's bucket array in `hint` from now on (see
+    /// [`BucketHint`]).
+    pub fn attach_hint(&mut self, hint: Arc<BucketHint>) {
+        self.hint = Some(hint);
+        self.publish();
+    }
+
+    /// Stops publishing; returns the hint that was attached.
+    pub fn detach_hint(&mut self) -> Option<Arc<BucketHint>> {
+        self.hint.take()
+    }
+
+    fn publish(&self) {
+        if let Some(h) = &self.hint {
+            let base = if self.table.is_empty() {
+                0
+            } else {
+                self.table.as_ptr() as usize
+            };
+            h.base.store(base, Ordering::Relaxed);
+            h.mask.store(self.mask(), Ordering::Relaxed);
         }
     }
 
@@ -333,6 +405,7 @@ impl<V> Dict<V> {
             }
         }
         self.table = table;
+        self.publish();
     }
 
     /// Drops every entry and the table.
@@ -346,6 +419,7 @@ impl<V> Dict<V> {
         }
         self.table = Vec::new();
         self.len = 0;
+        self.publish();
     }
 
     /// Iterates over all entries in bucket order.

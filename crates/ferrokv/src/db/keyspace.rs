@@ -15,7 +15,8 @@
 //! modelled on Redis's `activeExpireCycle` in expire.c).
 
 use super::blocking::BlockedKeys;
-use super::dict::{hash_key, Dict, Lookup};
+use super::dict::{hash_key, BucketHint, Dict, Lookup};
+use std::sync::Arc;
 use super::value::Entry;
 use crate::util::rand_u64;
 use parking_lot::{Mutex, MutexGuard};
@@ -435,8 +436,13 @@ impl Shard {
     /// so the caller can free them after releasing the lock (FLUSHALL /
     /// FLUSHDB ASYNC). The lazy-expiry counter stays with `self`.
     pub fn take(&mut self) -> Shard {
+        let hint = self.dict.detach_hint();
+        let dict = std::mem::take(&mut self.dict);
+        if let Some(h) = hint {
+            self.dict.attach_hint(h);
+        }
         Shard {
-            dict: std::mem::take(&mut self.dict),
+            dict,
             volatile: std::mem::take(&mut self.volatile),
             expired: 0,
             blocked: BlockedKeys::default(),
@@ -608,20 +614,39 @@ impl Shard {
 /// One database: its shards.
 pub struct Db {
     shards: Box<[Mutex<Shard>]>,
+    /// Each shard's bucket array, for prefetching without the lock.
+    hints: Box<[Arc<BucketHint>]>,
 }
 
 impl Db {
     fn new(index: usize) -> Self {
+        let hints: Box<[Arc<BucketHint>]> = (0..SHARDS).map(|_| Arc::default()).collect();
         Db {
-            shards: (0..SHARDS)
-                .map(|_| {
-                    Mutex::new(Shard {
+            shards: hints
+                .iter()
+                .map(|h| {
+                    let mut s = Shard {
                         db: index as u32,
                         ..Shard::default()
-                    })
+                    };
+                    s.dict.attach_hint(h.clone());
+                    Mutex::new(s)
                 })
                 .collect(),
+            hints,
         }
+    }
+
+    /// Starts loading what a lookup of `key` will touch first: the cache
+    /// lines of its shard's lock and of its bucket. Takes no lock; a stale
+    /// bucket address (the table was resized meanwhile) only wastes the
+    /// prefetch.
+    #[inline]
+    pub fn prefetch(&self, key: &[u8]) {
+        let h = hash_key(key);
+        let i = shard_index(h);
+        super::dict::prefetch_line(&self.shards[i] as *const Mutex<Shard> as usize);
+        self.hints[i].prefetch(h);
     }
 
     /// Locks the shard of a key hash.
@@ -744,8 +769,14 @@ impl Keyspace {
         let mut gb = self.dbs[hi].lock_all();
         before(&ga, &gb);
         for (x, y) in ga.iter_mut().zip(gb.iter_mut()) {
-            // Data moves, blocked clients stay with their database.
+            // Data moves, blocked clients (and bucket hints) stay with
+            // their database.
+            let (hx, hy) = (x.dict.detach_hint(), y.dict.detach_hint());
             std::mem::swap(&mut x.dict, &mut y.dict);
+            if let (Some(hx), Some(hy)) = (hx, hy) {
+                x.dict.attach_hint(hx);
+                y.dict.attach_hint(hy);
+            }
             std::mem::swap(&mut x.volatile, &mut y.volatile);
             std::mem::swap(&mut x.expired, &mut y.expired);
         }

@@ -6,6 +6,7 @@
 
 use super::clients::{ClientHandle, ClientInfo};
 use crate::cmd;
+use crate::resp::parse::peek_key;
 use crate::resp::{Out, Parsed, RequestParser};
 use crate::server::Server;
 use crate::stats::{bump, ThreadStats};
@@ -109,6 +110,11 @@ impl Client {
 
 const READ_CHUNK: usize = 16 * 1024;
 
+/// How many requests ahead of the executing one a pipelined batch's keys
+/// are prefetched (about the number of cache misses a core keeps in
+/// flight).
+const PREFETCH_AHEAD: usize = 8;
+
 /// Serves one connection until it closes. `stream` is a TCP or unix socket.
 pub async fn serve<S>(server: Arc<Server>, stream: S, handle: Arc<ClientHandle>)
 where
@@ -169,6 +175,15 @@ where
         let mut proto_err = None;
         let requirepass = &server.acl.auth_required;
         let normal_limit = server.live.obl_limit(crate::server::OblClass::Normal);
+        // Keys of the requests after the one executing are prefetched
+        // (Db::prefetch), PREFETCH_AHEAD requests ahead: a lookup's cache
+        // misses then overlap with the work of the requests before it.
+        // `ahead` is where the next request not yet prefetched starts (set
+        // after the first request, None once the scan stopped).
+        let prefetch_db = server.keyspace.db(client.db.min(server.keyspace.db_count() - 1));
+        let mut ahead: Option<usize> = None;
+        let mut first = true;
+        let mut queued = 0usize;
         loop {
             parser.unauthenticated = !client.authenticated && requirepass.load(Ordering::Relaxed);
             match parser.parse(&rbuf[consumed..]) {
@@ -184,6 +199,20 @@ where
                         }
                     }
                     consumed += n;
+                    if std::mem::take(&mut first) {
+                        ahead = Some(consumed);
+                    }
+                    queued = queued.saturating_sub(1);
+                    while let Some(at) = ahead.filter(|_| queued < PREFETCH_AHEAD) {
+                        match peek_key(&rbuf[at.max(consumed)..]) {
+                            Some((ks, ke, len)) if at >= consumed => {
+                                prefetch_db.prefetch(&rbuf[at + ks..at + ke]);
+                                ahead = Some(at + len);
+                                queued += 1;
+                            }
+                            _ => ahead = None,
+                        }
+                    }
                     if (client.pubsub.is_some()
                         || tracked
                         || client.tracking
