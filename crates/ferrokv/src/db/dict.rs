@@ -205,6 +205,14 @@ impl<V> Dict<V> {
         self.table.len().wrapping_sub(1)
     }
 
+    /// Prefetches the first node of `hash`'s bucket (see [`BucketHint`]).
+    #[inline]
+    pub fn prefetch_head(&self, hash: u64) {
+        if let Some(Some(n)) = self.table.get(hash as usize & self.mask()) {
+            prefetch_line(&**n as *const Node<V> as usize);
+        }
+    }
+
     #[inline]
     fn node(&self, hash: u64, key: &[u8]) -> Option<&Node<V>> {
         if self.table.is_empty() {

@@ -641,12 +641,24 @@ impl Db {
     /// lines of its shard's lock and of its bucket. Takes no lock; a stale
     /// bucket address (the table was resized meanwhile) only wastes the
     /// prefetch.
+    /// Returns the key's hash for [`Db::prefetch_entry`].
     #[inline]
-    pub fn prefetch(&self, key: &[u8]) {
+    pub fn prefetch(&self, key: &[u8]) -> u64 {
         let h = hash_key(key);
         let i = shard_index(h);
         super::dict::prefetch_line(&self.shards[i] as *const Mutex<Shard> as usize);
         self.hints[i].prefetch(h);
+        h
+    }
+
+    /// Second step, once [`Db::prefetch`]'s lines had time to arrive:
+    /// prefetches the first entry of the key's bucket. Reads the bucket
+    /// under the shard's lock, taken only if it is free (never waits).
+    #[inline]
+    pub fn prefetch_entry(&self, hash: u64) {
+        if let Some(s) = self.shards[shard_index(hash)].try_lock() {
+            s.dict.prefetch_head(hash);
+        }
     }
 
     /// Locks the shard of a key hash.

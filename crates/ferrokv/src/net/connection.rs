@@ -183,6 +183,10 @@ where
         let prefetch_db = server.keyspace.db(client.db.min(server.keyspace.db_count() - 1));
         let mut ahead: Option<usize> = None;
         let mut first = true;
+        // Hashes of the prefetched requests not yet executed (a ring,
+        // oldest at `front`).
+        let mut hashes = [0u64; PREFETCH_AHEAD];
+        let mut front = 0usize;
         let mut queued = 0usize;
         loop {
             parser.unauthenticated = !client.authenticated && requirepass.load(Ordering::Relaxed);
@@ -202,16 +206,25 @@ where
                     if std::mem::take(&mut first) {
                         ahead = Some(consumed);
                     }
-                    queued = queued.saturating_sub(1);
+                    if queued > 0 {
+                        front = (front + 1) % PREFETCH_AHEAD;
+                        queued -= 1;
+                    }
                     while let Some(at) = ahead.filter(|_| queued < PREFETCH_AHEAD) {
                         match peek_key(&rbuf[at.max(consumed)..]) {
                             Some((ks, ke, len)) if at >= consumed => {
-                                prefetch_db.prefetch(&rbuf[at + ks..at + ke]);
+                                let h = prefetch_db.prefetch(&rbuf[at + ks..at + ke]);
+                                hashes[(front + queued) % PREFETCH_AHEAD] = h;
                                 ahead = Some(at + len);
                                 queued += 1;
                             }
                             _ => ahead = None,
                         }
+                    }
+                    // Halfway: the bucket has arrived, fetch its entry.
+                    if queued >= PREFETCH_AHEAD / 2 {
+                        let h = hashes[(front + PREFETCH_AHEAD / 2 - 1) % PREFETCH_AHEAD];
+                        prefetch_db.prefetch_entry(h);
                     }
                     if (client.pubsub.is_some()
                         || tracked
