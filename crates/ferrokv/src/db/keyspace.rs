@@ -16,12 +16,12 @@
 
 use super::blocking::BlockedKeys;
 use super::dict::{hash_key, BucketHint, Dict, Lookup};
-use std::sync::Arc;
 use super::value::Entry;
 use crate::util::rand_u64;
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// log2 of the number of shards per database.

@@ -180,7 +180,9 @@ where
         // misses then overlap with the work of the requests before it.
         // `ahead` is where the next request not yet prefetched starts (set
         // after the first request, None once the scan stopped).
-        let prefetch_db = server.keyspace.db(client.db.min(server.keyspace.db_count() - 1));
+        let prefetch_db = server
+            .keyspace
+            .db(client.db.min(server.keyspace.db_count() - 1));
         let mut ahead: Option<usize> = None;
         let mut first = true;
         // Hashes of the prefetched requests not yet executed (a ring,
@@ -268,8 +270,16 @@ where
             server.stats.record_error(&e.message());
             client.close_after_reply = true;
         } else if let Some(need) = parser.pending_bulk_bytes() {
-            if need > rbuf.len() {
-                rbuf.reserve(need - rbuf.len());
+            // Grow toward the declared bulk as its bytes arrive (at least
+            // doubling), rather than reserving it all at once: with
+            // transparent huge pages on, a reservation becomes resident in
+            // 2 MiB steps as soon as it is touched, so a client declaring
+            // `$536870912` and sending a trickle would pin megabytes.
+            // Redis reserves the declared length up front (its memory is
+            // not THP-backed); memory here stays within twice what the
+            // client actually sent.
+            if need > rbuf.len() && rbuf.capacity() - rbuf.len() < READ_CHUNK {
+                rbuf.reserve((need - rbuf.len()).min(rbuf.len().max(READ_CHUNK)));
             }
         }
         let limit = server
