@@ -400,11 +400,18 @@ impl<V> Dict<V> {
     }
 
     fn resize(&mut self, new_size: usize) {
-        let old = std::mem::take(&mut self.table);
+        let mut old = std::mem::take(&mut self.table);
         let mut table: Vec<Link<V>> = Vec::with_capacity(new_size);
         table.resize_with(new_size, || None);
         let mask = new_size - 1;
-        for mut bucket in old {
+        for i in 0..old.len() {
+            // Every node is a cache miss (nodes are scattered over the
+            // heap): prefetch the head of the bucket 8 ahead while
+            // relinking this one.
+            if let Some(Some(n)) = old.get(i + 8) {
+                prefetch_line(&**n as *const Node<V> as usize);
+            }
+            let mut bucket = old[i].take();
             while let Some(mut n) = bucket {
                 bucket = n.next.take();
                 let idx = hash_key(&n.key) as usize & mask;
