@@ -228,10 +228,8 @@ pub static DIRECTIVES: &[Directive] = &[
     d("daemonize", Kind::Enum(YESNO_ONLY_NO), "no", false),
     d("dbfilename", Kind::Str, "dump.rdb", true),
     d("dir", Kind::Str, ".", true),
-    // Redis's default is yes (THP makes its fork-based saves copy 2 MiB per
-    // touched page); ferrokv never forks, and THP halves the cost of the
-    // TLB misses of keyspace lookups, so it is on unless asked (lib.rs).
-    d("disable-thp", Kind::Bool, "no", false),
+    // yes, as Redis: see lib.rs for what `no` gains and costs here.
+    d("disable-thp", Kind::Bool, "yes", false),
     d(
         "enable-debug-command",
         Kind::Enum(ENABLE_PROTECTED),
