@@ -188,6 +188,12 @@ fn client_kill_forms() {
     let mut v2 = srv.raw();
     let vid = client_id(&mut victim);
     let _ = client_id(&mut v2);
+    // The harness's readiness PING connection may still be closing: wait
+    // until only these three clients are listed.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while s(&me.cmds("CLIENT LIST")).lines().count() != 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let list = s(&me.cmds("CLIENT LIST"));
     let addr = list
         .lines()
