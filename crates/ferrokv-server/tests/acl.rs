@@ -382,10 +382,7 @@ const PROBES: &[&str] = &[
 #[test]
 fn random_rule_sequences_match_redis() {
     let Some(mut p) = Pair::start() else { return };
-    let seed: u64 = std::env::var("FERROKV_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0x05ee_dac1);
+    let seed: u64 = seed_from_env(0x05ee_dac1);
     eprintln!("seed {seed}");
     let mut rng = Rng(seed);
     for round in 0..60 {

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{free_port, which, Rng};
+use common::{free_port, seed_from_env, which, Rng};
 use redis::Connection;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -746,10 +746,7 @@ impl OrZero for Option<String> {
 }
 
 fn seed() -> u64 {
-    std::env::var("FERROKV_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20261130)
+    seed_from_env(20261130)
 }
 
 /// appendfsync always: SIGKILL during a write load never loses an

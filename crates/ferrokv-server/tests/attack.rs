@@ -9,16 +9,6 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-/// Resident memory of a process, KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 /// An inline request with a NUL byte used to send `split_args` into an
 /// endless loop of empty arguments (one core at 100% and memory growing
 /// until the OOM killer: 24 GB in seconds). Redis finds the end of an

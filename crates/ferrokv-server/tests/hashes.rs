@@ -1176,10 +1176,7 @@ fn check_hrandfield(p: &mut Pair, c: &[String], ours: &[u8], theirs: &[u8], ctx:
 #[test]
 fn diff_random_commands() {
     let Some(mut p) = Pair::start() else { return };
-    let seed = std::env::var("FERROKV_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x4a5b_6c7d_1234_0001u64);
+    let seed = seed_from_env(0x4a5b_6c7d_1234_0001u64);
     let mut r = Rng(seed);
     let mut history: Vec<String> = Vec::new();
     let mut kinds = std::collections::HashMap::<u8, usize>::new();

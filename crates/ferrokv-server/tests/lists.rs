@@ -922,10 +922,7 @@ fn random_command(r: &mut Rng) -> Vec<String> {
 #[test]
 fn diff_random_commands() {
     let Some(mut p) = Pair::start() else { return };
-    let seed = std::env::var("FERROKV_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x0001_1575_0001_u64);
+    let seed = seed_from_env(0x0001_1575_0001_u64);
     for (round, fill) in ["-2", "2", "-1"].iter().enumerate() {
         let cfg: [&[u8]; 4] = [
             b"CONFIG",

@@ -474,10 +474,7 @@ fn case_018_queue_time_errors_exact() {
 #[test]
 fn random_transactions_match_redis() {
     let Some(mut d) = duo() else { return };
-    let seed = std::env::var("FERROKV_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| std::process::id() as u64 * 7919 + 17);
+    let seed = seed_from_env(std::process::id() as u64 * 7919 + 17);
     eprintln!("FERROKV_SEED={seed}");
     let mut rng = Rng(seed);
     let keys = ["k1", "k2", "k3", "l1"];

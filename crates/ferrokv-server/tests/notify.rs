@@ -930,10 +930,7 @@ fn other_databases() {
 /// replays a run.
 #[test]
 fn random_mixed_writes_match_redis() {
-    let seed = std::env::var("FERROKV_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5eed_0005_u64);
+    let seed = seed_from_env(0x5eed_0005_u64);
     eprintln!("FERROKV_SEED={seed}");
     let mut rng = Rng(seed);
     let Some(mut n) = Notif::start("KEAn", false) else {

@@ -532,15 +532,7 @@ fn sort_array(r: &[u8]) -> String {
 #[test]
 fn differential_random_sequences() {
     let Some(pair) = Pair::start() else { return };
-    let seed = std::env::var("FERROKV_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
+    let seed = seed_from_env_or_time();
     eprintln!("FERROKV_SEED={seed}");
     let mut rng = Rng(seed);
     let n = 3;

@@ -17,15 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn seed() -> u64 {
-    std::env::var("FERROKV_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        })
+    seed_from_env_or_time()
 }
 
 fn redis_or_skip() -> Option<Server> {

@@ -509,15 +509,6 @@ impl Client<'_> {
     }
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 /// Raises this process's open-file limit to its hard limit (1,000 client
 /// sockets need more than the usual soft limit of 1024).
 fn raise_nofile() {
@@ -589,15 +580,7 @@ fn soak_thousand_clients() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1000);
-    let seed: u64 = std::env::var("FERROKV_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
+    let seed: u64 = seed_from_env_or_time();
     eprintln!("soak: {nclients} clients, {secs} s, FERROKV_SEED={seed}");
 
     let dir = tempfile::tempdir().unwrap();

@@ -999,10 +999,7 @@ fn random_command(r: &mut Rng) -> (Vec<String>, Cmp, Option<String>) {
 #[test]
 fn diff_random_sorts() {
     let Some(mut p) = Pair::start() else { return };
-    let seed = std::env::var("FERROKV_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5047_0000_2024_0001u64);
+    let seed = seed_from_env(0x5047_0000_2024_0001u64);
     let mut r = Rng(seed);
     let mut history: Vec<String> = Vec::new();
     let mut kinds = std::collections::HashMap::<u8, usize>::new();

@@ -1062,10 +1062,7 @@ fn random_command(r: &mut Rng) -> Vec<String> {
 #[test]
 fn diff_random_commands() {
     let Some(mut p) = Pair::start() else { return };
-    let seed = std::env::var("FERROKV_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5eed_1234_abcd_0001u64);
+    let seed = seed_from_env(0x5eed_1234_abcd_0001u64);
     let mut r = Rng(seed);
     let mut history: Vec<String> = Vec::new();
     // Replies by first byte, to check the generator reaches every outcome.

@@ -1267,10 +1267,7 @@ fn normalise_scan(reply: &[u8]) -> V {
 #[test]
 fn diff_random_commands() {
     let Some(mut p) = Pair::start() else { return };
-    let seed = std::env::var("FERROKV_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x25e7_5eed_0000_0001u64);
+    let seed = seed_from_env(0x25e7_5eed_0000_0001u64);
     let mut r = Rng(seed);
     let mut history: Vec<String> = Vec::new();
     let mut kinds = std::collections::HashMap::<u8, usize>::new();

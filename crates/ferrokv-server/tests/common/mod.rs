@@ -9,6 +9,35 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The seed of a randomised test: `FERROKV_SEED` when set (to replay a
+/// run), else `default`.
+pub fn seed_from_env(default: u64) -> u64 {
+    std::env::var("FERROKV_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// [`seed_from_env`] defaulting to the clock (a new sequence every run).
+pub fn seed_from_env_or_time() -> u64 {
+    seed_from_env(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64,
+    )
+}
+
+/// Resident memory of a process (VmRSS), KiB; 0 when unreadable.
+pub fn rss_kib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 /// A free TCP port on 127.0.0.1 (bound then released).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
