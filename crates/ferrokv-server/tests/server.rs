@@ -787,3 +787,69 @@ fn shutdown_exits_zero() {
     let st = srv.wait_exit(10).expect("server exits");
     assert!(st.success(), "{st:?}");
 }
+
+/// `io-idle-poll-us`: an I/O worker polls for input after a batch only
+/// while work keeps arriving, and an idle server uses no CPU. With a 1 s
+/// ceiling and requests every millisecond the spin budget grows until the
+/// worker polls through the whole pause after the last request (CPU time
+/// accrues while no request arrives); with the default and with 0 a quiet
+/// server does not spin.
+#[test]
+fn idle_poll_spins_only_while_work_keeps_coming() {
+    let srv = Server::start(&["--io-threads", "1"]);
+    let mut c = srv.raw();
+    assert_eq!(
+        c.cmd(&[b"CONFIG", b"GET", b"io-idle-poll-us"]),
+        b"*2\r\n$15\r\nio-idle-poll-us\r\n$2\r\n50\r\n"
+    );
+    assert_eq!(
+        s(&c.cmd(&[b"CONFIG", b"SET", b"io-idle-poll-us", b"-1"])),
+        "-ERR CONFIG SET failed (possibly related to argument 'io-idle-poll-us') - argument must be between 0 and 1000000 inclusive\r\n"
+    );
+    let idle_cpu = |c: &mut Raw, pace: Duration, rounds: usize, window: Duration| -> u64 {
+        for _ in 0..rounds {
+            assert_eq!(c.cmd(&[b"PING"]), b"+PONG\r\n");
+            std::thread::sleep(pace);
+        }
+        let t0 = cpu_ticks(srv.pid());
+        std::thread::sleep(window);
+        cpu_ticks(srv.pid()) - t0
+    };
+    // Default ceiling (50 µs): after the load stops the worker sleeps.
+    let quiet = idle_cpu(
+        &mut c,
+        Duration::from_micros(100),
+        2000,
+        Duration::from_secs(1),
+    );
+    assert!(quiet <= 5, "idle server used {quiet} ticks in 1 s");
+    // 1 s ceiling, a request every ms: the budget doubles on every catch,
+    // so the pause after the last request is spent polling.
+    assert_eq!(
+        c.cmd(&[b"CONFIG", b"SET", b"io-idle-poll-us", b"1000000"]),
+        b"+OK\r\n"
+    );
+    let spun = idle_cpu(
+        &mut c,
+        Duration::from_millis(1),
+        300,
+        Duration::from_millis(600),
+    );
+    assert!(
+        spun >= 10,
+        "no polling after the load stopped: {spun} ticks"
+    );
+    // Off: no polling at all.
+    assert_eq!(
+        c.cmd(&[b"CONFIG", b"SET", b"io-idle-poll-us", b"0"]),
+        b"+OK\r\n"
+    );
+    std::thread::sleep(Duration::from_millis(1100));
+    let off = idle_cpu(
+        &mut c,
+        Duration::from_millis(1),
+        300,
+        Duration::from_millis(600),
+    );
+    assert!(off <= 5, "polling while off: {off} ticks");
+}

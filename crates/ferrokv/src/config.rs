@@ -265,6 +265,15 @@ pub static DIRECTIVES: &[Directive] = &[
     ),
     d("io-threads", Kind::Int { min: 1, max: 128 }, "0", false),
     d(
+        "io-idle-poll-us",
+        Kind::Int {
+            min: 0,
+            max: 1_000_000,
+        },
+        "50",
+        true,
+    ),
+    d(
         "latency-monitor-threshold",
         Kind::Int {
             min: 0,

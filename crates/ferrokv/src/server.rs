@@ -228,6 +228,7 @@ impl Server {
         l.zset_max_listpack_value
             .store(u("zset-max-listpack-value"), Ordering::Relaxed);
         l.timeout.store(u("timeout"), Ordering::Relaxed);
+        crate::net::spin::set_idle_poll_us(u("io-idle-poll-us"));
         self.tracking.set_max_keys(u("tracking-table-max-keys"));
         l.tcp_keepalive.store(u("tcp-keepalive"), Ordering::Relaxed);
         l.slowlog_slower_than

@@ -1,8 +1,9 @@
 //! `ferrokv-noop`: a bench-only RESP server that stores nothing. It answers
 //! `+OK` to SET/MSET-like requests, a null bulk string to everything else,
 //! `+PONG` to PING, and an empty map to CONFIG (so redis-benchmark starts),
-//! with ferrokv's runtime, parser and write batching (one write per batch of
-//! pipelined replies). `bench/compare` runs it as the ceiling this machine
+//! with ferrokv's runtime (its I/O worker threads, connections dealt
+//! round-robin, idle polling), parser and write batching (one write per
+//! batch of pipelined replies). `bench/compare` runs it as the ceiling this machine
 //! and client allow: the distance between it and ferrokv is the cost of
 //! ferrokv's own work.
 //!
@@ -56,6 +57,7 @@ async fn serve(mut sock: tokio::net::TcpStream) {
             }
         }
         rbuf.advance(consumed);
+        ferrokv::net::spin::batch_done();
         if !out.buf.is_empty() {
             if sock.write_all(&out.buf).await.is_err() {
                 return;
@@ -78,15 +80,23 @@ fn main() -> std::io::Result<()> {
         }
         i += 2;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
+    ferrokv::net::listener::start_workers(threads)?;
+    let workers = ferrokv::net::listener::worker_handles();
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
         let l = TcpListener::bind(("127.0.0.1", port)).await?;
+        let mut next = 0usize;
         loop {
             let (s, _) = l.accept().await?;
-            tokio::spawn(serve(s));
+            let s = s.into_std()?;
+            next = (next + 1) % workers.len();
+            workers[next].spawn(async move {
+                if let Ok(s) = tokio::net::TcpStream::from_std(s) {
+                    serve(s).await;
+                }
+            });
         }
     })
 }

@@ -256,6 +256,7 @@ where
         }
         bump(&stats.net_in, consumed as u64);
         rbuf.advance(consumed);
+        super::spin::batch_done();
         // BCAST invalidations of the keys this batch modified.
         crate::tracking::flush_bcast(&server);
         if let Some(e) = proto_err {

@@ -104,7 +104,8 @@ fn over_limit(server: &Server) -> bool {
 /// each owning the connections handed to it (thread per core, no work
 /// stealing: a connection's reads, commands and writes stay on one thread,
 /// so no request costs a cross-thread wake-up). New connections are dealt
-/// round-robin.
+/// round-robin. Each runtime's `block_on` future is the idle poller
+/// ([`super::spin::run`], `io-idle-poll-us`).
 struct Workers {
     handles: Vec<tokio::runtime::Handle>,
     next: std::sync::atomic::AtomicUsize,
@@ -136,7 +137,7 @@ pub fn start_workers(n: usize) -> std::io::Result<()> {
                     }
                 };
                 let _ = tx.send(Ok(rt.handle().clone()));
-                rt.block_on(std::future::pending::<()>());
+                rt.block_on(super::spin::run());
             })?;
         let h = rx
             .recv()

@@ -4,4 +4,5 @@
 pub mod clients;
 pub mod connection;
 pub mod listener;
+pub mod spin;
 pub mod tls;
