@@ -38,14 +38,30 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// HELLO, so clients enable the features they check for).
 pub const REDIS_VERSION: &str = "7.0.15";
 
-/// Number of worker threads for `io-threads` (0 = one per core).
+/// Number of I/O worker threads: `io-threads` when set, otherwise
+/// [`default_io_threads`].
 pub fn thread_count(config: &Config) -> usize {
     match config.get_i64("io-threads") {
         n if n > 0 => n as usize,
-        _ => std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1),
+        _ => default_io_threads(),
     }
+}
+
+/// The default number of I/O worker threads: one per core but one (at
+/// least one). The remaining core runs the main thread (accepting, the
+/// cron, persistence) and the kernel's network processing, and on the
+/// machine where redis-benchmark runs beside the server, the client: with
+/// a worker on every core of a 2-core machine, the workers, which poll for
+/// input after each batch (`io-idle-poll-us`), and the client compete for
+/// the cores, and a woken worker waits for a scheduler tick behind the
+/// client (p99 at -P 1 rose from 0.6 to 3.7 ms). README, Performance, has
+/// the measurements for both settings.
+pub fn default_io_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .saturating_sub(1)
+        .max(1)
 }
 
 /// Starts the server with `config` and blocks until SHUTDOWN, SIGTERM or

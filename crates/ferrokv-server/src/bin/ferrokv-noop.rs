@@ -70,7 +70,7 @@ async fn serve(mut sock: tokio::net::TcpStream) {
 fn main() -> std::io::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let mut port = 6399u16;
-    let mut threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut threads = ferrokv::default_io_threads();
     let mut i = 1;
     while i + 1 < args.len() {
         match args[i].as_str() {

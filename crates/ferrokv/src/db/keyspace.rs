@@ -19,6 +19,7 @@ use super::dict::{hash_key, BucketHint, Dict, Lookup};
 use super::value::Entry;
 use crate::util::rand_u64;
 use parking_lot::{Mutex, MutexGuard};
+use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -734,7 +735,8 @@ impl Keyspace {
     /// Locks the shards of the given (database, key hash) pairs in the global
     /// order, deduplicated.
     pub fn lock_keys(&self, keys: &[(usize, u64)]) -> KeyLocks<'_> {
-        let mut ids: Vec<(usize, usize)> = keys.iter().map(|&(d, h)| (d, shard_index(h))).collect();
+        let mut ids: SmallVec<[(usize, usize); 2]> =
+            keys.iter().map(|&(d, h)| (d, shard_index(h))).collect();
         ids.sort_unstable();
         ids.dedup();
         let guards = ids
@@ -754,8 +756,8 @@ impl Keyspace {
     pub fn adopt<'a>(&'a self, db: usize, h: u64, guard: MutexGuard<'a, Shard>) -> KeyLocks<'a> {
         KeyLocks {
             ks: self,
-            ids: vec![(db, shard_index(h))],
-            guards: vec![guard],
+            ids: smallvec::smallvec![(db, shard_index(h))],
+            guards: smallvec::smallvec![guard],
         }
     }
 
@@ -845,10 +847,13 @@ impl Keyspace {
 
 /// Guards over several shards, possibly of several databases, taken in
 /// global order by [`Keyspace::lock_keys`].
+///
+/// Up to two shards are held inline (no heap allocation for the common
+/// single-key and two-key commands).
 pub struct KeyLocks<'a> {
     ks: &'a Keyspace,
-    ids: Vec<(usize, usize)>,
-    guards: Vec<MutexGuard<'a, Shard>>,
+    ids: SmallVec<[(usize, usize); 2]>,
+    guards: SmallVec<[MutexGuard<'a, Shard>; 2]>,
 }
 
 impl<'a> KeyLocks<'a> {
