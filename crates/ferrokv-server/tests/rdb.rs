@@ -302,6 +302,24 @@ fn truncated_and_corrupted_files_stop_the_start() {
     huge.extend_from_slice(&[0xFE, 0, 0, 1, b'k', 0x81]);
     huge.extend_from_slice(&(1u64 << 60).to_be_bytes());
     cases.push(("huge length".into(), huge, "out of range"));
+    // The same key twice (the second 20 keys later, past the keys a load
+    // reads ahead), after a RESIZEDB hint claiming 2^60 keys (honoured
+    // only up to a bound: no huge table). EOF, then a zero checksum.
+    let mut dup = b"REDIS0010".to_vec();
+    dup.extend_from_slice(&[0xFE, 0, 0xFB, 0x81]);
+    dup.extend_from_slice(&(1u64 << 60).to_be_bytes());
+    dup.push(0);
+    for i in 0..22u8 {
+        let k = if i == 21 { b'a' } else { b'a' + i };
+        dup.extend_from_slice(&[0, 1, k, 1, b'v']);
+    }
+    dup.push(0xFF);
+    dup.extend_from_slice(&[0u8; 8]);
+    cases.push((
+        "duplicate key".into(),
+        dup,
+        "Duplicate key 'a' found in RDB file (database 0)",
+    ));
     for (what, bytes, needle) in cases {
         std::fs::write(&file, &bytes).unwrap();
         let err = start_fails(dir.path());

@@ -392,6 +392,16 @@ impl<V> Dict<V> {
         self.remove_marked(hash, key).map(|(_, v, _)| v)
     }
 
+    /// Grows the bucket array to at least `n` buckets (a power of two)
+    /// at once, so that inserting about `n` entries rehashes nothing (RDB
+    /// loading, from the file's RESIZEDB hint). Never shrinks.
+    pub fn reserve(&mut self, n: usize) {
+        let want = n.next_power_of_two().max(MIN_SIZE);
+        if want > self.table.len() {
+            self.resize(want);
+        }
+    }
+
     fn maybe_shrink(&mut self) {
         let size = self.table.len();
         if size > MIN_SIZE && self.len * 8 < size {

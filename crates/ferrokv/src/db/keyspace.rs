@@ -668,6 +668,19 @@ impl Db {
         self.shards[shard_index(h)].lock()
     }
 
+    /// Sizes every shard's table for `keys` keys spread over the shards
+    /// (RDB RESIZEDB hint; Redis's dictExpand in rdbLoad). Takes each
+    /// shard's lock in turn.
+    pub fn reserve(&self, keys: usize) {
+        // Shards receive about keys/SHARDS each, give or take a few
+        // standard deviations.
+        let per = keys / SHARDS;
+        let per = per + per / 8 + 8;
+        for s in self.shards.iter() {
+            s.lock().dict.reserve(per);
+        }
+    }
+
     /// Locks every shard in ascending order.
     pub fn lock_all(&self) -> Vec<MutexGuard<'_, Shard>> {
         self.shards.iter().map(|s| s.lock()).collect()

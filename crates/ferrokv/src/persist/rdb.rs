@@ -50,11 +50,12 @@ pub mod read;
 pub mod write;
 
 use crate::db::keyspace::SHARDS as SHARDS_PER_DB;
-use crate::db::{hash_key, Entry, Value};
+use crate::db::{Entry, Value};
 use crate::server::Server;
 use crate::util::now_ms;
 use parking_lot::Mutex;
 use read::{LoadLimits, Reader};
+use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -401,6 +402,17 @@ pub struct LoadStats {
     pub bytes: u64,
 }
 
+/// A key read from an RDB file, waiting to be inserted: (database, key
+/// hash, key, entry, expiry time in ms or 0).
+type Pending = (usize, u64, Vec<u8>, Entry, u64);
+
+/// How many keys ahead of the insertion a load reads (and prefetches).
+const LOAD_PREFETCH: usize = 16;
+
+/// Most keys one load reserves table space for from RESIZEDB hints (2^20:
+/// about 8 MiB of buckets at most, whatever a corrupt file claims).
+const RESIZE_HINT_MAX: u64 = 1 << 20;
+
 /// Reads a complete RDB from `r` into `server`'s keyspace (keys are added
 /// to what is there). Consumes exactly the RDB's bytes through the
 /// checksum. Errors name what is wrong and where; on error the keys read
@@ -429,107 +441,143 @@ pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats,
     let mut expire: u64 = 0;
     let mut idle: Option<u64> = None;
     let mut freq: Option<u8> = None;
-    loop {
-        let op = rd.u8()?;
-        match op {
-            RDB_OPCODE_EXPIRETIME_MS => {
-                expire = u64::from_le_bytes(rd.array()?);
-                continue;
-            }
-            RDB_OPCODE_EXPIRETIME => {
-                expire = (i32::from_le_bytes(rd.array()?) as i64 as u64).wrapping_mul(1000);
-                continue;
-            }
-            RDB_OPCODE_IDLE => {
-                idle = Some(rd.length()?);
-                continue;
-            }
-            RDB_OPCODE_FREQ => {
-                freq = Some(rd.u8()?);
-                continue;
-            }
-            RDB_OPCODE_EOF => break,
-            RDB_OPCODE_SELECTDB => {
-                let n = rd.length()?;
-                if n >= ks.db_count() as u64 {
-                    return Err(rd.err(format!(
+    let mut reserved = 0u64;
+    // Keys read but not inserted yet: while the next ones are parsed, the
+    // buckets they go to are prefetched (Db::prefetch), so each insertion
+    // does not stall on a random bucket of a table larger than the cache.
+    let mut pending: VecDeque<Pending> = VecDeque::with_capacity(LOAD_PREFETCH + 1);
+    let insert = |p: Pending, st: &mut LoadStats| -> Result<(), String> {
+        let (db, h, key, e, exp) = p;
+        let mut g = ks.db(db).lock(h);
+        // One lookup: a duplicate is found by the insertion replacing it
+        // (the load then fails; the keyspace it leaves is not used).
+        if g.insert_with_expire(h, &key, e, exp).is_some() && !opts.allow_dup {
+            return Err(format!(
+                "Duplicate key '{}' found in RDB file (database {db})",
+                String::from_utf8_lossy(&key)
+            ));
+        }
+        st.loaded += 1;
+        Ok(())
+    };
+    let read = (|| -> Result<(), RdbError> {
+        loop {
+            let op = rd.u8()?;
+            match op {
+                RDB_OPCODE_EXPIRETIME_MS => {
+                    expire = u64::from_le_bytes(rd.array()?);
+                    continue;
+                }
+                RDB_OPCODE_EXPIRETIME => {
+                    expire = (i32::from_le_bytes(rd.array()?) as i64 as u64).wrapping_mul(1000);
+                    continue;
+                }
+                RDB_OPCODE_IDLE => {
+                    idle = Some(rd.length()?);
+                    continue;
+                }
+                RDB_OPCODE_FREQ => {
+                    freq = Some(rd.u8()?);
+                    continue;
+                }
+                RDB_OPCODE_EOF => break,
+                RDB_OPCODE_SELECTDB => {
+                    let n = rd.length()?;
+                    if n >= ks.db_count() as u64 {
+                        return Err(rd.err(format!(
                         "FATAL: Data file was created with a Redis server configured to handle more than {} databases (the file selects database {n})",
                         ks.db_count()
                     )));
+                    }
+                    db = n as usize;
+                    continue;
                 }
-                db = n as usize;
-                continue;
-            }
-            RDB_OPCODE_RESIZEDB => {
-                rd.length()?;
-                rd.length()?;
-                continue;
-            }
-            RDB_OPCODE_AUX => {
-                let k = rd.string()?;
-                let v = rd.string()?;
-                tracing::debug!(
-                    "RDB aux field {}: {}",
-                    String::from_utf8_lossy(&k),
-                    String::from_utf8_lossy(&v)
-                );
-                continue;
-            }
-            RDB_OPCODE_FUNCTION2 => {
-                let code = rd.string()?;
-                if !code.is_empty() {
-                    let first = code.split(|&c| c == b'\n').next().unwrap_or_default();
-                    tracing::warn!(
+                RDB_OPCODE_RESIZEDB => {
+                    // The database's key count: size its tables now rather than
+                    // rehashing them as they fill. A corrupt file can claim
+                    // any count, so at most RESIZE_HINT_MAX keys per load are
+                    // reserved this way (beyond, tables grow as usual).
+                    let keys = rd.length()?;
+                    rd.length()?;
+                    let keys = keys.min(RESIZE_HINT_MAX.saturating_sub(reserved));
+                    if keys > 0 {
+                        reserved += keys;
+                        ks.db(db).reserve(keys as usize);
+                    }
+                    continue;
+                }
+                RDB_OPCODE_AUX => {
+                    let k = rd.string()?;
+                    let v = rd.string()?;
+                    tracing::debug!(
+                        "RDB aux field {}: {}",
+                        String::from_utf8_lossy(&k),
+                        String::from_utf8_lossy(&v)
+                    );
+                    continue;
+                }
+                RDB_OPCODE_FUNCTION2 => {
+                    let code = rd.string()?;
+                    if !code.is_empty() {
+                        let first = code.split(|&c| c == b'\n').next().unwrap_or_default();
+                        tracing::warn!(
                         "RDB holds a function library ({}): ferrokv has no functions, the library is skipped (keys load as usual)",
                         String::from_utf8_lossy(first)
                     );
+                    }
+                    continue;
                 }
-                continue;
-            }
-            RDB_OPCODE_FUNCTION_PRE_GA => {
-                return Err(rd.err("pre-release function data (Redis 7.0 RC) is not supported"));
-            }
-            RDB_OPCODE_MODULE_AUX => {
-                let id = rd.length()?;
-                return Err(rd.err(format!(
+                RDB_OPCODE_FUNCTION_PRE_GA => {
+                    return Err(rd.err("pre-release function data (Redis 7.0 RC) is not supported"));
+                }
+                RDB_OPCODE_MODULE_AUX => {
+                    let id = rd.length()?;
+                    return Err(rd.err(format!(
                     "The RDB file contains AUX module data I can't load: no matching module (module id {id:#x})"
                 )));
+                }
+                _ => {}
             }
-            _ => {}
-        }
-        let key = rd.string()?;
-        let value = rd.value(op, &key, &lim)?;
-        let exp = std::mem::take(&mut expire);
-        let idl = idle.take();
-        let frq = freq.take();
-        let Some(value) = value else {
-            tracing::warn!("RDB: empty key '{}' skipped", String::from_utf8_lossy(&key));
-            continue;
-        };
-        if exp != 0 && exp < now && !opts.keep_expired {
-            st.expired += 1;
-            continue;
-        }
-        let mut e = Entry::new(value, now);
-        // rdb.c objectSetLRUOrLFU: FREQ counts under LFU, IDLE otherwise.
-        if crate::evict::lfu() {
-            if let Some(f) = frq {
-                e.lru = crate::evict::with_freq(now, f);
+            let key = rd.string()?;
+            let value = rd.value(op, &key, &lim)?;
+            let exp = std::mem::take(&mut expire);
+            let idl = idle.take();
+            let frq = freq.take();
+            let Some(value) = value else {
+                tracing::warn!("RDB: empty key '{}' skipped", String::from_utf8_lossy(&key));
+                continue;
+            };
+            if exp != 0 && exp < now && !opts.keep_expired {
+                st.expired += 1;
+                continue;
             }
-        } else if let Some(s) = idl {
-            e.lru = crate::evict::clock_idle(now, s);
+            let mut e = Entry::new(value, now);
+            // rdb.c objectSetLRUOrLFU: FREQ counts under LFU, IDLE otherwise.
+            if crate::evict::lfu() {
+                if let Some(f) = frq {
+                    e.lru = crate::evict::with_freq(now, f);
+                }
+            } else if let Some(s) = idl {
+                e.lru = crate::evict::clock_idle(now, s);
+            }
+            let h = ks.db(db).prefetch(&key);
+            pending.push_back((db, h, key, e, exp));
+            if pending.len() > LOAD_PREFETCH {
+                if let Some(p) = pending.pop_front() {
+                    insert(p, &mut st).map_err(|m| rd.err(m))?;
+                }
+            }
         }
-        let h = hash_key(&key);
-        let mut g = ks.db(db).lock(h);
-        if !opts.allow_dup && g.peek(h, &key, 0).is_some() {
-            return Err(rd.err(format!(
-                "Duplicate key '{}' found in RDB file (database {db})",
-                String::from_utf8_lossy(&key)
-            )));
+        Ok(())
+    })();
+    // Keys read before an error stay loaded, as without the batch.
+    for p in pending.drain(..) {
+        let r = insert(p, &mut st);
+        if read.is_ok() {
+            r.map_err(|m| rd.err(m))?;
         }
-        g.insert_with_expire(h, &key, e, exp);
-        st.loaded += 1;
     }
+    read?;
     if ver >= 5 {
         let computed = rd.crc();
         let stored = rd.trailer()?;

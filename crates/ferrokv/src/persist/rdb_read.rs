@@ -226,8 +226,9 @@ impl<R: Read> Reader<R> {
         key: &[u8],
         lim: &LoadLimits,
     ) -> Result<Option<Value>, RdbError> {
-        let name = String::from_utf8_lossy(key).into_owned();
-        let bad = |r: &Self, what: String| r.err(format!("{what} (key '{name}')"));
+        let bad = |r: &Self, what: String| {
+            r.err(format!("{what} (key '{}')", String::from_utf8_lossy(key)))
+        };
         Ok(Some(match ty {
             RDB_TYPE_STRING => Value::Str(StrValue::from_bytes(&self.string()?)),
             RDB_TYPE_LIST => {
@@ -315,7 +316,7 @@ impl<R: Read> Reader<R> {
                     } else {
                         self.text_double()?
                     };
-                    zadd(self, &mut z, &m, Some(s), lim, &name)?;
+                    zadd(self, &mut z, &m, Some(s), lim, key)?;
                 }
                 zset_value(z)
             }
@@ -333,7 +334,7 @@ impl<R: Read> Reader<R> {
                 let mut z = ZSetValue::new();
                 for p in elems.chunks_exact(2) {
                     let m = p[0].to_vec();
-                    zadd(self, &mut z, &m, p[1].score(), lim, &name)?;
+                    zadd(self, &mut z, &m, p[1].score(), lim, key)?;
                 }
                 zset_value(z)
             }
@@ -436,18 +437,22 @@ fn zadd<R: Read>(
     m: &[u8],
     score: Option<f64>,
     lim: &LoadLimits,
-    key: &str,
+    key: &[u8],
 ) -> Result<(), RdbError> {
     let s = match score {
         Some(s) if !s.is_nan() => s,
         _ => {
             return Err(r.err(format!(
-                "sorted set with an invalid or NaN score (key '{key}')"
+                "sorted set with an invalid or NaN score (key '{}')",
+                String::from_utf8_lossy(key)
             )))
         }
     };
     if !z.insert(m, s, lim.zset) {
-        return Err(r.err(format!("duplicate sorted set member (key '{key}')")));
+        return Err(r.err(format!(
+            "duplicate sorted set member (key '{}')",
+            String::from_utf8_lossy(key)
+        )));
     }
     Ok(())
 }
