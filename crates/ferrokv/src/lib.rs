@@ -71,6 +71,10 @@ pub fn run(config: Config) -> std::io::Result<()> {
         disable_thp();
     }
     let threads = thread_count(&config);
+    // CONFIG GET io-threads shows the count in use (the directive's
+    // default, 0, means "pick one").
+    let mut config = config;
+    let _ = config.load_str(&format!("io-threads {threads}"));
     // The main runtime accepts connections and runs the cron and signal
     // handling; clients are served by `threads` worker runtimes (one thread
     // each, see net::listener::start_workers).

@@ -768,6 +768,12 @@ pub fn execute(
         finish_exec_reply(client, out, reply_start, mode);
         return;
     }
+    if c.name == "debug" && args.len() >= 2 && args.get(1).eq_ignore_ascii_case(b"reload") {
+        // DEBUG RELOAD stops the world itself (cmd/server.rs).
+        run(server, client, out, args, stats, id);
+        finish_reply(client, out, reply_start);
+        return;
+    }
     let gate = crate::tx::gate_shared();
     run(server, client, out, args, stats, id);
     drop(gate);

@@ -1394,9 +1394,11 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 }
 
 /// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE] (debug.c): save, empty, load
-/// the RDB back. Other connections may run commands meanwhile (Redis
-/// blocks them); their writes between the save and the load are lost, as
-/// they would be in Redis had they come just before.
+/// the RDB back, with every other command on every core held back for the
+/// duration (the exclusive exec gate; inside EXEC it is held already), as
+/// Redis's single thread does: a write arriving between the save and the
+/// load would otherwise be lost, or be taken for a duplicate key of the
+/// file and fail the load.
 fn debug_reload(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let (mut merge, mut noflush, mut nosave) = (false, false, false);
     for i in 2..args.len() {
@@ -1412,6 +1414,9 @@ fn debug_reload(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 .error("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.");
         }
     }
+    // Dispatched without the shared gate (cmd::execute), so this thread
+    // may take the whole of it.
+    let _world = (!super::tx::in_exec()).then(crate::tx::gate_exclusive);
     if !nosave {
         if let Err(e) = crate::persist::rdb::save_now(ctx.server) {
             tracing::warn!("DEBUG RELOAD: {e}");

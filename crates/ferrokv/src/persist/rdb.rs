@@ -403,15 +403,18 @@ pub struct LoadStats {
 }
 
 /// A key read from an RDB file, waiting to be inserted: (database, key
-/// hash, key, entry, expiry time in ms or 0).
-type Pending = (usize, u64, Vec<u8>, Entry, u64);
+/// hash, key, entry, expiry time in ms or 0, file offset of its record).
+type Pending = (usize, u64, Vec<u8>, Entry, u64, u64);
 
 /// How many keys ahead of the insertion a load reads (and prefetches).
 const LOAD_PREFETCH: usize = 16;
 
 /// Most keys one load reserves table space for from RESIZEDB hints (2^20:
-/// about 8 MiB of buckets at most, whatever a corrupt file claims).
+/// at most 16 MiB of buckets, whatever a corrupt file claims).
 const RESIZE_HINT_MAX: u64 = 1 << 20;
+
+/// Smallest RESIZEDB key count acted upon.
+const RESIZE_HINT_MIN: u64 = 4096;
 
 /// Reads a complete RDB from `r` into `server`'s keyspace (keys are added
 /// to what is there). Consumes exactly the RDB's bytes through the
@@ -446,22 +449,26 @@ pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats,
     // buckets they go to are prefetched (Db::prefetch), so each insertion
     // does not stall on a random bucket of a table larger than the cache.
     let mut pending: VecDeque<Pending> = VecDeque::with_capacity(LOAD_PREFETCH + 1);
-    let insert = |p: Pending, st: &mut LoadStats| -> Result<(), String> {
-        let (db, h, key, e, exp) = p;
+    let insert = |p: Pending, st: &mut LoadStats| -> Result<(), RdbError> {
+        let (db, h, key, e, exp, offset) = p;
         let mut g = ks.db(db).lock(h);
         // One lookup: a duplicate is found by the insertion replacing it
-        // (the load then fails; the keyspace it leaves is not used).
+        // (the load then fails).
         if g.insert_with_expire(h, &key, e, exp).is_some() && !opts.allow_dup {
-            return Err(format!(
-                "Duplicate key '{}' found in RDB file (database {db})",
-                String::from_utf8_lossy(&key)
-            ));
+            return Err(RdbError {
+                msg: format!(
+                    "Duplicate key '{}' found in RDB file (database {db})",
+                    String::from_utf8_lossy(&key)
+                ),
+                offset,
+            });
         }
         st.loaded += 1;
         Ok(())
     };
     let read = (|| -> Result<(), RdbError> {
         loop {
+            let at = rd.pos;
             let op = rd.u8()?;
             match op {
                 RDB_OPCODE_EXPIRETIME_MS => {
@@ -500,7 +507,9 @@ pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats,
                     let keys = rd.length()?;
                     rd.length()?;
                     let keys = keys.min(RESIZE_HINT_MAX.saturating_sub(reserved));
-                    if keys > 0 {
+                    // Small databases grow fast enough; a hint reserves a
+                    // table in every shard, so tiny ones are not worth it.
+                    if keys >= RESIZE_HINT_MIN {
                         reserved += keys;
                         ks.db(db).reserve(keys as usize);
                     }
@@ -561,23 +570,29 @@ pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats,
                 e.lru = crate::evict::clock_idle(now, s);
             }
             let h = ks.db(db).prefetch(&key);
-            pending.push_back((db, h, key, e, exp));
+            pending.push_back((db, h, key, e, exp, at));
             if pending.len() > LOAD_PREFETCH {
                 if let Some(p) = pending.pop_front() {
-                    insert(p, &mut st).map_err(|m| rd.err(m))?;
+                    insert(p, &mut st)?;
                 }
             }
         }
         Ok(())
     })();
-    // Keys read before an error stay loaded, as without the batch.
+    // Keys read before an error stay loaded, as without the batch. The
+    // error reported is the first problem in file order: a duplicate among
+    // these keys precedes a read error found further on.
+    let mut err = read.err();
     for p in pending.drain(..) {
-        let r = insert(p, &mut st);
-        if read.is_ok() {
-            r.map_err(|m| rd.err(m))?;
+        if let Err(e) = insert(p, &mut st) {
+            if err.as_ref().is_none_or(|x| e.offset < x.offset) {
+                err = Some(e);
+            }
         }
     }
-    read?;
+    if let Some(e) = err {
+        return Err(e);
+    }
     if ver >= 5 {
         let computed = rd.crc();
         let stored = rd.trailer()?;
