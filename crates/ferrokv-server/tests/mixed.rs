@@ -15,6 +15,7 @@
 //! `FERROKV_SEED=n` replays one sequence.
 
 mod common;
+use common::resp::{parse, sorted, Resp};
 use common::*;
 
 /// Two keys per family (lists, hashes, sets, sorted sets, strings), in
@@ -317,65 +318,18 @@ fn random_command(r: &mut Rng) -> (Vec<String>, Cmp) {
     (v, cmp)
 }
 
-/// The elements of a flat RESP array reply (bulk strings, nulls, integers),
-/// each as its raw frame; None when `r` is not such an array.
-fn elements(r: &[u8]) -> Option<Vec<Vec<u8>>> {
-    if r.first() != Some(&b'*') {
-        return None;
-    }
-    let line_end = |from: usize| -> Option<usize> {
-        r[from..]
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .map(|p| from + p)
-    };
-    let e = line_end(0)?;
-    let n: i64 = std::str::from_utf8(&r[1..e]).ok()?.parse().ok()?;
-    let mut at = e + 2;
-    let mut out = Vec::new();
-    for _ in 0..n.max(0) {
-        let e = line_end(at)?;
-        let end = match r[at] {
-            b'$' => {
-                let len: i64 = std::str::from_utf8(&r[at + 1..e]).ok()?.parse().ok()?;
-                if len < 0 {
-                    e + 2
-                } else {
-                    e + 2 + len as usize + 2
-                }
-            }
-            b':' | b'+' => e + 2,
-            _ => return None,
-        };
-        out.push(r.get(at..end)?.to_vec());
-        at = end;
-    }
-    (at == r.len()).then_some(out)
-}
-
 fn same(ours: &[u8], theirs: &[u8], cmp: Cmp) -> bool {
     if ours == theirs {
         return true;
     }
-    let (Some(mut a), Some(mut b)) = (elements(ours), elements(theirs)) else {
-        return false;
+    let pairs = match cmp {
+        Cmp::Exact => return false,
+        Cmp::Unordered => false,
+        Cmp::Pairs => true,
     };
-    match cmp {
-        Cmp::Exact => false,
-        Cmp::Unordered => {
-            a.sort();
-            b.sort();
-            a == b
-        }
-        Cmp::Pairs => {
-            let pairs = |x: Vec<Vec<u8>>| {
-                let mut p: Vec<Vec<u8>> = x.chunks(2).map(|c| c.concat()).collect();
-                p.sort();
-                p
-            };
-            a.len() % 2 == 0 && pairs(a) == pairs(b)
-        }
-    }
+    let (a, b) = (parse(ours), parse(theirs));
+    matches!((&a, &b), (Resp::Agg(x, _), Resp::Agg(y, _)) if x == y)
+        && sorted(&a, pairs) == sorted(&b, pairs)
 }
 
 fn show(b: &[u8]) -> String {

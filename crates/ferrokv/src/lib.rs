@@ -66,14 +66,13 @@ pub fn default_io_threads() -> usize {
 
 /// Starts the server with `config` and blocks until SHUTDOWN, SIGTERM or
 /// SIGINT. Errors: binding a listener failed.
-pub fn run(config: Config) -> std::io::Result<()> {
+pub fn run(mut config: Config) -> std::io::Result<()> {
     if config.get("disable-thp") == "yes" {
         disable_thp();
     }
     let threads = thread_count(&config);
     // CONFIG GET io-threads shows the count in use (the directive's
     // default, 0, means "pick one").
-    let mut config = config;
     let _ = config.load_str(&format!("io-threads {threads}"));
     // The main runtime accepts connections and runs the cron and signal
     // handling; clients are served by `threads` worker runtimes (one thread

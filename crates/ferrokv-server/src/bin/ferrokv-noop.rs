@@ -81,18 +81,15 @@ fn main() -> std::io::Result<()> {
         i += 2;
     }
     ferrokv::net::listener::start_workers(threads)?;
-    let workers = ferrokv::net::listener::worker_handles();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
         let l = TcpListener::bind(("127.0.0.1", port)).await?;
-        let mut next = 0usize;
         loop {
             let (s, _) = l.accept().await?;
             let s = s.into_std()?;
-            next = (next + 1) % workers.len();
-            workers[next].spawn(async move {
+            ferrokv::net::listener::next_worker().spawn(async move {
                 if let Ok(s) = tokio::net::TcpStream::from_std(s) {
                     serve(s).await;
                 }

@@ -4,6 +4,8 @@
 //! with raw sockets that return each reply's exact bytes.
 #![allow(dead_code)]
 
+pub mod resp;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};

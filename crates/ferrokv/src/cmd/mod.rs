@@ -345,6 +345,8 @@ pub struct Table {
     max_name: usize,
     /// Id of EXEC (dispatched without the shared exec gate).
     pub exec_id: usize,
+    /// Id of DEBUG (its RELOAD subcommand takes the whole exec gate).
+    pub debug_id: usize,
 }
 
 impl Table {
@@ -421,6 +423,7 @@ pub fn table() -> &'static Table {
             subs: Vec::new(),
             max_name: 0,
             exec_id: usize::MAX,
+            debug_id: usize::MAX,
         };
         for fam in families {
             for c in fam {
@@ -438,6 +441,7 @@ pub fn table() -> &'static Table {
             }
         }
         t.exec_id = t.lookup(b"exec").unwrap_or(usize::MAX);
+        t.debug_id = t.lookup(b"debug").unwrap_or(usize::MAX);
         t
     })
 }
@@ -768,13 +772,14 @@ pub fn execute(
         finish_exec_reply(client, out, reply_start, mode);
         return;
     }
-    if c.name == "debug" && args.len() >= 2 && args.get(1).eq_ignore_ascii_case(b"reload") {
-        // DEBUG RELOAD stops the world itself (cmd/server.rs).
-        run(server, client, out, args, stats, id);
-        finish_reply(client, out, reply_start);
-        return;
-    }
-    let gate = crate::tx::gate_shared();
+    // DEBUG RELOAD stops the world itself (cmd/server.rs); every other
+    // command runs inside the shared gate.
+    let gate = if id == t.debug_id && args.len() >= 2 && args.get(1).eq_ignore_ascii_case(b"reload")
+    {
+        None
+    } else {
+        Some(crate::tx::gate_shared())
+    };
     run(server, client, out, args, stats, id);
     drop(gate);
     finish_reply(client, out, reply_start);

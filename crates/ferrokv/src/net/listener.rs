@@ -159,7 +159,7 @@ pub fn worker_handles() -> Vec<tokio::runtime::Handle> {
 
 /// The runtime of the next worker (round-robin), or the current runtime
 /// when no workers were started (tests that embed the server).
-fn next_worker() -> tokio::runtime::Handle {
+pub fn next_worker() -> tokio::runtime::Handle {
     match WORKERS.get() {
         Some(w) => {
             let i = w.next.fetch_add(1, Ordering::Relaxed) % w.handles.len();
