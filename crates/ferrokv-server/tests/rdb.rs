@@ -494,7 +494,7 @@ fn save_points_trigger_a_background_save() {
 
 #[test]
 fn failed_bgsave_denies_writes_with_misconf() {
-    let srv = Server::start(&["--save", "900 1"]);
+    let srv = Server::start(&["--save", "900 1", "--enable-protected-configs", "yes"]);
     let mut r = srv.raw();
     r.cmds("SET x x");
     let gone = tempfile::tempdir().unwrap();

@@ -460,6 +460,16 @@ impl Selector {
             .any(|p| p.flags & need == need && crate::util::glob_match(&p.pattern, key, false))
     }
 
+    /// Redis's `ACLSelectorHasUnrestrictedKeyAccess` for read access: the
+    /// selector has `allkeys` (`~*`) or `%R~*`.
+    fn unrestricted_read(&self) -> bool {
+        self.allkeys
+            || self
+                .patterns
+                .iter()
+                .any(|p| p.flags & PERM_READ != 0 && p.pattern == b"*")
+    }
+
     fn check_channel(&self, ch: &[u8], literal: bool) -> bool {
         self.allchannels
             || self.channels.iter().any(|p| {
@@ -765,6 +775,23 @@ impl User {
             }
         }
         Err(worst)
+    }
+}
+
+impl User {
+    /// Redis's `ACLUserCheckCmdWithUnrestrictedKeyAccess(..., CMD_KEY_ACCESS)`:
+    /// true when one selector both allows this command with these
+    /// arguments and may read every key (`allkeys`, `~*` or `%R~*`). SORT's
+    /// BY and GET patterns name keys that are not arguments, so Redis allows
+    /// them only to such users (sort.c).
+    pub fn check_with_unrestricted_read(&self, c: &Command, id: usize, args: &[&[u8]]) -> bool {
+        if self.unrestricted() {
+            return true;
+        }
+        let mut keys = None;
+        self.selectors
+            .iter()
+            .any(|s| s.unrestricted_read() && s.check(c, id, args, &mut keys).is_ok())
     }
 }
 

@@ -51,6 +51,7 @@ const fn d(name: &'static str, kind: Kind, default: &'static str, mutable: bool)
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
 const ENABLE_PROTECTED: &[&str] = &["no", "yes", "local"];
 const YESNO_ONLY_NO: &[&str] = &["no"];
+const PROPAGATION_ERROR_BEHAVIOR: &[&str] = &["ignore", "panic", "panic-on-replicas"];
 const ACL_PUBSUB_DEFAULT: &[&str] = &["allchannels", "resetchannels"];
 
 /// client-output-buffer-limit's default, in CONFIG GET form.
@@ -237,6 +238,12 @@ pub static DIRECTIVES: &[Directive] = &[
         false,
     ),
     d(
+        "enable-protected-configs",
+        Kind::Enum(ENABLE_PROTECTED),
+        "no",
+        false,
+    ),
+    d(
         "hash-max-listpack-entries",
         Kind::Int {
             min: 0,
@@ -361,6 +368,12 @@ pub static DIRECTIVES: &[Directive] = &[
             max: i64::MAX as u64,
         },
         "536870912",
+        true,
+    ),
+    d(
+        "propagation-error-behavior",
+        Kind::Enum(PROPAGATION_ERROR_BEHAVIOR),
+        "ignore",
         true,
     ),
     d("protected-mode", Kind::Bool, "yes", true),
@@ -518,6 +531,31 @@ pub static ALIASES: &[(&str, &str)] = &[
 ];
 
 /// Finds a directive by name or alias (ASCII case-insensitive).
+/// Directives that CONFIG SET changes only when `enable-protected-configs`
+/// allows it (Redis 7.0's PROTECTED_CONFIG flag, config.c): where the server
+/// writes its files, the target of the classic "CONFIG SET dir + SAVE"
+/// attack. They can always be set in the configuration file and on the
+/// command line.
+pub const PROTECTED: &[&str] = &["dbfilename", "dir"];
+
+/// True for a directive in [`PROTECTED`].
+pub fn is_protected(d: &Directive) -> bool {
+    PROTECTED.contains(&d.name)
+}
+
+/// Whether a protected action (`enable-debug-command`,
+/// `enable-protected-configs`) is allowed by `setting` for a client:
+/// `yes` always, `local` for unix-socket and loopback clients only, `no`
+/// never (Redis's `allowProtectedAction` and `islocalClient`). `addr` is
+/// the client's peer address as CLIENT LIST shows it.
+pub fn protected_action_allowed(setting: &str, unix: bool, addr: &str) -> bool {
+    match setting {
+        "yes" => true,
+        "local" => unix || addr.starts_with("127.") || addr.starts_with("[::1]"),
+        _ => false,
+    }
+}
+
 pub fn directive(name: &str) -> Option<&'static Directive> {
     let name = ALIASES
         .iter()

@@ -70,6 +70,19 @@ pub fn run(mut config: Config) -> std::io::Result<()> {
     if config.get("disable-thp") == "yes" {
         disable_thp();
     }
+    // maxclients must fit in the open-file limit (Redis's
+    // adjustOpenFilesLimit): raise it, or lower maxclients with a warning.
+    match net::fdlimit::adjust(config.get_i64("maxclients").max(1) as u64) {
+        net::fdlimit::Adjusted::Ok => {}
+        net::fdlimit::Adjusted::Lowered(n) => {
+            let _ = config.load_str(&format!("maxclients {n}"));
+        }
+        net::fdlimit::Adjusted::TooLow => {
+            return Err(std::io::Error::other(
+                "the open file limit is too low to start",
+            ))
+        }
+    }
     let threads = thread_count(&config);
     // CONFIG GET io-threads shows the count in use (the directive's
     // default, 0, means "pick one").
@@ -249,9 +262,11 @@ async fn cron(server: Arc<Server>) {
             if timeout > 0 {
                 let now = util::now_ms();
                 for c in server.clients.all() {
-                    // Blocked clients (BLPOP...) are exempt, as in Redis's
+                    // Monitors, blocked clients (BLPOP...) and Pub/Sub
+                    // subscribers are exempt, as in Redis's
                     // clientsCronHandleTimeout.
                     if !c.monitor.load(Ordering::Relaxed)
+                        && !c.subscribed()
                         && c.blocked.lock().is_none()
                         && c.idle_secs(now) > timeout
                     {

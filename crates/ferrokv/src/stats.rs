@@ -79,6 +79,10 @@ pub struct Stats {
     pub connections: AtomicU64,
     /// rejected_connections (maxclients).
     pub rejected_connections: AtomicU64,
+    /// unexpected_error_replies: errors a command replied while the AOF was
+    /// loading (later: to a master or a replica), Redis's
+    /// `stat_unexpected_error_replies`.
+    pub unexpected_error_replies: AtomicU64,
     /// Baseline subtracted after CONFIG RESETSTAT, per counter name.
     reset_base: Mutex<BTreeMap<&'static str, u64>>,
     /// `Keyspace::expired_keys()` at the last CONFIG RESETSTAT (INFO
@@ -249,5 +253,6 @@ impl Stats {
         *self.inst.lock() = InstMetrics::default();
         self.connections.store(0, Ordering::Relaxed);
         self.rejected_connections.store(0, Ordering::Relaxed);
+        self.unexpected_error_replies.store(0, Ordering::Relaxed);
     }
 }

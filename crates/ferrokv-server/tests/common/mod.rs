@@ -84,11 +84,45 @@ impl Server {
         Some(Self::spawn(&path, extra, true))
     }
 
+    /// Starts ferrokv-server (or, with `redis`, redis-server: None when it
+    /// is not installed) with its soft and hard RLIMIT_NOFILE set to
+    /// `nofile` descriptors, as under `ulimit -n`.
+    pub fn start_with_nofile(redis: bool, nofile: u64, extra: &[&str]) -> Option<Server> {
+        let bin = if redis {
+            which("redis-server")?
+        } else {
+            env!("CARGO_BIN_EXE_ferrokv-server").to_string()
+        };
+        Some(Self::spawn_opts(&bin, extra, redis, Some(nofile)))
+    }
+
     fn spawn(bin: &str, extra: &[&str], is_redis: bool) -> Server {
+        Self::spawn_opts(bin, extra, is_redis, None)
+    }
+
+    fn spawn_opts(bin: &str, extra: &[&str], is_redis: bool, nofile: Option<u64>) -> Server {
         let mut dir = tempfile::tempdir().expect("tempdir");
         for _attempt in 0..5 {
             let port = free_port();
             let mut cmd = Command::new(bin);
+            if let Some(n) = nofile {
+                use std::os::unix::process::CommandExt;
+                // SAFETY: setrlimit is async-signal-safe; the closure runs
+                // in the child between fork and exec and touches no memory
+                // shared with the parent.
+                unsafe {
+                    cmd.pre_exec(move || {
+                        let l = libc::rlimit {
+                            rlim_cur: n as libc::rlim_t,
+                            rlim_max: n as libc::rlim_t,
+                        };
+                        if libc::setrlimit(libc::RLIMIT_NOFILE, &l) != 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                        Ok(())
+                    });
+                }
+            }
             cmd.arg("--port")
                 .arg(port.to_string())
                 .arg("--dir")
@@ -97,7 +131,10 @@ impl Server {
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
             if is_redis {
-                cmd.args(["--save", "", "--appendonly", "no", "--daemonize", "no"]);
+                cmd.args(["--save", "", "--daemonize", "no"]);
+                if !extra.contains(&"--appendonly") {
+                    cmd.args(["--appendonly", "no"]);
+                }
             }
             let child = cmd.spawn().expect("spawn server");
             let mut s = Server { child, port, dir };

@@ -489,6 +489,27 @@ pub struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
+    /// True when the connection's user may run the current command with
+    /// `args` through a selector that can also read every key (`allkeys`,
+    /// `~*` or `%R~*`): Redis's `ACLUserCheckCmdWithUnrestrictedKeyAccess`
+    /// with `CMD_KEY_ACCESS`, which guards the options that read keys not
+    /// named as arguments (SORT's BY and GET patterns). Always true while no
+    /// user is restricted.
+    pub fn unrestricted_key_read(&mut self, args: &Args<'_>) -> bool {
+        if !self.server.acl.restricted.load(Ordering::Relaxed) {
+            return true;
+        }
+        let Some(user) = self.client.acl.user(&self.server.acl) else {
+            return false;
+        };
+        let id = self.client.last_cmd;
+        let Some(c) = table().all.get(id) else {
+            return false;
+        };
+        let argv: Vec<&[u8]> = args.iter().collect();
+        user.check_with_unrestricted_read(c, id, &argv)
+    }
+
     /// Replies with an error (`CODE message`) and counts it in errorstats.
     pub fn error(&mut self, msg: &str) {
         self.out.error(msg);

@@ -407,6 +407,10 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             ctx.error(&fail("can't set immutable config"));
             return;
         }
+        if crate::config::is_protected(d) && !protected_allowed(ctx, "enable-protected-configs") {
+            ctx.error(&fail("can't set protected config"));
+            return;
+        }
         if names.contains(&d.name) {
             ctx.error(&fail("duplicate parameter"));
             return;
@@ -444,6 +448,21 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             }
             if let Ok(cwd) = std::env::current_dir() {
                 let _ = next.set("dir", &cwd.display().to_string());
+            }
+        }
+        let (prev, want) = (live.get_i64("maxclients"), next.get_i64("maxclients"));
+        if want > prev {
+            // Redis's updateMaxclients: the open-file limit must serve the
+            // new count (raised when possible).
+            if let crate::net::fdlimit::Adjusted::Lowered(n) =
+                crate::net::fdlimit::adjust(want as u64)
+            {
+                drop(live);
+                tracing::warn!("Failed applying new configuration. Possibly related to new maxclients setting. Restoring previous settings.");
+                ctx.error(&format!(
+                    "ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating system is not able to handle the specified number of clients, try with {n}"
+                ));
+                return;
             }
         }
         if let Err((name, why)) = crate::net::listener::apply_config_set(ctx.server, &live, &next) {
@@ -1190,7 +1209,10 @@ fn info_stats(ctx: &Ctx<'_>, s: &mut Section) {
     s.kv("tracking_total_keys", srv.tracking.total_keys());
     s.kv("tracking_total_items", srv.tracking.total_items());
     s.kv("tracking_total_prefixes", srv.tracking.total_prefixes());
-    s.kv("unexpected_error_replies", 0);
+    s.kv(
+        "unexpected_error_replies",
+        st.unexpected_error_replies.load(Ordering::Relaxed),
+    );
     s.kv("total_error_replies", st.total_errors());
     s.kv("dump_payload_sanitizations", 0);
 }
@@ -1320,14 +1342,15 @@ fn bgrewriteaof(ctx: &mut Ctx<'_>, _: &Args<'_>) {
 /// True when DEBUG may run for this client under `enable-debug-command`
 /// (`no`, `yes`, or `local`: loopback and unix-socket clients only).
 fn debug_allowed(ctx: &Ctx<'_>) -> bool {
-    match ctx.server.config.read().get("enable-debug-command") {
-        "yes" => true,
-        "local" => {
-            let h = &ctx.client.handle;
-            h.unix || h.addr.starts_with("127.") || h.addr.starts_with("[::1]")
-        }
-        _ => false,
-    }
+    protected_allowed(ctx, "enable-debug-command")
+}
+
+/// True when the protected action governed by directive `name`
+/// (`enable-debug-command`, `enable-protected-configs`) is allowed for the
+/// calling client.
+fn protected_allowed(ctx: &Ctx<'_>, name: &str) -> bool {
+    let h = &ctx.client.handle;
+    crate::config::protected_action_allowed(ctx.server.config.read().get(name), h.unix, &h.addr)
 }
 
 /// DEBUG OBJECT | SLEEP | SET-ACTIVE-EXPIRE | HELP (the subset ferrokv has).

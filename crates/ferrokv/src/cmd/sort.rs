@@ -31,6 +31,12 @@
 //!   the element, and `key->field` reads a hash field. A pattern without
 //!   `*` reads nothing (GET replies nil). Every read counts a keyspace hit
 //!   or miss as Redis's `lookupKeyRead`.
+//! - BY with a `*` pattern and every GET are refused (`ERR BY option of
+//!   SORT denied due to insufficient ACL permissions.`, `GET option ...`)
+//!   unless a selector of the user allows the command and may read every
+//!   key (`allkeys`, `~*`, `%R~*`): the keys they read are not arguments,
+//!   so key patterns could not be checked (sort.c,
+//!   `ACLUserCheckCmdWithUnrestrictedKeyAccess`).
 //! - STORE writes a list (replacing the destination, TTL dropped), deletes
 //!   the destination when the result is empty, and replies the count; GET
 //!   of a missing key stores an empty string.
@@ -164,6 +170,10 @@ fn parse<'a>(ctx: &mut Ctx<'_>, args: &Args<'a>, readonly: bool) -> Option<Opts<
         store: None,
     };
     let argc = args.len();
+    // Whether the user may read every key (computed on first need): BY
+    // and GET patterns name keys that are not arguments, so Redis 7.0
+    // refuses them to users whose key patterns are restricted.
+    let mut full_access: Option<bool> = None;
     let mut j = 2;
     while j < argc {
         let left = argc - j - 1;
@@ -191,9 +201,16 @@ fn parse<'a>(ctx: &mut Ctx<'_>, args: &Args<'a>, readonly: bool) -> Option<Opts<
             o.sortby = Some(p);
             if !has_star(p) {
                 o.dontsort = true;
+            } else if !*full_access.get_or_insert_with(|| ctx.unrestricted_key_read(args)) {
+                ctx.error("ERR BY option of SORT denied due to insufficient ACL permissions.");
+                return None;
             }
             j += 1;
         } else if a.eq_ignore_ascii_case(b"get") && left >= 1 {
+            if !*full_access.get_or_insert_with(|| ctx.unrestricted_key_read(args)) {
+                ctx.error("ERR GET option of SORT denied due to insufficient ACL permissions.");
+                return None;
+            }
             o.gets.push(args.get(j + 1));
             j += 1;
         } else {

@@ -288,6 +288,16 @@ impl ClientHandle {
         }
     }
 
+    /// True while the client has a channel, pattern or shard-channel
+    /// subscription (Redis's CLIENT_PUBSUB flag).
+    pub fn subscribed(&self) -> bool {
+        let o = &self.outbox;
+        o.sub.load(Ordering::Relaxed)
+            + o.psub.load(Ordering::Relaxed)
+            + o.ssub.load(Ordering::Relaxed)
+            > 0
+    }
+
     /// Idle seconds at `now_ms`.
     pub fn idle_secs(&self, now_ms: u64) -> u64 {
         now_ms.saturating_sub(self.last_ms.load(Ordering::Relaxed)) / 1000

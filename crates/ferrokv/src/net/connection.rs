@@ -375,7 +375,8 @@ fn after_command(
         h.outbox
             .over_limit(crate::pubsub::limit_for(server, h), now)
     } else {
-        normal.exceeded((out.buf.len() + h.outbox.pending()) as u64, soft_since, now)
+        let used = normal_obuf_usage(out.buf.len()) + h.outbox.pending() as u64;
+        normal.exceeded(used, soft_since, now)
     };
     if over {
         h.close_for_limits();
@@ -383,6 +384,30 @@ fn after_command(
         h.outbox.clear();
     }
     over
+}
+
+/// Size of Redis's per-client static reply buffer (PROTO_REPLY_CHUNK_BYTES):
+/// replies that fit in it do not count toward the output buffer limits.
+pub const REPLY_STATIC_BYTES: usize = 16 * 1024;
+
+/// Bookkeeping bytes Redis adds per reply block (a list node and the
+/// block header: `sizeof(listNode) + sizeof(clientReplyBlock)`).
+const REPLY_BLOCK_OVERHEAD: u64 = 40;
+
+/// What the output buffer limits of a normal client count for `len` bytes
+/// of pending replies: Redis's `getClientOutputBufferMemoryUsage` counts
+/// only the reply list, i.e. what overflows the 16 KiB static buffer, in
+/// blocks of at least 16 KiB each with their bookkeeping (networking.c
+/// `_addReplyProtoToList`). So `client-output-buffer-limit normal 1 1 1`
+/// still lets a PING or a GET of a 2 KB value through, as in Redis.
+pub fn normal_obuf_usage(len: usize) -> u64 {
+    if len <= REPLY_STATIC_BYTES {
+        return 0;
+    }
+    let over = (len - REPLY_STATIC_BYTES) as u64;
+    let block = REPLY_STATIC_BYTES as u64;
+    let blocks = over.div_ceil(block);
+    blocks * (block + REPLY_BLOCK_OVERHEAD)
 }
 
 /// Writes what the outbox holds (one take: messages arriving meanwhile

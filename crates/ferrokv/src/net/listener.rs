@@ -96,6 +96,34 @@ fn protected_mode_refuses(server: &Server, peer: std::net::IpAddr) -> bool {
     protected && crate::acl::protected_mode_denies(true, server.acl.default_user().nopass, peer)
 }
 
+/// Logs a failed accept (Redis: "Accepting client connection: <error>"),
+/// at most once a second: when descriptors run out (EMFILE), the pending
+/// connection stays queued and every retry fails again.
+fn accept_failed(e: &std::io::Error) {
+    static LAST_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    static SUPPRESSED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let now = crate::util::now_ms();
+    let last = LAST_MS.load(Ordering::Relaxed);
+    if now.saturating_sub(last) < 1000
+        || LAST_MS
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+    {
+        SUPPRESSED.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    let n = SUPPRESSED.swap(0, Ordering::Relaxed);
+    let e = e.to_string();
+    let e = e.split(" (os error").next().unwrap_or_default();
+    if n > 0 {
+        tracing::warn!(
+            "Accepting client connection: {e} ({n} similar errors in the last second not logged)"
+        );
+    } else {
+        tracing::warn!("Accepting client connection: {e}");
+    }
+}
+
 fn over_limit(server: &Server) -> bool {
     server.clients.len() as u64 >= server.live.maxclients.load(Ordering::Relaxed)
 }
@@ -235,7 +263,7 @@ pub async fn accept_tcp(server: Arc<Server>, listener: TcpListener) {
         let (sock, peer) = match listener.accept().await {
             Ok(x) => x,
             Err(e) => {
-                tracing::warn!("accept: {e}");
+                accept_failed(&e);
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 continue;
             }
@@ -264,7 +292,7 @@ pub async fn accept_tls(server: Arc<Server>, listener: TcpListener) {
         let (sock, peer) = match listener.accept().await {
             Ok(x) => x,
             Err(e) => {
-                tracing::warn!("accept (tls): {e}");
+                accept_failed(&e);
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 continue;
             }
@@ -539,7 +567,7 @@ pub async fn accept_unix(server: Arc<Server>, listener: UnixListener, path: Stri
         let (sock, _) = match listener.accept().await {
             Ok(x) => x,
             Err(e) => {
-                tracing::warn!("accept (unix): {e}");
+                accept_failed(&e);
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 continue;
             }

@@ -1914,6 +1914,36 @@ fn read_num(data: &[u8], from: usize) -> Option<(i64, usize)> {
     Some((n, nl + 1))
 }
 
+/// A command replayed from the AOF replied with an error (`reply`, the
+/// RESP error frame): logged as Redis's `afterErrorReply` does for its
+/// AOF-loading client (`== CRITICAL == This server is sending an error to
+/// its AOF-loading-client: '<error>' after processing the command
+/// '<name>'`), counted in INFO `unexpected_error_replies`, and loading
+/// stops when `propagation-error-behavior` is `panic` (Redis panics;
+/// `ignore` and `panic-on-replicas` go on with the next command).
+fn loaded_command_failed(server: &Server, name: &str, reply: &[u8]) -> Result<(), LoadError> {
+    // Redis logs the text its handler passed: without "ERR " for plain
+    // errors, with the leading "-CODE" for errors that carry their own code.
+    let line = reply.split(|&b| b == b'\r').next().unwrap_or_default();
+    let text = line.strip_prefix(b"-ERR ").unwrap_or(line);
+    let text = String::from_utf8_lossy(&text[..text.len().min(4096)]);
+    tracing::warn!(
+        "== CRITICAL == This server is sending an error to its AOF-loading-client: '{text}' after processing the command '{name}'"
+    );
+    server
+        .stats
+        .unexpected_error_replies
+        .fetch_add(1, Ordering::Relaxed);
+    if server.config.read().get("propagation-error-behavior") == "panic" {
+        let msg = format!(
+            "This server panicked sending an error to its AOF-loading-client after processing the command '{name}'"
+        );
+        tracing::error!("{msg}");
+        return Err(msg);
+    }
+    Ok(())
+}
+
 fn run_loaded(
     server: &Arc<Server>,
     client: &mut Client,
@@ -1961,6 +1991,9 @@ fn run_loaded(
         dirty: None,
     };
     (c.handler)(&mut ctx, args);
+    if ctx.failed {
+        loaded_command_failed(server, c.name, &out.buf)?;
+    }
     out.buf.clear();
     if crate::events::pending() {
         // Key events of loaded commands (no subscriber exists yet).
