@@ -16,6 +16,43 @@ use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
+static RELEASE_HOOK: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// True when transparent huge pages are allowed for this process
+/// (`disable-thp no`); a process-wide kernel setting, so a static.
+static THP_ALLOWED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records whether transparent huge pages are allowed for the process
+/// (set once at start-up from `disable-thp`).
+pub fn set_thp_allowed(on: bool) {
+    THP_ALLOWED.store(on, Ordering::Relaxed);
+}
+
+/// True when transparent huge pages are allowed for the process: then
+/// the first byte written to a fresh large allocation makes a whole 2 MiB
+/// page resident, so buffers filled slowly by clients grow with the bytes
+/// received instead of being reserved in full (resp/parse.rs).
+pub fn thp_allowed() -> bool {
+    THP_ALLOWED.load(Ordering::Relaxed)
+}
+
+/// Installs the allocator's "give freed memory back to the system" call
+/// (the binary installs mimalloc's `mi_collect`); [`release_free_memory`]
+/// calls it. Only the first call has an effect.
+pub fn set_release_hook(f: fn()) {
+    let _ = RELEASE_HOOK.set(f);
+}
+
+/// Asks the allocator to return freed memory to the operating system (the
+/// cron calls it once a second), so RSS follows `used_memory` down after
+/// a large value or buffer is freed, as jemalloc's background purge does
+/// for Redis. Nothing happens without a hook.
+pub fn release_free_memory() {
+    if let Some(f) = RELEASE_HOOK.get() {
+        f();
+    }
+}
+
 /// Number of counter slots.
 pub const SLOTS: usize = 64;
 

@@ -163,13 +163,6 @@ pub const ERR_NAN_INF_ARG: &str = "ERR value is NaN or Infinity";
 /// "ERR value is out of range" (HRANDFIELD count beyond the reply limits).
 pub const ERR_OUT_OF_RANGE: &str = "ERR value is out of range";
 
-/// Largest |count| HRANDFIELD serves with a negative count (repetitions
-/// allowed). Redis 7.0 refuses |count| > LONG_MAX/2 only with WITHVALUES and
-/// otherwise tries to build the whole reply, which for a huge count exhausts
-/// memory; ferrokv refuses any repeated-sampling reply of more than this
-/// many elements with "ERR value is out of range" instead.
-pub const HRANDFIELD_MAX_REPEATED: u64 = 1 << 24;
-
 // ---------------------------------------------------------------- helpers
 
 /// The conversion thresholds as currently configured.
@@ -708,8 +701,10 @@ fn hscan(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// distinct fields (the whole hash in its order when count ≥ size); a
 /// negative count exactly |count| fields drawn independently (repetitions
 /// possible). WITHVALUES adds each value after its field (RESP2) or makes
-/// each element a [field, value] array (RESP3). See
-/// [`HRANDFIELD_MAX_REPEATED`] for the limit on repeated sampling.
+/// each element a [field, value] array (RESP3). A negative count of more
+/// than [`STREAM_ABOVE`](super::stream::STREAM_ABOVE) fields is produced
+/// chunk by chunk from a copy of the hash (cmd/stream.rs), bounded by the
+/// output buffer limits as Redis's reply is.
 fn hrandfield(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let key = args.get(1);
     if args.len() >= 3 {
@@ -785,9 +780,18 @@ fn hrandfield_count(ctx: &mut Ctx<'_>, key: &[u8], l: i64, with_values: bool) {
     };
     // CASE 1: repetitions allowed (or a single element).
     if !uniq || count == 1 {
-        if count > HRANDFIELD_MAX_REPEATED {
+        if count > super::stream::STREAM_ABOVE {
+            header(ctx, count as usize);
+            let shape = super::stream::Shape::Pairs {
+                values: with_values,
+            };
+            let mut picks = super::stream::RandomPicks::new(shape, count);
+            for (f, v) in hv.iter() {
+                picks.push(f);
+                picks.push(v);
+            }
             drop(shard);
-            return ctx.error(ERR_OUT_OF_RANGE);
+            return ctx.stream_reply(picks);
         }
         let count = count as usize;
         header(ctx, count);

@@ -21,6 +21,7 @@ pub mod pubsub;
 pub mod server;
 pub mod sets;
 pub mod sort;
+pub mod stream;
 pub mod strings;
 pub mod tx;
 pub mod zsets;
@@ -488,7 +489,53 @@ pub struct Ctx<'a> {
     pub dirty: Option<u64>,
 }
 
+/// Argument `i` encoded as SET stores a string
+/// ([`StrValue::from_bytes`](crate::db::value::StrValue::from_bytes)); a big
+/// bulk string ([`crate::resp::parse::BIG_ARG`] bytes or more, received in
+/// its own allocation) becomes the stored value without a copy, as Redis
+/// stores the argument object itself.
+pub fn arg_str_value(args: &Args<'_>, i: usize) -> crate::db::value::StrValue {
+    match args.shared(i) {
+        Some(b) => crate::db::value::StrValue::shared(b),
+        None => crate::db::value::StrValue::from_bytes(args.get(i)),
+    }
+}
+
 impl<'a> Ctx<'a> {
+    /// Hands a repeated-sampling reply whose header was just written to
+    /// the connection, which produces it chunk by chunk ([`stream`]); where
+    /// the client cannot stream (subscribed or tracking clients, internal
+    /// clients) the reply is built here, up to the output buffer limit of
+    /// the client's class or, without one, `proto-max-bulk-len` bytes:
+    /// past it the client is closed, as Redis closes it at its limit.
+    pub fn stream_reply(&mut self, mut picks: stream::RandomPicks) {
+        if self.client.streams_replies() {
+            let at = self.out.buf.len();
+            self.client
+                .streams
+                .push(stream::PendingStream { at, picks });
+            return;
+        }
+        let class = if self.client.pubsub.is_some() {
+            crate::server::OblClass::PubSub
+        } else {
+            crate::server::OblClass::Normal
+        };
+        let mut bound = self.server.live.obl_limit(class).hard;
+        if bound == 0 {
+            bound = self.server.live.proto_max_bulk_len.load(Ordering::Relaxed);
+        }
+        let start = self.out.buf.len();
+        while !picks.fill(self.out, stream::CHUNK) {
+            if (self.out.buf.len() - start + picks.copy_size()) as u64 > bound {
+                self.out.buf.clear();
+                self.client.handle.close_for_limits();
+                self.client.close_after_reply = true;
+                return;
+            }
+        }
+    }
+
     /// True when the connection's user may run the current command with
     /// `args` through a selector that can also read every key (`allkeys`,
     /// `~*` or `%R~*`): Redis's `ACLUserCheckCmdWithUnrestrictedKeyAccess`
@@ -1003,9 +1050,9 @@ fn finish_exec_reply(client: &mut Client, out: &mut Out, reply_start: usize, bef
                 client.reply_mode = ReplyMode::Skip;
             }
         }
-        ReplyMode::Off => out.buf.truncate(reply_start),
+        ReplyMode::Off => drop_reply(client, out, reply_start),
         ReplyMode::Skip | ReplyMode::SkipNext => {
-            out.buf.truncate(reply_start);
+            drop_reply(client, out, reply_start);
             client.reply_mode = match after {
                 ReplyMode::SkipNext => ReplyMode::Skip,
                 ReplyMode::Skip => ReplyMode::On,
@@ -1158,18 +1205,25 @@ fn finish_reply(client: &mut Client, out: &mut Out, reply_start: usize) {
     use crate::net::connection::ReplyMode;
     match client.reply_mode {
         ReplyMode::On => {}
-        ReplyMode::Off => out.buf.truncate(reply_start),
+        ReplyMode::Off => drop_reply(client, out, reply_start),
         ReplyMode::SkipNext => {
             // Set by CLIENT REPLY SKIP itself: its own reply is dropped and
             // the next command's reply too.
-            out.buf.truncate(reply_start);
+            drop_reply(client, out, reply_start);
             client.reply_mode = ReplyMode::Skip;
         }
         ReplyMode::Skip => {
-            out.buf.truncate(reply_start);
+            drop_reply(client, out, reply_start);
             client.reply_mode = ReplyMode::On;
         }
     }
+}
+
+/// Drops the reply written from `reply_start` on, with the streamed
+/// replies that belong to it.
+pub(crate) fn drop_reply(client: &mut Client, out: &mut Out, reply_start: usize) {
+    out.buf.truncate(reply_start);
+    client.streams.retain(|s| s.at <= reply_start);
 }
 
 fn slowlog_push(server: &Server, client: &Client, args: &Args<'_>, us: u64) {

@@ -148,13 +148,6 @@ pub const ERR_NUMKEYS_ARGS: &str = "ERR Number of keys can't be greater than num
 /// SINTERCARD LIMIT not a non-negative integer.
 pub const ERR_LIMIT: &str = "ERR LIMIT can't be negative";
 
-/// Largest reply SRANDMEMBER with a negative count may build, in bytes.
-/// Redis streams such a reply until the client's output buffer limit
-/// closes the connection; ferrokv builds replies in memory, so past this
-/// size it drops the reply and closes the connection the same way, instead
-/// of allocating without bound (e.g. for a count of -9223372036854775807).
-pub const MAX_RANDOM_REPLY: usize = 512 << 20;
-
 /// SPOP_MOVE_STRATEGY_MUL (t_set.c).
 const SPOP_MOVE_STRATEGY_MUL: u128 = 5;
 /// SRANDMEMBER_SUB_STRATEGY_MUL (t_set.c).
@@ -552,8 +545,10 @@ fn spop_count(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// (also in RESP3), empty for a missing key or count 0. Errors: not an
 /// integer; i64::MIN is out of range (Redis 7.0 accepts
 /// -9223372036854775807..9223372036854775807); syntax error with more
-/// arguments. A negative-count reply larger than [`MAX_RANDOM_REPLY`]
-/// closes the connection instead (as an output buffer limit would).
+/// arguments. A negative count of more than
+/// [`STREAM_ABOVE`](super::stream::STREAM_ABOVE) members is produced chunk
+/// by chunk from a copy of the set (cmd/stream.rs), bounded by the output
+/// buffer limits as Redis's reply is.
 fn srandmember(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if args.len() > 3 {
         return ctx.syntax();
@@ -581,8 +576,7 @@ fn srandmember_count(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     }
     let uniq = l >= 0;
     let count = l.unsigned_abs();
-    let start = ctx.out.buf.len();
-    let mut overflow = false;
+    let mut stream = None;
     read_set(
         ctx,
         args.get(1),
@@ -594,14 +588,20 @@ fn srandmember_count(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             let size = s.len() as u64;
             if !uniq || count == 1 {
                 o.array(count as usize);
+                if count > super::stream::STREAM_ABOVE {
+                    let mut picks =
+                        super::stream::RandomPicks::new(super::stream::Shape::Members, count);
+                    let mut tmp = itoa::Buffer::new();
+                    for m in s.iter() {
+                        picks.push(m.as_bytes(&mut tmp));
+                    }
+                    stream = Some(picks);
+                    return;
+                }
                 for _ in 0..count {
                     match s.random(rand_u64) {
                         Some(m) => reply_member(o, m),
                         None => break,
-                    }
-                    if o.buf.len() - start > MAX_RANDOM_REPLY {
-                        overflow = true;
-                        break;
                     }
                 }
                 return;
@@ -642,9 +642,8 @@ fn srandmember_count(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             }
         },
     );
-    if overflow {
-        ctx.out.buf.truncate(start);
-        ctx.client.close_after_reply = true;
+    if let Some(picks) = stream {
+        ctx.stream_reply(picks);
     }
 }
 

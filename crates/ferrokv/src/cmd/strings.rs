@@ -404,8 +404,7 @@ struct SetSpec {
 /// the condition fails); then stores the value (dropping the TTL unless
 /// KEEPTTL) and sets the new TTL. An expiry already in the past (EXAT/PXAT)
 /// is stored as such and the key disappears on its next access, as in 7.0.
-fn set_generic(ctx: &mut Ctx<'_>, key: &[u8], val: &[u8], spec: SetSpec) {
-    let value = StrValue::from_bytes(val);
+fn set_generic(ctx: &mut Ctx<'_>, key: &[u8], value: StrValue, spec: SetSpec) {
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now;
     let t = ctx.touch_time();
@@ -494,7 +493,7 @@ fn set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         expire_at,
         int_reply: false,
     };
-    set_generic(ctx, args.get(1), args.get(2), spec);
+    set_generic(ctx, args.get(1), super::arg_str_value(args, 2), spec);
 }
 
 /// SETNX key value: :1 when set, :0 when the key already existed.
@@ -507,7 +506,7 @@ fn setnx(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         expire_at: None,
         int_reply: true,
     };
-    set_generic(ctx, args.get(1), args.get(2), spec);
+    set_generic(ctx, args.get(1), super::arg_str_value(args, 2), spec);
 }
 
 /// SETEX / PSETEX key ttl value (seconds / milliseconds): +OK; errors as
@@ -524,7 +523,7 @@ fn set_with_ttl(ctx: &mut Ctx<'_>, args: &Args<'_>, unit_ms: bool, name: &str) {
         expire_at: Some(at),
         int_reply: false,
     };
-    set_generic(ctx, args.get(1), args.get(3), spec);
+    set_generic(ctx, args.get(1), super::arg_str_value(args, 3), spec);
 }
 
 /// SETEX key seconds value.
@@ -548,7 +547,7 @@ fn getset(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         expire_at: None,
         int_reply: false,
     };
-    set_generic(ctx, args.get(1), args.get(2), spec);
+    set_generic(ctx, args.get(1), super::arg_str_value(args, 2), spec);
 }
 
 /// GETDEL key: the value (nil when missing), then deletes the key.
@@ -713,7 +712,7 @@ fn mset_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, nx: bool) {
     }
     for (i, &(_, h)) in hashes.iter().enumerate() {
         let key = args.get(1 + 2 * i);
-        let v = StrValue::from_bytes(args.get(2 + 2 * i));
+        let v = super::arg_str_value(args, 2 + 2 * i);
         let shard = locks.shard(db, h);
         // Expire a stale entry first so expired_keys counts it, as Redis's
         // lookup inside setKey does.
@@ -762,7 +761,7 @@ fn append(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         shard.insert(
             h,
             key,
-            Entry::new(Value::Str(StrValue::from_bytes(add)), now),
+            Entry::new(Value::Str(super::arg_str_value(args, 2)), now),
         );
         drop(shard);
         ctx.notify(key, NEW, "new");

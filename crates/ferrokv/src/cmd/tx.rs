@@ -158,9 +158,9 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
             super::run(ctx.server, ctx.client, ctx.out, &argv, ctx.stats, *id);
         }
         match ctx.client.reply_mode {
-            ReplyMode::Off => ctx.out.buf.truncate(start),
+            ReplyMode::Off => super::drop_reply(ctx.client, ctx.out, start),
             ReplyMode::SkipNext => {
-                ctx.out.buf.truncate(start);
+                super::drop_reply(ctx.client, ctx.out, start);
                 ctx.client.reply_mode = ReplyMode::On;
                 skip_after = true;
             }

@@ -1975,8 +1975,10 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         let r = read(ctx, args.get(1), |z, out| {
             rand_with_count(out, z, l, withscores)
         });
-        if let Ok(None) = r {
-            ctx.out.array(0);
+        match r {
+            Ok(None) => ctx.out.array(0),
+            Ok(Some(Some(picks))) => ctx.stream_reply(picks),
+            _ => {}
         }
         return;
     }
@@ -1989,10 +1991,19 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     }
 }
 
-fn rand_with_count(out: &mut Out, z: &ZSetValue, l: i64, ws: bool) {
+/// ZRANDMEMBER with a count (`zrandmemberWithCountCommand`); a
+/// negative count of more than [`STREAM_ABOVE`](super::stream::STREAM_ABOVE)
+/// members returns the copy to produce the reply from (cmd/stream.rs).
+fn rand_with_count(
+    out: &mut Out,
+    z: &ZSetValue,
+    l: i64,
+    ws: bool,
+) -> Option<super::stream::RandomPicks> {
     let size = z.len();
     if l == 0 {
-        return out.array(0);
+        out.array(0);
+        return None;
     }
     let (count, uniq) = if l < 0 {
         (l.unsigned_abs(), false)
@@ -2001,16 +2012,22 @@ fn rand_with_count(out: &mut Out, z: &ZSetValue, l: i64, ws: bool) {
     };
     if !uniq || count == 1 {
         items_header(out, count as usize, ws);
+        if count > super::stream::STREAM_ABOVE {
+            let shape = super::stream::Shape::Scored { scores: ws };
+            let mut picks = super::stream::RandomPicks::new(shape, count);
+            z.range(0, size, true, |m, s| picks.push_scored(m, s));
+            return Some(picks);
+        }
         for _ in 0..count {
             let rank = (rand_u64() % size as u64) as usize;
             z.entry_at(rank, |m, s| item(out, m, s, ws));
         }
-        return;
+        return None;
     }
     if count >= size as u64 {
         items_header(out, size, ws);
         z.range(0, size, true, |m, s| item(out, m, s, ws));
-        return;
+        return None;
     }
     // Distinct ranks: a partial Fisher-Yates shuffle when many are wanted,
     // else rejection sampling; either way at most `size` entries.
@@ -2038,6 +2055,7 @@ fn rand_with_count(out: &mut Out, z: &ZSetValue, l: i64, ws: bool) {
     for r in ranks {
         z.entry_at(r, |m, s| item(out, m, s, ws));
     }
+    None
 }
 
 // ------------------------------------------------------------ ZSCAN

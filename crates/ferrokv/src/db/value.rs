@@ -35,6 +35,9 @@ pub enum StrValue {
     RawFixed(Box<[u8]>),
     /// `raw` modified in place (APPEND / SETRANGE), with spare capacity.
     Raw(Box<Vec<u8>>),
+    /// `raw` kept in the allocation it was received in (a big bulk string
+    /// of a request, see `cmd::arg_str_value`): stored without a copy.
+    Shared(Box<bytes::Bytes>),
 }
 
 impl StrValue {
@@ -68,6 +71,15 @@ impl StrValue {
         }
     }
 
+    /// A string held in `b`'s allocation (no copy): `raw`, or for a value
+    /// short enough to be `embstr` or `int`, the usual encoding (copied).
+    pub fn shared(b: bytes::Bytes) -> Self {
+        if b.len() <= EMBSTR_SIZE_LIMIT {
+            return Self::from_bytes(&b);
+        }
+        StrValue::Shared(Box::new(b))
+    }
+
     /// A `raw` string (the result of APPEND / SETRANGE).
     pub fn raw(data: Vec<u8>) -> Self {
         StrValue::Raw(Box::new(data))
@@ -81,6 +93,7 @@ impl StrValue {
             StrValue::Inline { len, buf } => Some(&buf[..*len as usize]),
             StrValue::Emb(b) | StrValue::RawFixed(b) => Some(b),
             StrValue::Raw(v) => Some(v),
+            StrValue::Shared(b) => Some(b),
         }
     }
 
@@ -119,6 +132,8 @@ impl StrValue {
     pub fn into_vec(self) -> Vec<u8> {
         match self {
             StrValue::Raw(v) => *v,
+            // The allocation itself when no other handle shares it.
+            StrValue::Shared(b) => Vec::from(*b),
             other => other.to_vec(),
         }
     }
@@ -127,7 +142,7 @@ impl StrValue {
     /// SETRANGE: Redis turns the object into a raw sds first).
     pub fn make_raw(&mut self) -> &mut Vec<u8> {
         if !matches!(self, StrValue::Raw(_)) {
-            let v = self.to_vec();
+            let v = std::mem::replace(self, StrValue::Int(0)).into_vec();
             *self = StrValue::Raw(Box::new(v));
         }
         match self {
@@ -141,7 +156,7 @@ impl StrValue {
         match self {
             StrValue::Int(_) => "int",
             StrValue::Inline { .. } | StrValue::Emb(_) => "embstr",
-            StrValue::RawFixed(_) | StrValue::Raw(_) => "raw",
+            StrValue::RawFixed(_) | StrValue::Raw(_) | StrValue::Shared(_) => "raw",
         }
     }
 
@@ -151,6 +166,7 @@ impl StrValue {
             StrValue::Int(_) | StrValue::Inline { .. } => 0,
             StrValue::Emb(b) | StrValue::RawFixed(b) => b.len(),
             StrValue::Raw(v) => v.capacity() + 24,
+            StrValue::Shared(b) => b.len() + 56,
         }
     }
 }

@@ -70,6 +70,12 @@ pub struct Client {
     /// CLIENT TRACKING is on (mirror of the handle's flag for the request
     /// path; tracking.rs).
     pub tracking: bool,
+    /// True for a connection that can produce large replies chunk by
+    /// chunk (set by [`serve`]; internal clients build replies at once).
+    pub can_stream: bool,
+    /// Replies left for the connection to produce (cmd/stream.rs), in the
+    /// order they go into the output buffer.
+    pub streams: Vec<crate::cmd::stream::PendingStream>,
 }
 
 /// A client waiting on keys: its waiter, where the wake-up arrives and the
@@ -104,11 +110,75 @@ impl Client {
             watch: None,
             pubsub: None,
             tracking: false,
+            can_stream: false,
+            streams: Vec::new(),
         }
+    }
+
+    /// True when a reply may be produced chunk by chunk after the command:
+    /// a connection whose replies go straight to its socket (not through
+    /// the outbox shared with pushed messages of a subscribed or tracking
+    /// client).
+    pub fn streams_replies(&self) -> bool {
+        self.can_stream
+            && self.pubsub.is_none()
+            && !self.tracking
+            && !self.handle.tracking.target.load(Ordering::Relaxed)
     }
 }
 
 const READ_CHUNK: usize = 16 * 1024;
+
+/// A read buffer larger than this (grown by a long pipeline or a large
+/// multibulk of small arguments) is replaced by a [`READ_CHUNK`] one as
+/// soon as it is empty.
+const RBUF_KEEP: usize = 2 * READ_CHUNK;
+
+/// A connection without input for this long gives its buffers back (Redis
+/// resizes the query buffer of a client idle for 2 s and shrinks its reply
+/// buffer in its client cron: `clientsCronResizeQueryBuffer`,
+/// `clientsCronResizeOutputBuffer`).
+const IDLE_SHRINK_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Gives back the memory of an idle connection's buffers: the read buffer
+/// keeps only the bytes of a partial request, the reply and outbox buffers
+/// and the parser's argument table go (they are allocated again by the
+/// next request).
+fn shrink_idle_buffers(
+    rbuf: &mut BytesMut,
+    out: &mut Out,
+    spare: &mut Vec<u8>,
+    parser: &mut RequestParser,
+) {
+    *rbuf = if rbuf.is_empty() {
+        BytesMut::new()
+    } else {
+        BytesMut::from(&rbuf[..])
+    };
+    if out.buf.is_empty() {
+        out.buf = Vec::new();
+    }
+    if spare.is_empty() {
+        *spare = Vec::new();
+    }
+    parser.shrink();
+}
+
+/// Logs a client closed for client-query-buffer-limit as Redis does:
+/// its CLIENT LIST line and the first 64 bytes of what it sent.
+fn log_query_buffer_limit(handle: &ClientHandle, rbuf: &[u8], big: usize) {
+    let head = &rbuf[..rbuf.len().min(64)];
+    tracing::warn!(
+        "Closing client that reached max query buffer length: {} (qbuf initial bytes: {}, {} bytes buffered)",
+        handle.describe(crate::util::now_ms()),
+        {
+            let mut r = Vec::new();
+            cmd::repr(head, &mut r);
+            String::from_utf8_lossy(&r).into_owned()
+        },
+        rbuf.len() + big
+    );
+}
 
 /// How many requests ahead of the executing one a pipelined batch's keys
 /// are prefetched (about the number of cache misses a core keeps in
@@ -122,6 +192,7 @@ where
 {
     let (mut rd, mut wr) = tokio::io::split(stream);
     let mut client = Client::new(handle.clone());
+    client.can_stream = true;
     client.authenticated = !server.acl.auth_required.load(Ordering::Relaxed);
     let mut parser = RequestParser::new(server.live.proto_max_bulk_len.load(Ordering::Relaxed));
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
@@ -134,10 +205,21 @@ where
     // Set after a blocked command was answered: commands already buffered
     // run before the next read.
     let mut resume = false;
+    // Set when the read buffer grew past RBUF_KEEP: it is replaced by a
+    // small one once empty.
+    let mut rbuf_grown = false;
+    // After IDLE_SHRINK_AFTER without input the buffers are given back
+    // (`minimal`); the timer is re-armed only when it fires, so a busy
+    // connection pays one timer event every two seconds, not one per read.
+    let idle = tokio::time::sleep(IDLE_SHRINK_AFTER);
+    tokio::pin!(idle);
+    let mut minimal = false;
+    let mut last_input_ms = crate::util::now_ms();
     'conn: loop {
-        if rbuf.capacity() - rbuf.len() < 1024 {
+        if !minimal && rbuf.capacity() - rbuf.len() < 1024 {
             rbuf.reserve(READ_CHUNK);
         }
+        rbuf_grown |= rbuf.capacity() > RBUF_KEEP;
         let read = if std::mem::take(&mut resume) {
             Ok(1)
         } else if client.monitor_rx.is_some() {
@@ -155,12 +237,46 @@ where
                 MonitorEvent::Gone => break,
                 MonitorEvent::Read(r) => r,
             }
-        } else {
+        } else if let Some(fill) = parser.big_read_target(rbuf.len()) {
+            // A big bulk string goes straight into its own allocation.
+            rd.read_buf(fill).await
+        } else if minimal {
+            // Nothing left to give back: the read allocates what it needs.
             rd.read_buf(&mut rbuf).await
+        } else {
+            tokio::select! {
+                biased;
+                r = rd.read_buf(&mut rbuf) => r,
+                () = &mut idle => {
+                    let now = crate::util::now_ms();
+                    let due = last_input_ms + IDLE_SHRINK_AFTER.as_millis() as u64;
+                    if now >= due {
+                        shrink_idle_buffers(&mut rbuf, &mut out, &mut spare, &mut parser);
+                        rbuf_grown = false;
+                        minimal = true;
+                    } else {
+                        let wait = std::time::Duration::from_millis(due - now);
+                        idle.as_mut().reset(tokio::time::Instant::now() + wait);
+                    }
+                    continue;
+                }
+            }
         };
         match read {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
+        }
+        minimal = false;
+        // client-query-buffer-limit counts every byte received and not yet
+        // executed, big bulk strings included, and is checked right after
+        // the read, before anything runs (Redis's readQueryFromClient).
+        let qlimit = server
+            .live
+            .client_query_buffer_limit
+            .load(Ordering::Relaxed) as usize;
+        if rbuf.len() + parser.big_buffered() > qlimit {
+            log_query_buffer_limit(&handle, &rbuf, parser.big_buffered());
+            break 'conn;
         }
         if handle.killed.load(Ordering::Relaxed) {
             break;
@@ -169,6 +285,7 @@ where
         let stats: &ThreadStats = &stats;
         client.clock_us = crate::util::now_us();
         let now = client.clock_us / 1000;
+        last_input_ms = now;
         handle.last_ms.store(now, Ordering::Relaxed);
         parser.max_bulk_len = server.live.proto_max_bulk_len.load(Ordering::Relaxed);
         let mut consumed = 0usize;
@@ -204,6 +321,7 @@ where
                             cmd::execute(&server, &mut client, &mut out, &args, stats);
                         }
                     }
+                    parser.release_big();
                     consumed += n;
                     if std::mem::take(&mut first) {
                         ahead = Some(consumed);
@@ -243,7 +361,10 @@ where
                     {
                         break 'conn;
                     }
-                    if client.close_after_reply || client.blocked.is_some() {
+                    if client.close_after_reply
+                        || client.blocked.is_some()
+                        || !client.streams.is_empty()
+                    {
                         break;
                     }
                 }
@@ -256,6 +377,10 @@ where
         }
         bump(&stats.net_in, consumed as u64);
         rbuf.advance(consumed);
+        if rbuf.is_empty() && rbuf_grown {
+            rbuf = BytesMut::with_capacity(READ_CHUNK);
+            rbuf_grown = false;
+        }
         super::spin::batch_done();
         // BCAST invalidations of the keys this batch modified.
         crate::tracking::flush_bcast(&server);
@@ -283,19 +408,7 @@ where
                 rbuf.reserve((need - rbuf.len()).min(rbuf.len().max(READ_CHUNK)));
             }
         }
-        let limit = server
-            .live
-            .client_query_buffer_limit
-            .load(Ordering::Relaxed) as usize;
-        if rbuf.len() > limit {
-            tracing::warn!(
-                client = handle.id,
-                "closing client that reached max query buffer length (qbuf={})",
-                rbuf.len()
-            );
-            client.close_after_reply = true;
-        }
-        update_info(&client, &rbuf, &out);
+        update_info(&client, &rbuf, &out, parser.big_buffered());
         if crate::persist::aof::on() {
             // The batch's AOF records are written (and with appendfsync
             // always, fsync'd) before its replies leave.
@@ -304,6 +417,23 @@ where
         if handle.outbox.pending() > 0 && !drain_outbox(&server, &handle, &mut wr, &mut spare).await
         {
             break 'conn;
+        }
+        if !client.streams.is_empty() {
+            // Replies produced chunk by chunk (cmd/stream.rs); the requests
+            // still buffered run after them.
+            if !drive_streams(
+                &server,
+                &mut client,
+                &mut out,
+                &mut wr,
+                normal_limit,
+                &soft_since,
+            )
+            .await
+            {
+                break 'conn;
+            }
+            resume = true;
         }
         if !out.buf.is_empty() {
             bump(&stats.net_out, out.buf.len() as u64);
@@ -322,7 +452,7 @@ where
         if let Some(b) = client.blocked.take() {
             match block_wait(&server, &handle, &mut rd, &mut rbuf, b, &mut out).await {
                 true => {
-                    update_info(&client, &rbuf, &out);
+                    update_info(&client, &rbuf, &out, parser.big_buffered());
                     if crate::persist::aof::on() {
                         crate::persist::aof::before_served_reply(&server);
                     }
@@ -410,6 +540,67 @@ pub fn normal_obuf_usage(len: usize) -> u64 {
     blocks * (block + REPLY_BLOCK_OVERHEAD)
 }
 
+/// Produces the replies left in `client.streams` in order, with the
+/// replies written after each of them, and sends them; what is left in
+/// `out.buf` afterwards is sent by the caller. The normal class's limits
+/// apply to each streamed reply as if all of it were buffered (Redis
+/// builds it in memory): with a hard limit nothing is sent until the reply
+/// is complete, and the client is closed as soon as the reply passes the
+/// limit; without one, each chunk is sent as it is produced. Between chunks
+/// the task yields, so other clients of this thread are served. False when
+/// the client was closed or the socket failed.
+async fn drive_streams<W>(
+    server: &Server,
+    client: &mut Client,
+    out: &mut Out,
+    wr: &mut W,
+    limit: crate::net::clients::BufLimit,
+    soft_since: &std::sync::atomic::AtomicU64,
+) -> bool
+where
+    W: AsyncWrite + Unpin,
+{
+    use crate::cmd::stream::CHUNK;
+    let streams = std::mem::take(&mut client.streams);
+    let written = std::mem::take(&mut out.buf);
+    let hold = limit.hard > 0;
+    let mut pos = 0;
+    for mut s in streams {
+        out.buf.extend_from_slice(&written[pos..s.at]);
+        pos = s.at;
+        let mut produced = 0usize;
+        loop {
+            let before = out.buf.len();
+            let done = s.picks.fill(out, CHUNK);
+            produced += out.buf.len() - before;
+            let used = normal_obuf_usage(produced + s.picks.copy_size());
+            if limit.exceeded(used, soft_since, crate::util::now_ms())
+                || client.handle.killed.load(Ordering::Relaxed)
+            {
+                client.handle.close_for_limits();
+                out.buf = Vec::new();
+                return false;
+            }
+            if done {
+                break;
+            }
+            if !hold && out.buf.len() >= CHUNK {
+                bump(
+                    &server.stats.local(cmd::table().all.len()).net_out,
+                    out.buf.len() as u64,
+                );
+                if !send(wr, &out.buf).await {
+                    return false;
+                }
+                out.buf.clear();
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+    out.buf.extend_from_slice(&written[pos..]);
+    true
+}
+
 /// Writes what the outbox holds (one take: messages arriving meanwhile
 /// wait for the next wake-up). False when the socket failed or the client
 /// was closed for its output limits.
@@ -478,10 +669,10 @@ async fn send<W: AsyncWrite + Unpin>(wr: &mut W, buf: &[u8]) -> bool {
     wr.write_all(buf).await.is_ok() && wr.flush().await.is_ok()
 }
 
-fn update_info(client: &Client, rbuf: &BytesMut, out: &Out) {
+fn update_info(client: &Client, rbuf: &BytesMut, out: &Out, big: usize) {
     let mut i = client.handle.info.lock();
     i.db = client.db;
-    i.qbuf = rbuf.len();
+    i.qbuf = rbuf.len() + big;
     i.qbuf_free = rbuf.capacity() - rbuf.len();
     i.obl = out.buf.len();
     if let Some(c) = cmd::table().all.get(client.last_cmd) {

@@ -11,6 +11,12 @@
 //! a multibulk of a million arguments arriving in small reads is not re-parsed
 //! from the start every time.
 //!
+//! A bulk string of at least [`BIG_ARG`] bytes is received into an
+//! allocation of its own, reserved at its declared length as soon as its
+//! header is parsed (Redis's big-argument handling in
+//! `processMultibulkBuffer`): the read buffer stays small, nothing is
+//! copied twice, and SET keeps that allocation as the stored value.
+//!
 //! Limits, as in Redis 7.0: a multibulk count above INT_MAX is "invalid
 //! multibulk length" (7.0 accepts any count up to INT_MAX; only the
 //! argument slots actually received are allocated); a bulk length above
@@ -21,6 +27,8 @@
 //! its newline is "too big inline request" / "too big mbulk count string" /
 //! "too big bulk count string". Nothing is allocated for a length before it
 //! has been checked against its limit.
+
+use bytes::Bytes;
 
 /// Longest inline request or length line without a newline (Redis's
 /// PROTO_INLINE_MAX_SIZE), in bytes.
@@ -126,6 +134,21 @@ pub struct RequestParser {
     offset: usize,
     /// Length of the bulk string whose header was parsed, if any.
     bulk_len: Option<usize>,
+    /// Big bulk strings of the request being parsed (or just parsed), each
+    /// in its own allocation.
+    big: Vec<Bytes>,
+    /// The big bulk string being received, allocated at its exact length
+    /// when its header was parsed: bytes found in the read buffer are
+    /// copied in (and skipped there), and the connection reads straight
+    /// into it when the read buffer holds nothing more
+    /// ([`RequestParser::big_read_target`]).
+    fill: Vec<u8>,
+    /// Length of the bulk string in `fill` (0 = none in progress).
+    fill_len: usize,
+    /// Bytes of the current request's big bulk strings that were copied
+    /// out of the read buffer and are still there (skipped), so that
+    /// [`RequestParser::big_buffered`] does not count them twice.
+    copied: usize,
     /// proto-max-bulk-len in bytes.
     pub max_bulk_len: u64,
     /// True while the connection must still authenticate: request sizes are
@@ -140,17 +163,48 @@ impl Default for RequestParser {
 }
 
 /// The arguments of one request: argv[0] is the command name.
+///
+/// Most arguments are `(start, end)` ranges of one buffer (the read buffer,
+/// the inline scratch or a MULTI copy); a big bulk string (at least
+/// [`BIG_ARG`] bytes) lives in its own allocation ([`Args::shared`]), marked
+/// by a range starting at `u32::MAX` whose end is its index in `big`.
 #[derive(Clone, Copy)]
 pub struct Args<'a> {
     base: &'a [u8],
     ranges: &'a [(u32, u32)],
+    big: &'a [Bytes],
 }
+
+/// A bulk string at least this long is received into an allocation of its
+/// own, of exactly its size, which a command can keep as the stored value
+/// without copying it (Redis's PROTO_MBULK_BIG_ARG, networking.c).
+pub const BIG_ARG: usize = 32 * 1024;
+
+/// First reservation of a big bulk string when transparent huge pages are
+/// allowed (see [`RequestParser::big_read_target`]).
+const SLOW_FILL_START: usize = 64 * 1024;
+
+/// The range marker of an argument held in [`Args::shared`] storage.
+const BIG_MARK: u32 = u32::MAX;
 
 impl<'a> Args<'a> {
     /// Builds arguments over `base` with explicit ranges (tests, MULTI queue).
     pub fn new(base: &'a [u8], ranges: &'a [(u32, u32)]) -> Self {
-        Args { base, ranges }
+        Args {
+            base,
+            ranges,
+            big: &[],
+        }
     }
+
+    /// Argument `i` as a shared handle on its own allocation, when it is a
+    /// big bulk string (at least [`BIG_ARG`] bytes received on its own);
+    /// None for the others, which live inside a shared buffer.
+    pub fn shared(&self, i: usize) -> Option<Bytes> {
+        let (s, e) = self.ranges[i];
+        (s == BIG_MARK).then(|| self.big[e as usize].clone())
+    }
+
     /// Number of arguments including the command name.
     #[inline]
     pub fn len(&self) -> usize {
@@ -165,6 +219,9 @@ impl<'a> Args<'a> {
     #[inline]
     pub fn get(&self, i: usize) -> &'a [u8] {
         let (s, e) = self.ranges[i];
+        if s == BIG_MARK {
+            return &self.big[e as usize];
+        }
         &self.base[s as usize..e as usize]
     }
     /// Iterates over all arguments.
@@ -182,14 +239,21 @@ impl<'a> Args<'a> {
 pub struct OwnedArgs {
     data: Vec<u8>,
     ranges: Vec<(u32, u32)>,
+    big: Vec<Bytes>,
 }
 
 impl OwnedArgs {
-    /// Copies `args`.
+    /// Copies `args` (big bulk strings are shared, not copied).
     pub fn from_args(args: &Args<'_>) -> Self {
         let mut o = OwnedArgs::default();
-        for a in args.iter() {
-            o.push(a);
+        for i in 0..args.len() {
+            match args.shared(i) {
+                Some(b) => {
+                    o.ranges.push((BIG_MARK, o.big.len() as u32));
+                    o.big.push(b);
+                }
+                None => o.push(args.get(i)),
+            }
         }
         o
     }
@@ -201,7 +265,11 @@ impl OwnedArgs {
     }
     /// Borrowed view.
     pub fn args(&self) -> Args<'_> {
-        Args::new(&self.data, &self.ranges)
+        Args {
+            base: &self.data,
+            ranges: &self.ranges,
+            big: &self.big,
+        }
     }
 }
 
@@ -215,6 +283,10 @@ impl RequestParser {
             remaining: 0,
             offset: 0,
             bulk_len: None,
+            big: Vec::new(),
+            fill: Vec::new(),
+            fill_len: 0,
+            copied: 0,
             max_bulk_len,
             unauthenticated: false,
         }
@@ -228,11 +300,68 @@ impl RequestParser {
             Source::ReadBuffer => Args {
                 base: buf,
                 ranges: &self.ranges,
+                big: &self.big,
             },
             Source::Scratch => Args {
                 base: &self.scratch,
                 ranges: &self.ranges,
+                big: &[],
             },
+        }
+    }
+
+    /// Drops the parser's handles on the last request's big bulk strings
+    /// (call once the request has been executed: a command that stored one
+    /// keeps the only reference).
+    #[inline]
+    pub fn release_big(&mut self) {
+        if !self.big.is_empty() {
+            self.big.clear();
+        }
+    }
+
+    /// Gives back the memory of large argument tables (an idle
+    /// connection; a request in progress keeps its state).
+    pub fn shrink(&mut self) {
+        if self.remaining == 0 {
+            if self.ranges.capacity() > 64 {
+                self.ranges = Vec::with_capacity(8);
+            }
+            self.scratch = Vec::new();
+        }
+    }
+
+    /// Bytes of the request in progress held outside the read buffer (big
+    /// bulk strings received so far), for client-query-buffer-limit and
+    /// CLIENT LIST `qbuf`.
+    pub fn big_buffered(&self) -> usize {
+        (self.fill.len() + self.big.iter().map(|b| b.len()).sum::<usize>())
+            .saturating_sub(self.copied)
+    }
+
+    /// Where the next read should go: the big bulk string being received,
+    /// when the read buffer holds nothing past what was parsed
+    /// (`unparsed` = bytes of the read buffer from the request's start) and
+    /// the string still needs bytes. Reading there moves each byte once.
+    pub fn big_read_target(&mut self, unparsed: usize) -> Option<&mut Vec<u8>> {
+        if self.fill_len > 0 && self.fill.len() < self.fill_len && unparsed <= self.offset {
+            self.reserve_fill(self.fill.len() + 1);
+            Some(&mut self.fill)
+        } else {
+            None
+        }
+    }
+
+    /// Makes room for `total` bytes of the big bulk string being received,
+    /// never beyond its length. Reserved in full when its header arrived,
+    /// except with transparent huge pages allowed, where it starts at
+    /// [`SLOW_FILL_START`] and at least doubles up to its length (a client
+    /// trickling a declared 512 MB would otherwise pin a 2 MiB page).
+    fn reserve_fill(&mut self, total: usize) {
+        let cap = self.fill.capacity();
+        if total > cap {
+            let want = total.max(cap.saturating_mul(2)).min(self.fill_len);
+            self.fill.reserve_exact(want - self.fill.len());
         }
     }
 
@@ -277,6 +406,7 @@ impl RequestParser {
                 return Err(ProtocolError::UnauthenticatedMultibulkLength);
             }
             self.ranges.clear();
+            self.big.clear();
             self.source = Source::ReadBuffer;
             if n <= 0 {
                 return Ok(Parsed::Request(cr + 2));
@@ -288,6 +418,25 @@ impl RequestParser {
             self.ranges.reserve((n as usize).min(1024));
         }
         while self.remaining > 0 {
+            if self.fill_len > 0 {
+                // A big bulk string: copy what the buffer has of it.
+                let need = self.fill_len - self.fill.len();
+                let n = need.min(buf.len().saturating_sub(self.offset));
+                self.reserve_fill(self.fill.len() + n);
+                self.fill
+                    .extend_from_slice(&buf[self.offset..self.offset + n]);
+                self.offset += n;
+                self.copied += n;
+                if self.fill.len() < self.fill_len || buf.len() < self.offset + 2 {
+                    return Ok(Parsed::Incomplete);
+                }
+                self.offset += 2;
+                self.fill_len = 0;
+                self.ranges.push((BIG_MARK, self.big.len() as u32));
+                self.big.push(Bytes::from(std::mem::take(&mut self.fill)));
+                self.remaining -= 1;
+                continue;
+            }
             let len = match self.bulk_len {
                 Some(l) => l,
                 None => {
@@ -312,6 +461,22 @@ impl RequestParser {
                         return Err(ProtocolError::UnauthenticatedBulkLength);
                     }
                     self.offset += cr + 2;
+                    if l >= BIG_ARG {
+                        // Its own allocation, reserved in full as Redis
+                        // does; when the system refuses it, the string
+                        // grows in the read buffer instead.
+                        let mut v = Vec::new();
+                        let first = if crate::memory::thp_allowed() {
+                            l.min(SLOW_FILL_START)
+                        } else {
+                            l
+                        };
+                        if v.try_reserve_exact(first).is_ok() {
+                            self.fill = v;
+                            self.fill_len = l;
+                            continue;
+                        }
+                    }
                     self.bulk_len = Some(l);
                     l
                 }
@@ -327,6 +492,7 @@ impl RequestParser {
         }
         let used = self.offset;
         self.offset = 0;
+        self.copied = 0;
         Ok(Parsed::Request(used))
     }
 
@@ -621,6 +787,65 @@ mod tests {
                 assert_eq!(parse_split(input, &[i, j]), whole, "split at {i},{j}");
             }
         }
+    }
+
+    /// Big bulk strings (BIG_ARG bytes or more) arrive in their own
+    /// allocation whatever the split, whether their bytes come through the
+    /// read buffer or are read straight into it, and are counted once.
+    #[test]
+    fn big_bulk_strings_own_their_allocation() {
+        let big: Vec<u8> = (0..BIG_ARG + 7).map(|i| (i % 251) as u8).collect();
+        let mut input = format!("*4\r\n$4\r\nMSET\r\n$1\r\nk\r\n${}\r\n", big.len()).into_bytes();
+        input.extend_from_slice(&big);
+        input.extend_from_slice(b"\r\n$2\r\nxy\r\nPING\r\n");
+        let want = vec![
+            vec![b"MSET".to_vec(), b"k".to_vec(), big.clone(), b"xy".to_vec()],
+            vec![b"PING".to_vec()],
+        ];
+        let header = input.len() - big.len() - 16;
+        for cut in [
+            1,
+            header - 1,
+            header,
+            header + 1,
+            header + 5000,
+            input.len() - 12,
+            input.len() - 11,
+        ] {
+            assert_eq!(parse_split(&input, &[cut]), want, "split at {cut}");
+        }
+        // Straight into the allocation: the connection's path.
+        let mut p = RequestParser::default();
+        let mut buf = input[..header + 100].to_vec();
+        assert_eq!(p.parse(&buf), Ok(Parsed::Incomplete));
+        assert_eq!(
+            p.big_buffered(),
+            0,
+            "the 100 bytes are counted in the buffer"
+        );
+        let fill = p
+            .big_read_target(buf.len())
+            .expect("reads go to the big string");
+        let rest = &input[header + 100..header + big.len()];
+        fill.extend_from_slice(rest);
+        assert_eq!(p.big_buffered(), big.len() - 100);
+        assert!(p.big_read_target(buf.len()).is_none(), "complete");
+        assert_eq!(p.parse(&buf), Ok(Parsed::Incomplete), "CRLF not here yet");
+        buf.extend_from_slice(&input[header + big.len()..]);
+        let Ok(Parsed::Request(n)) = p.parse(&buf) else {
+            panic!("request")
+        };
+        let args = p.args(&buf);
+        assert_eq!(args.get(2), &big[..]);
+        assert_eq!(args.shared(2).as_deref(), Some(&big[..]));
+        assert!(args.shared(1).is_none());
+        assert_eq!(args.get(3), b"xy");
+        let owned = OwnedArgs::from_args(&args);
+        assert_eq!(owned.args().to_vec(), want[0]);
+        assert!(owned.args().shared(2).is_some());
+        p.release_big();
+        assert_eq!(p.big_buffered(), 0);
+        assert_eq!(p.parse(&buf[n..]), Ok(Parsed::Request(6)));
     }
 
     #[test]
