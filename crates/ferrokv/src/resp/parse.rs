@@ -149,6 +149,10 @@ pub struct RequestParser {
     /// out of the read buffer and are still there (skipped), so that
     /// [`RequestParser::big_buffered`] does not count them twice.
     copied: usize,
+    /// Largest reservation made for a big bulk string (a declared length,
+    /// bounded by proto-max-bulk-len): what a fuzz harness may allow beyond
+    /// the input's own size.
+    big_reserved_peak: usize,
     /// proto-max-bulk-len in bytes.
     pub max_bulk_len: u64,
     /// True while the connection must still authenticate: request sizes are
@@ -287,6 +291,7 @@ impl RequestParser {
             fill: Vec::new(),
             fill_len: 0,
             copied: 0,
+            big_reserved_peak: 0,
             max_bulk_len,
             unauthenticated: false,
         }
@@ -329,6 +334,14 @@ impl RequestParser {
             }
             self.scratch = Vec::new();
         }
+    }
+
+    /// The largest length reserved for a big bulk string so far: Redis
+    /// reserves a big argument's declared length (at most
+    /// proto-max-bulk-len) when its header arrives, and so does this
+    /// parser; everything else it allocates is bounded by its input.
+    pub fn big_reserved_peak(&self) -> usize {
+        self.big_reserved_peak
     }
 
     /// Bytes of the request in progress held outside the read buffer (big
@@ -472,6 +485,7 @@ impl RequestParser {
                             l
                         };
                         if v.try_reserve_exact(first).is_ok() {
+                            self.big_reserved_peak = self.big_reserved_peak.max(l);
                             self.fill = v;
                             self.fill_len = l;
                             continue;
