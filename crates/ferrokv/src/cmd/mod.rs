@@ -494,6 +494,7 @@ pub struct Ctx<'a> {
 /// bulk string ([`crate::resp::parse::BIG_ARG`] bytes or more, received in
 /// its own allocation) becomes the stored value without a copy, as Redis
 /// stores the argument object itself.
+#[inline]
 pub fn arg_str_value(args: &Args<'_>, i: usize) -> crate::db::value::StrValue {
     match args.shared(i) {
         Some(b) => crate::db::value::StrValue::shared(b),

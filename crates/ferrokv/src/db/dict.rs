@@ -213,7 +213,7 @@ impl<V> Dict<V> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn node(&self, hash: u64, key: &[u8]) -> Option<&Node<V>> {
         if self.table.is_empty() {
             return None;
@@ -228,7 +228,7 @@ impl<V> Dict<V> {
         None
     }
 
-    #[inline]
+    #[inline(always)]
     fn node_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut Node<V>> {
         if self.table.is_empty() {
             return None;

@@ -240,8 +240,11 @@ where
         } else if let Some(fill) = parser.big_read_target(rbuf.len()) {
             // A big bulk string goes straight into its own allocation.
             rd.read_buf(fill).await
-        } else if minimal {
-            // Nothing left to give back: the read allocates what it needs.
+        } else if minimal
+            || !(rbuf_grown || out.buf.capacity() > READ_CHUNK || spare.capacity() > 0)
+        {
+            // Nothing large to give back (the buffers a connection starts
+            // with stay): no timer on the hot path.
             rd.read_buf(&mut rbuf).await
         } else {
             tokio::select! {

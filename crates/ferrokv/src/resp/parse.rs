@@ -419,7 +419,7 @@ impl RequestParser {
                 return Err(ProtocolError::UnauthenticatedMultibulkLength);
             }
             self.ranges.clear();
-            self.big.clear();
+            self.release_big();
             self.source = Source::ReadBuffer;
             if n <= 0 {
                 return Ok(Parsed::Request(cr + 2));
@@ -430,26 +430,10 @@ impl RequestParser {
             // Reserve for small requests only; a huge count could be a lie.
             self.ranges.reserve((n as usize).min(1024));
         }
+        if self.fill_len > 0 && !self.continue_fill(buf) {
+            return Ok(Parsed::Incomplete);
+        }
         while self.remaining > 0 {
-            if self.fill_len > 0 {
-                // A big bulk string: copy what the buffer has of it.
-                let need = self.fill_len - self.fill.len();
-                let n = need.min(buf.len().saturating_sub(self.offset));
-                self.reserve_fill(self.fill.len() + n);
-                self.fill
-                    .extend_from_slice(&buf[self.offset..self.offset + n]);
-                self.offset += n;
-                self.copied += n;
-                if self.fill.len() < self.fill_len || buf.len() < self.offset + 2 {
-                    return Ok(Parsed::Incomplete);
-                }
-                self.offset += 2;
-                self.fill_len = 0;
-                self.ranges.push((BIG_MARK, self.big.len() as u32));
-                self.big.push(Bytes::from(std::mem::take(&mut self.fill)));
-                self.remaining -= 1;
-                continue;
-            }
             let len = match self.bulk_len {
                 Some(l) => l,
                 None => {
@@ -488,6 +472,9 @@ impl RequestParser {
                             self.big_reserved_peak = self.big_reserved_peak.max(l);
                             self.fill = v;
                             self.fill_len = l;
+                            if !self.continue_fill(buf) {
+                                return Ok(Parsed::Incomplete);
+                            }
                             continue;
                         }
                     }
@@ -508,6 +495,28 @@ impl RequestParser {
         self.offset = 0;
         self.copied = 0;
         Ok(Parsed::Request(used))
+    }
+
+    /// Moves what `buf` holds of the big bulk string being received into
+    /// its allocation; true once it is complete with its CRLF (the
+    /// argument is then added), false when more bytes are needed.
+    fn continue_fill(&mut self, buf: &[u8]) -> bool {
+        let need = self.fill_len - self.fill.len();
+        let n = need.min(buf.len().saturating_sub(self.offset));
+        self.reserve_fill(self.fill.len() + n);
+        self.fill
+            .extend_from_slice(&buf[self.offset..self.offset + n]);
+        self.offset += n;
+        self.copied += n;
+        if self.fill.len() < self.fill_len || buf.len() < self.offset + 2 {
+            return false;
+        }
+        self.offset += 2;
+        self.fill_len = 0;
+        self.ranges.push((BIG_MARK, self.big.len() as u32));
+        self.big.push(Bytes::from(std::mem::take(&mut self.fill)));
+        self.remaining -= 1;
+        true
     }
 
     fn parse_inline(&mut self, buf: &[u8]) -> Result<Parsed, ProtocolError> {
