@@ -261,6 +261,7 @@ fn push(db: usize, touch: bool, class: u32, event: &'static str, key: &[u8]) {
 /// `event` of `class` (signalModifiedKey + notifyKeyspaceEvent).
 #[inline]
 pub fn modified(db: usize, key: &[u8], class: u32, event: &'static str) {
+    crate::propagate::mark_dirty();
     if on() {
         push(db, true, class, event, key);
     }
@@ -277,6 +278,7 @@ pub fn notify(db: usize, key: &[u8], class: u32, event: &'static str) {
 /// Touches the watchers of `key` without a notification.
 #[inline]
 pub fn touch(db: usize, key: &[u8]) {
+    crate::propagate::mark_dirty();
     if on() {
         push(db, true, 0, "", key);
     }

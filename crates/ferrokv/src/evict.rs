@@ -357,9 +357,9 @@ pub fn perform(server: &Server) -> Outcome {
         }
     };
     let gate = crate::tx::gate_shared();
-    let aof = crate::persist::aof::on();
+    let aof = crate::propagate::on();
     if aof {
-        crate::persist::aof::begin_background(server);
+        server.propagation.begin_background();
     }
     let start = Instant::now();
     let limit = time_limit();
@@ -383,7 +383,7 @@ pub fn perform(server: &Server) -> Outcome {
         }
     }
     if aof {
-        crate::persist::aof::end_background(server);
+        server.propagation.end_background();
     }
     drop(gate);
     drop(st);
@@ -529,8 +529,8 @@ fn evict_key(server: &Server, db: usize, key: &[u8], volatile: bool) -> bool {
         return false;
     }
     let old = sh.remove(h, key);
-    if crate::persist::aof::on() {
-        crate::persist::aof::expired(&*sh as *const _ as usize, key);
+    if crate::propagate::on() {
+        crate::propagate::deleted(db, key);
     }
     drop(sh);
     drop(old);

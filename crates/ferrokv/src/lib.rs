@@ -18,6 +18,7 @@ pub mod ldouble;
 pub mod memory;
 pub mod net;
 pub mod persist;
+pub mod propagate;
 pub mod pubsub;
 pub mod resp;
 pub mod server;
@@ -213,7 +214,7 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         _ = term.recv() => tracing::info!("Received SIGTERM scheduling shutdown..."),
     }
     server.shutting_down.store(true, Ordering::SeqCst);
-    if persist::aof::on() {
+    if propagate::on() {
         server.aof.flush_all();
     }
     if !server.rdb.shutdown_handled.load(Ordering::SeqCst) {

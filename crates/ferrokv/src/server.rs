@@ -156,8 +156,10 @@ pub struct Server {
     pub executable: String,
     /// RDB persistence state (SAVE, BGSAVE, INFO persistence).
     pub rdb: crate::persist::rdb::RdbState,
-    /// The append-only file (persist/aof.rs).
-    pub aof: crate::persist::aof::Aof,
+    /// The append-only file (persist/aof.rs), a sink of `propagation`.
+    pub aof: Arc<crate::persist::aof::Aof>,
+    /// The stream of effects of write commands (propagate.rs).
+    pub propagation: crate::propagate::Stream,
     /// The TLS context of the TLS listener (net::tls).
     pub tls: crate::net::tls::TlsState,
 }
@@ -198,8 +200,10 @@ impl Server {
                 .unwrap_or_default(),
             rdb: Default::default(),
             aof: Default::default(),
+            propagation: Default::default(),
             tls: Default::default(),
         });
+        s.propagation.add_sink(s.aof.clone());
         s.apply_config();
         s
     }

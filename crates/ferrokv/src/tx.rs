@@ -311,13 +311,13 @@ pub fn touch_db(
 /// execution order.
 pub fn background_step(server: &Server, f: &mut dyn FnMut()) {
     let _g = gate_shared();
-    let prop = crate::persist::aof::on();
+    let prop = crate::propagate::on();
     if prop {
-        crate::persist::aof::begin_background(server);
+        server.propagation.begin_background();
     }
     f();
     if prop {
-        crate::persist::aof::end_background(server);
+        server.propagation.end_background();
     }
     if events::pending() {
         events::drain(server);

@@ -448,6 +448,11 @@ impl Rng {
         (self.next() % n as u64) as usize
     }
 
+    /// A reference to one element of `xs` (non-empty).
+    pub fn pick2<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len())]
+    }
+
     /// One element of `xs` (non-empty).
     pub fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
         xs[self.below(xs.len())]

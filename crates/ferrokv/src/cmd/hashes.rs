@@ -596,6 +596,8 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     }
     drop(shard);
     ctx.modified(key, HASH, "hincrbyfloat");
+    // Recorded as HSET key field <result> (Redis's hincrbyfloatCommand).
+    crate::propagate::rewrite(&[b"HSET", key, args.get(2), &sum]);
     ctx.out.bulk(&sum);
 }
 

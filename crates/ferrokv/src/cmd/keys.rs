@@ -554,6 +554,16 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, relative: bool, ms: bool) 
         None
     };
     drop(shard);
+    // Recorded as DEL when already expired, else as PEXPIREAT with the
+    // absolute time and the same flags (Redis's expireGenericCommand).
+    if old.is_some() {
+        crate::propagate::rewrite(&[b"DEL", key]);
+    } else if crate::propagate::on() && (relative || !ms) {
+        let t = itoa::Buffer::new().format(when).to_string();
+        let mut argv: Vec<&[u8]> = vec![b"PEXPIREAT", key, t.as_bytes()];
+        argv.extend((3..args.len()).map(|i| args.get(i)));
+        crate::propagate::rewrite(&argv);
+    }
     drop(old);
     ctx.out.int(1);
 }
@@ -1064,6 +1074,9 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     }
     // Redis's server.dirty += keys removed.
     ctx.dirty = Some(taken.iter().map(|s| s.len() as u64).sum());
+    // Recorded even when the database was empty (Redis's
+    // forceCommandPropagation), so replicas flush too.
+    crate::propagate::mark_dirty();
     if lazy {
         free_later(taken);
     } else {
@@ -1109,6 +1122,7 @@ fn flushall(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     // snapshot is saved at once (Redis's flushAllDataAndResetRDB).
     let saved = crate::persist::rdb::on_flushall(srv(ctx));
     ctx.dirty = Some(if saved { 1 } else { removed + 1 });
+    crate::propagate::mark_dirty();
     if lazy {
         free_later(taken);
     } else {
@@ -1145,6 +1159,8 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         }
     });
     drop(reg);
+    // Redis's swapdbCommand: server.dirty++ (recorded even for one index).
+    crate::propagate::mark_dirty();
     ctx.out.ok();
 }
 

@@ -848,9 +848,15 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         Found::List(e) => {
             touch(e, t);
             let l = list_mut(e);
+            let before = l.len();
             match norm_range(start, stop, l.len()) {
                 Some((s, e)) => l.retain_range(s, e + 1),
                 None => l.retain_range(0, 0),
+            }
+            if l.len() == before {
+                // Redis signals the key but adds nothing to server.dirty:
+                // nothing is propagated.
+                crate::propagate::prevent();
             }
             ctx.notify(key, LIST, "ltrim");
             if l.is_empty() {
@@ -1048,7 +1054,7 @@ fn mpop_from(
     count: usize,
     now: u64,
     out: &mut Out,
-) {
+) -> usize {
     let Found::List(e) = find(shard, h, key, now) else {
         unreachable!("checked by the caller")
     };
@@ -1067,6 +1073,23 @@ fn mpop_from(
         events::notify(db, key, GENERIC, "del");
     }
     events::touch(db, key);
+    n
+}
+
+/// The non-blocking pop an (B)LMPOP / BLPOP / BRPOP is recorded as: LPOP
+/// or RPOP of `key`, with the number popped for the MPOP forms (Redis's
+/// listPopRangeAndReplyWithKey and serveClientBlockedOnList).
+fn pop_record(end: End, key: &[u8], count: Option<usize>) -> Vec<Vec<u8>> {
+    let c: &[u8] = if end == End::Left { b"LPOP" } else { b"RPOP" };
+    let mut v = vec![c.to_vec(), key.to_vec()];
+    if let Some(n) = count {
+        v.push(itoa::Buffer::new().format(n).as_bytes().to_vec());
+    }
+    v
+}
+
+fn argv(v: &[Vec<u8>]) -> Vec<&[u8]> {
+    v.iter().map(|a| a.as_slice()).collect()
 }
 
 /// The first key among `keys` holding a list, or Err(()) after the first
@@ -1111,7 +1134,7 @@ fn mpop_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, m: MpopArgs, timeout: Option
         }
         Ok(Some(i)) => {
             let h = hashes[i].1;
-            mpop_from(
+            let n = mpop_from(
                 db,
                 locks.shard(db, h),
                 h,
@@ -1121,6 +1144,7 @@ fn mpop_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, m: MpopArgs, timeout: Option
                 ctx.now,
                 ctx.out,
             );
+            crate::propagate::rewrite(&argv(&pop_record(m.end, keys[i], Some(n))));
         }
         Ok(None) => match timeout {
             Some(ms) if !ctx.client.deny_blocking => {
@@ -1162,7 +1186,10 @@ impl BlockOp for PopOp {
             resp3: cx.resp3,
         };
         match self.count {
-            Some(n) => mpop_from(cx.db, shard, h, key, self.end, n, cx.now, &mut out),
+            Some(n) => {
+                let n = mpop_from(cx.db, shard, h, key, self.end, n, cx.now, &mut out);
+                crate::propagate::also(cx.db, &argv(&pop_record(self.end, key, Some(n))));
+            }
             None => {
                 let Found::List(e) = find(shard, h, key, cx.now) else {
                     unreachable!()
@@ -1175,6 +1202,7 @@ impl BlockOp for PopOp {
                     events::notify(cx.db, key, GENERIC, "del");
                 }
                 events::touch(cx.db, key);
+                crate::propagate::also(cx.db, &argv(&pop_record(self.end, key, None)));
                 out.array(2);
                 out.bulk(key);
                 out.bulk(&v);
@@ -1192,6 +1220,8 @@ struct MoveOp {
     dst: Box<[u8]>,
     from: End,
     to: End,
+    /// BRPOPLPUSH (recorded as RPOPLPUSH) rather than BLMOVE (LMOVE).
+    rpoplpush: bool,
 }
 
 impl BlockOp for MoveOp {
@@ -1223,6 +1253,21 @@ impl BlockOp for MoveOp {
                 out.bulk(&v);
                 let db = cx.db;
                 cx.signal(db, &self.dst);
+                let word = |e: End| -> &[u8] {
+                    if e == End::Left {
+                        b"LEFT"
+                    } else {
+                        b"RIGHT"
+                    }
+                };
+                if self.rpoplpush {
+                    crate::propagate::also(db, &[b"RPOPLPUSH", key, &self.dst]);
+                } else {
+                    crate::propagate::also(
+                        db,
+                        &[b"LMOVE", key, &self.dst, word(self.from), word(self.to)],
+                    );
+                }
             }
         }
         Attempt::Served(out.buf)
@@ -1262,6 +1307,7 @@ fn bpop_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, end: End) {
             }
             ctx.touch_key(key);
             drop(locks);
+            crate::propagate::rewrite(&argv(&pop_record(end, key, None)));
             ctx.out.array(2);
             ctx.out.bulk(key);
             ctx.out.bulk(&v);
@@ -1289,7 +1335,9 @@ fn brpop(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// (destination type checked then), else block on the source (the
 /// destination's type is checked when served). Inside MULTI a missing
 /// source replies a null bulk, as Redis.
-fn bmove_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End, ms: u64) {
+fn bmove_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, from: End, to: End, ms: u64) {
+    let (src, dst) = (args.get(1), args.get(2));
+    let rpoplpush = args.len() == 4;
     let db = ctx.client.db;
     let server: &Server = ctx.server;
     let hs = hash_key(src);
@@ -1303,6 +1351,12 @@ fn bmove_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End, 
         MoveResult::Moved(v) => {
             ctx.out.bulk(&v);
             serve_and_release(server, locks, db, &[dst], ctx.now);
+            // Recorded in its non-blocking form (Redis's blmoveGenericCommand).
+            if rpoplpush {
+                crate::propagate::rewrite(&[b"RPOPLPUSH", src, dst]);
+            } else {
+                crate::propagate::rewrite(&[b"LMOVE", src, dst, args.get(3), args.get(4)]);
+            }
         }
         MoveResult::Missing if ctx.client.deny_blocking => {
             drop(locks);
@@ -1313,6 +1367,7 @@ fn bmove_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End, 
                 dst: dst.into(),
                 from,
                 to,
+                rpoplpush,
             });
             block_on_keys(ctx, &mut locks, vec![src.into()], op, ms);
         }
@@ -1328,7 +1383,7 @@ fn blmove(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let Some(ms) = parse_timeout(ctx, args.get(5)) else {
         return;
     };
-    bmove_generic(ctx, args.get(1), args.get(2), from, to, ms);
+    bmove_generic(ctx, args, from, to, ms);
 }
 
 /// BRPOPLPUSH source destination timeout = BLMOVE ... RIGHT LEFT.
@@ -1336,7 +1391,7 @@ fn brpoplpush(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let Some(ms) = parse_timeout(ctx, args.get(3)) else {
         return;
     };
-    bmove_generic(ctx, args.get(1), args.get(2), End::Right, End::Left, ms);
+    bmove_generic(ctx, args, End::Right, End::Left, ms);
 }
 
 /// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]: timeout

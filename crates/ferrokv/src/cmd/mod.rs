@@ -866,7 +866,6 @@ pub fn run(
     id: usize,
 ) {
     let c = table().all[id];
-    let reply_start = out.buf.len();
     if server.monitor_count.load(Ordering::Relaxed) > 0
         && c.flags & (flags::SKIP_MONITOR | flags::ADMIN) == 0
     {
@@ -879,10 +878,10 @@ pub fn run(
     let start_us = client.clock_us;
     let now = start_us / 1000;
     // AOF propagation (persist/aof.rs): one relaxed load when it is off.
-    let prop = c.flags & flags::WRITE != 0 && crate::persist::aof::on();
+    let prop = c.flags & flags::WRITE != 0 && crate::propagate::on();
     let db_at_start = client.db;
     if prop {
-        crate::persist::aof::begin_command(server);
+        server.propagation.begin_command();
     }
     if crate::events::tracking() {
         track_before(server, client, c, args);
@@ -918,16 +917,7 @@ pub fn run(
         crate::db::blocking::signal_after_command(server, client.db, &keys, all, now);
     }
     if prop {
-        propagate(
-            server,
-            client,
-            c,
-            args,
-            failed,
-            &out.buf[reply_start..],
-            now,
-            db_at_start,
-        );
+        server.propagation.end_command(db_at_start, args);
     }
     if crate::events::pending() {
         crate::events::drain(server);
@@ -1172,26 +1162,6 @@ pub fn log_acl_denial(
         ctime_ms: now,
         client_info,
     });
-}
-
-/// Ends the AOF propagation of a write command (see persist/aof.rs): a
-/// command that blocked is remembered so that its serving is logged later.
-#[allow(clippy::too_many_arguments)]
-#[cold]
-fn propagate(
-    server: &Arc<Server>,
-    client: &Client,
-    c: &Command,
-    args: &Args<'_>,
-    failed: bool,
-    reply: &[u8],
-    now: u64,
-    db: usize,
-) {
-    if client.blocked.is_some() {
-        crate::persist::aof::register_blocked(server, client.handle.id, args);
-    }
-    crate::persist::aof::end_command(server, db, c.name, args, failed, reply, now);
 }
 
 fn reject(server: &Server, out: &mut Out, stats: &ThreadStats, id: usize, msg: &str) {

@@ -1802,7 +1802,7 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         .shutdown_handled
         .store(true, Ordering::SeqCst);
     tracing::info!("User requested shutdown...");
-    if crate::persist::aof::on() {
+    if crate::propagate::on() {
         tracing::info!("Calling fsync() on the AOF file.");
         ctx.server.aof.flush_all();
     }

@@ -467,7 +467,44 @@ fn spop(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         ctx.notify(key, GENERIC, "del");
     }
     ctx.touch_key(key);
+    crate::propagate::rewrite(&[b"SREM", key, &m]);
     ctx.out.bulk(&m);
+}
+
+/// SPOP's record of the members a count popped: SREM key m1 m2 ... in
+/// commands of at most 1024 members (Redis's spopWithCountCommand).
+struct SremRecords<'k> {
+    key: &'k [u8],
+    batch: Vec<Vec<u8>>,
+    on: bool,
+}
+
+impl<'k> SremRecords<'k> {
+    fn new(key: &'k [u8]) -> Self {
+        SremRecords {
+            key,
+            batch: Vec::new(),
+            on: crate::propagate::on(),
+        }
+    }
+
+    fn push(&mut self, m: &[u8]) {
+        if self.on {
+            self.batch.push(m.to_vec());
+            if self.batch.len() == 1024 {
+                self.flush();
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        if !self.batch.is_empty() {
+            let mut argv: Vec<&[u8]> = vec![b"SREM", self.key];
+            argv.extend(self.batch.iter().map(|m| m.as_slice()));
+            crate::propagate::rewrite_more(&argv);
+            self.batch.clear();
+        }
+    }
 }
 
 fn spop_count(ctx: &mut Ctx<'_>, args: &Args<'_>) {
@@ -507,16 +544,21 @@ fn spop_count(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         drop(old);
         ctx.notify(key, GENERIC, "del");
         ctx.hit(key, true);
+        // Recorded as a DEL of the key (Redis: DEL, or UNLINK with
+        // lazyfree-lazy-server-del).
+        crate::propagate::rewrite(&[b"DEL", key]);
         return;
     }
     ctx.out.set(count as usize);
     let remaining = size - count;
+    let mut rec = SremRecords::new(key);
     if remaining as u128 * SPOP_MOVE_STRATEGY_MUL > count as u128 {
         for _ in 0..count {
             let Some(m) = s.random(rand_u64).map(|m| m.to_vec()) else {
                 break;
             };
             ctx.out.bulk(&m);
+            rec.push(&m);
             s.remove(&m);
         }
     } else {
@@ -529,14 +571,17 @@ fn spop_count(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 .add(&m, max);
             s.remove(&m);
         }
+        let mut tmp = itoa::Buffer::new();
         for m in s.iter() {
             reply_member(ctx.out, m);
+            rec.push(m.as_bytes(&mut tmp));
         }
         if let Some(k) = kept {
             *s = k;
         }
     }
     drop(shard);
+    rec.flush();
 }
 
 /// SRANDMEMBER key [count]: without count, a random member (nil for a

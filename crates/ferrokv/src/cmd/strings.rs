@@ -396,6 +396,9 @@ struct SetSpec {
     expire_at: Option<u64>,
     /// SETNX's integer replies (:1 set, :0 not set) instead of +OK / nil.
     int_reply: bool,
+    /// Recorded as `SET key value PXAT <ms>` (an expiry given otherwise
+    /// than as PXAT: Redis's setGenericCommand rewrite).
+    as_pxat: bool,
 }
 
 /// Redis's `setGenericCommand` after the expire time was validated: with
@@ -404,7 +407,17 @@ struct SetSpec {
 /// the condition fails); then stores the value (dropping the TTL unless
 /// KEEPTTL) and sets the new TTL. An expiry already in the past (EXAT/PXAT)
 /// is stored as such and the key disappears on its next access, as in 7.0.
-fn set_generic(ctx: &mut Ctx<'_>, key: &[u8], value: StrValue, spec: SetSpec) {
+///
+/// `drop_get`: the arguments of a SET ... GET without expiry or of a GETSET,
+/// recorded as SET without the GET words.
+fn set_generic(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    val: &[u8],
+    value: StrValue,
+    spec: SetSpec,
+    drop_get: Option<&Args<'_>>,
+) {
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now;
     let t = ctx.touch_time();
@@ -454,6 +467,24 @@ fn set_generic(ctx: &mut Ctx<'_>, key: &[u8], value: StrValue, spec: SetSpec) {
     shard.insert_with_expire(h, key, entry, at);
     let has_ttl = spec.expire_at.is_some();
     drop(shard);
+    if spec.as_pxat {
+        if let Some(at) = spec.expire_at {
+            let ms = itoa::Buffer::new().format(at).to_string();
+            crate::propagate::rewrite(&[b"SET", key, val, b"PXAT", ms.as_bytes()]);
+        }
+    } else if let Some(args) = drop_get {
+        // SET ... GET without an expiry is recorded without its GET words,
+        // GETSET as SET (Redis 7.0.15's setGenericCommand / getsetCommand).
+        if crate::propagate::on() {
+            let mut argv: Vec<&[u8]> = vec![b"SET", key, val];
+            argv.extend(
+                (3..args.len())
+                    .map(|i| args.get(i))
+                    .filter(|a| !a.eq_ignore_ascii_case(b"get")),
+            );
+            crate::propagate::rewrite(&argv);
+        }
+    }
     if !found {
         ctx.notify(key, NEW, "new");
     }
@@ -492,8 +523,17 @@ fn set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         keepttl: o.keepttl,
         expire_at,
         int_reply: false,
+        as_pxat: o.expire.is_some_and(|(k, _)| k != ExpKind::PxAt),
     };
-    set_generic(ctx, args.get(1), super::arg_str_value(args, 2), spec);
+    let drop_get = (o.get && o.expire.is_none()).then_some(args);
+    set_generic(
+        ctx,
+        args.get(1),
+        args.get(2),
+        super::arg_str_value(args, 2),
+        spec,
+        drop_get,
+    );
 }
 
 /// SETNX key value: :1 when set, :0 when the key already existed.
@@ -505,8 +545,16 @@ fn setnx(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         keepttl: false,
         expire_at: None,
         int_reply: true,
+        as_pxat: false,
     };
-    set_generic(ctx, args.get(1), super::arg_str_value(args, 2), spec);
+    set_generic(
+        ctx,
+        args.get(1),
+        args.get(2),
+        super::arg_str_value(args, 2),
+        spec,
+        None,
+    );
 }
 
 /// SETEX / PSETEX key ttl value (seconds / milliseconds): +OK; errors as
@@ -522,8 +570,16 @@ fn set_with_ttl(ctx: &mut Ctx<'_>, args: &Args<'_>, unit_ms: bool, name: &str) {
         keepttl: false,
         expire_at: Some(at),
         int_reply: false,
+        as_pxat: true,
     };
-    set_generic(ctx, args.get(1), super::arg_str_value(args, 3), spec);
+    set_generic(
+        ctx,
+        args.get(1),
+        args.get(3),
+        super::arg_str_value(args, 3),
+        spec,
+        None,
+    );
 }
 
 /// SETEX key seconds value.
@@ -546,8 +602,16 @@ fn getset(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         keepttl: false,
         expire_at: None,
         int_reply: false,
+        as_pxat: false,
     };
-    set_generic(ctx, args.get(1), super::arg_str_value(args, 2), spec);
+    set_generic(
+        ctx,
+        args.get(1),
+        args.get(2),
+        super::arg_str_value(args, 2),
+        spec,
+        Some(args),
+    );
 }
 
 /// GETDEL key: the value (nil when missing), then deletes the key.
@@ -574,6 +638,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             drop(shard);
             ctx.hit(key, true);
             ctx.modified(key, GENERIC, "del");
+            crate::propagate::rewrite(&[b"DEL", key]);
         }
     }
 }
@@ -622,18 +687,24 @@ fn getex(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     {
         reply_str(ctx.out, s);
     }
+    // Never recorded as GETEX: as PEXPIREAT, DEL or PERSIST, as Redis
+    // 7.0.15's getexCommand.
     match o.expire {
         Some((k, _)) if k.absolute() && at <= now => {
             shard.remove(h, key);
             ctx.modified(key, GENERIC, "del");
+            crate::propagate::rewrite(&[b"DEL", key]);
         }
         Some(_) => {
             shard.set_expire(h, key, at);
             ctx.modified(key, GENERIC, "expire");
+            let ms = itoa::Buffer::new().format(at).to_string();
+            crate::propagate::rewrite(&[b"PEXPIREAT", key, ms.as_bytes()]);
         }
         None if o.persist && shard.get(h, key, now).is_some() && shard.expire_at(h, key) != 0 => {
             shard.set_expire(h, key, 0);
             ctx.modified(key, GENERIC, "persist");
+            crate::propagate::rewrite(&[b"PERSIST", key]);
         }
         None => {}
     }
@@ -919,6 +990,9 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             return ctx.error(err::NOT_FLOAT);
         }
     };
+    // Recorded as SET key <result> KEEPTTL, so float formatting cannot
+    // differ on replay (Redis's incrbyfloatCommand).
+    crate::propagate::rewrite(&[b"SET", key, &sum, b"KEEPTTL"]);
     match entry {
         Some(e) => {
             touch(e, t);

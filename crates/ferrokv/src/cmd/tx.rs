@@ -145,7 +145,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     let deny = std::mem::replace(&mut ctx.client.deny_blocking, true);
     let mut skip_after = false;
     // The AOF logs the transaction as one MULTI ... EXEC unit.
-    let block = crate::persist::aof::begin_block(ctx.server);
+    let block = ctx.server.propagation.begin_block();
     IN_EXEC.with(|c| c.set(true));
     for (id, args) in m.queued.iter() {
         let start = ctx.out.buf.len();
@@ -168,7 +168,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
         }
     }
     IN_EXEC.with(|c| c.set(false));
-    crate::persist::aof::end_block(ctx.server, block);
+    ctx.server.propagation.end_block(block);
     ctx.client.deny_blocking = deny;
     if skip_after && ctx.client.reply_mode == ReplyMode::On {
         ctx.client.reply_mode = ReplyMode::SkipNext;

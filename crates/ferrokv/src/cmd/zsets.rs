@@ -1376,6 +1376,11 @@ fn generic_pop(
         pop_events(db, key, max, old.is_some());
         drop(locks);
         drop(old);
+        if emit_key {
+            // ZMPOP is recorded as ZPOPMIN/ZPOPMAX key <popped> (Redis's
+            // genericZpopCommand).
+            crate::propagate::rewrite(&argv(&zpop_record(max, key, Some(items.len()))));
+        }
         pop_reply(
             ctx.out,
             if emit_key { Some(key) } else { None },
@@ -1519,6 +1524,8 @@ fn bzpop_generic(ctx: &mut Ctx<'_>, keys: &[&[u8]], max: bool, count: Option<usi
         pop_events(db, key, max, old.is_some());
         drop(locks);
         drop(old);
+        // Recorded in non-blocking form: ZPOPMIN/ZPOPMAX key [<popped>].
+        crate::propagate::rewrite(&argv(&zpop_record(max, key, count.map(|_| items.len()))));
         return pop_reply(ctx.out, Some(key), &items, count.is_some());
     }
     if ctx.client.deny_blocking {
@@ -1528,6 +1535,22 @@ fn bzpop_generic(ctx: &mut Ctx<'_>, keys: &[&[u8]], max: bool, count: Option<usi
     let ks = keys.iter().map(|k| Box::from(*k)).collect();
     let op = Box::new(ZPopOp { max, count });
     super::lists::block_on_keys(ctx, &mut locks, ks, op, ms);
+}
+
+/// The non-blocking pop a ZMPOP / BZPOPMIN / BZMPOP is recorded as:
+/// ZPOPMIN or ZPOPMAX of `key`, with the number popped for the MPOP forms.
+fn zpop_record(max: bool, key: &[u8], count: Option<usize>) -> Vec<Vec<u8>> {
+    let c: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
+    let mut v = vec![c.to_vec(), key.to_vec()];
+    if let Some(n) = count {
+        v.push(itoa::Buffer::new().format(n).as_bytes().to_vec());
+    }
+    v
+}
+
+/// Borrowed view of a record built by [`zpop_record`].
+fn argv(v: &[Vec<u8>]) -> Vec<&[u8]> {
+    v.iter().map(|a| a.as_slice()).collect()
 }
 
 /// Serves a client blocked in BZPOPMIN/BZPOPMAX (`count` None) or BZMPOP
@@ -1557,6 +1580,8 @@ impl BlockOp for ZPopOp {
             shard.remove(h, key);
         }
         pop_events(cx.db, key, self.max, emptied);
+        let rec = zpop_record(self.max, key, self.count.map(|_| items.len()));
+        crate::propagate::also(cx.db, &argv(&rec));
         let mut out = Out {
             buf: Vec::new(),
             resp3: cx.resp3,

@@ -348,9 +348,6 @@ pub fn serve<'a>(
             };
             match w.op.serve(&mut cx, &key) {
                 Attempt::Served(reply) => {
-                    if crate::persist::aof::on() {
-                        crate::persist::aof::served(server, db, w.client_id, &reply, now);
-                    }
                     w.state.store(DONE, Ordering::Release);
                     locks.shard(db, h).blocked.remove_at(&key, i);
                     w.wake(Wake::Served(reply));

@@ -281,7 +281,7 @@ impl Shard {
     /// Looks a key up, deleting it first when it has expired at `now` (ms).
     #[inline]
     pub fn get(&mut self, h: u64, key: &[u8], now: u64) -> Option<&mut Entry> {
-        let shard_id = self as *const Shard as usize;
+        let db = self.db as usize;
         let vol = &self.volatile;
         // With the AOF on, only a write context may delete (and log a DEL);
         // elsewhere an expired key is just reported absent.
@@ -290,7 +290,7 @@ impl Shard {
             if !(marked && vol_expired(vol, h, key, now)) {
                 return false;
             }
-            if crate::persist::aof::on() && !crate::persist::aof::expired(shard_id, key) {
+            if crate::propagate::on() && !crate::propagate::deleted(db, key) {
                 hidden = true;
                 return false;
             }
@@ -592,8 +592,7 @@ impl Shard {
                     break;
                 }
                 if let Some(key) = self.sample_expired(rand_u64(), now) {
-                    if crate::persist::aof::on()
-                        && !crate::persist::aof::expired(self as *const Shard as usize, &key)
+                    if crate::propagate::on() && !crate::propagate::deleted(self.db as usize, &key)
                     {
                         continue;
                     }

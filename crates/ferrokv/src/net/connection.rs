@@ -412,7 +412,7 @@ where
             }
         }
         update_info(&client, &rbuf, &out, parser.big_buffered());
-        if crate::persist::aof::on() {
+        if crate::propagate::on() {
             // The batch's AOF records are written (and with appendfsync
             // always, fsync'd) before its replies leave.
             crate::persist::aof::before_reply(&server);
@@ -456,7 +456,7 @@ where
             match block_wait(&server, &handle, &mut rd, &mut rbuf, b, &mut out).await {
                 true => {
                     update_info(&client, &rbuf, &out, parser.big_buffered());
-                    if crate::persist::aof::on() {
+                    if crate::propagate::on() {
                         crate::persist::aof::before_served_reply(&server);
                     }
                     bump(&server.stats.local(ncmds).net_out, out.buf.len() as u64);

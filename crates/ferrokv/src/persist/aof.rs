@@ -7,28 +7,13 @@
 //! files (`appendonly.aof.<n>.incr.aof`) with every write executed since.
 //! The manifest is always replaced atomically (temp file + rename).
 //!
-//! **Propagation** ([`begin_command`] / [`end_command`], called by
-//! `cmd::execute` around every write command while the AOF is on): what
-//! is logged replays to the same state, as Redis 7.0's `call()` /
-//! `alsoPropagate` make it: relative expiry becomes absolute
-//! (`PEXPIREAT`, `SET .. PXAT`), an expiry in the past becomes `DEL`,
-//! `INCRBYFLOAT` becomes `SET .. KEEPTTL`, `HINCRBYFLOAT` `HSET`, `SPOP`
-//! `SREM`, blocking pops their non-blocking forms, keys deleted by expiry
-//! `DEL`, and commands that changed nothing (an error, a nil pop, `DEL` of a
-//! missing key...) are not logged. The effect of a command is read from its
-//! reply, so the command families need no change. A unit (one command, or
-//! one [`begin_block`]..[`end_block`] block such as EXEC) that produces more
-//! than one record is wrapped in `MULTI`/`EXEC`, as Redis 7.0 does.
-//! `SELECT` is emitted whenever the database changes. The same records can
-//! feed replicas later (see [`Aof::append_units`]).
-//!
-//! **Ordering**: while the AOF is on, write commands run one at a time
-//! under a global *gate* (reads still run in parallel), so records enter
-//! the log in execution order. Lazy expiry outside a write command does
-//! not delete the key while the AOF is on (the key is only reported
-//! absent); the active expiry cycle and write commands delete it and log a
-//! `DEL`. The loader does not expire keys while loading (it runs commands
-//! with a clock of 0), exactly as Redis does, so the `DEL`s matter.
+//! **Propagation**: the AOF is a sink of the stream of effects
+//! (propagate.rs, `Server::propagation`): each unit of records arrives in
+//! execution order; [`Aof::append_units`] emits `SELECT` when the database
+//! changes and wraps a unit of more than one record in `MULTI`/`EXEC`, as
+//! Redis 7.0 does. The loader does not expire keys while loading (it runs
+//! commands with a clock of 0), exactly as Redis does, so the logged
+//! `DEL`s of expired keys matter.
 //!
 //! **Durability**: the records of a batch are written to the file before
 //! the batch's replies are sent (`appendfsync everysec|no`, as Redis's
@@ -52,29 +37,16 @@
 use crate::cmd::{self, Ctx};
 use crate::db::keyspace::SHARDS;
 use crate::net::connection::Client;
+use crate::propagate::encode as enc;
 use crate::resp::{Args, Out, OwnedArgs};
 use crate::server::Server;
 use parking_lot::Mutex;
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// True while write commands are propagated to the AOF (state ON or
-/// WAIT_REWRITE). Global so that the keyspace's expiry paths can check it
-/// with one relaxed load.
-pub static PROPAGATE: AtomicBool = AtomicBool::new(false);
-
-/// True while write commands must be propagated (one relaxed load: the
-/// whole cost of the AOF on the request path when it is off).
-#[inline]
-pub fn on() -> bool {
-    PROPAGATE.load(Ordering::Relaxed)
-}
 
 /// `appendfsync always`.
 pub const FSYNC_ALWAYS: u8 = 0;
@@ -233,267 +205,12 @@ impl Manifest {
     }
 }
 
-// ------------------------------------------------------------ thread-local propagation state
-
-enum Rec {
-    /// A command record (RESP bytes) in database `db`.
-    Cmd(usize, Vec<u8>),
-    /// A key deleted by expiry in the shard at this address (resolved to
-    /// its database at the end of the command).
-    Del(usize, Vec<u8>),
-}
-
-#[derive(Default)]
-struct Local {
-    /// Nesting of write contexts (commands, blocks, expiry cycles); the
-    /// gate is held while > 0.
-    depth: u32,
-    /// Open blocks (EXEC).
-    blocks: u32,
-    /// Records of the current unit.
-    pending: Vec<Rec>,
-    /// Where the current command's own record goes (before records of
-    /// blocked clients it served).
-    own_at: Option<usize>,
-    /// Index in `pending` where the current command started.
-    cmd_start: usize,
-    /// Logical AOF offset the current batch's replies wait for.
-    need: u64,
-}
-
-thread_local! {
-    static TL: RefCell<Local> = RefCell::new(Local::default());
-}
-
-fn enc(out: &mut Vec<u8>, args: &[&[u8]]) {
-    let mut b = itoa::Buffer::new();
-    out.push(b'*');
-    out.extend_from_slice(b.format(args.len()).as_bytes());
-    out.extend_from_slice(b"\r\n");
-    for a in args {
-        out.push(b'$');
-        out.extend_from_slice(b.format(a.len()).as_bytes());
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-}
-
-fn rec(args: &[&[u8]]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(16 + args.iter().map(|a| a.len() + 16).sum::<usize>());
-    enc(&mut v, args);
-    v
-}
-
-/// Starts a write command's propagation context: takes the gate (unless
-/// this thread already holds it: a command inside EXEC). Call only when
-/// [`on`] said true, and always pair with [`end_command`].
-pub fn begin_command(server: &Server) {
-    TL.with(|t| {
-        let mut t = t.borrow_mut();
-        if t.depth == 0 {
-            server.aof.gate.lock();
-        }
-        t.depth += 1;
-        t.own_at = None;
-        t.cmd_start = t.pending.len();
-    });
-}
-
-/// Ends a write command's propagation context: derives the records of the
-/// command from its arguments and reply (`failed`: it replied an error),
-/// appends them (with any expiry `DEL`s and served blocked clients'
-/// pops) to the AOF buffer when this is the outermost unit, and releases
-/// the gate. `db` is the database the command ran in; `now` its time (ms).
-pub fn end_command(
-    server: &Server,
-    db: usize,
-    name: &str,
-    args: &Args<'_>,
-    failed: bool,
-    reply: &[u8],
-    now: u64,
-) {
-    let mut own = Vec::new();
-    if !failed {
-        own_records(name, args, reply, now, &mut own);
-    }
-    let done = TL.with(|t| {
-        let mut t = t.borrow_mut();
-        let at = t.own_at.unwrap_or(t.pending.len());
-        for (i, r) in own.into_iter().enumerate() {
-            t.pending.insert(at + i, Rec::Cmd(db, r));
-        }
-        t.depth -= 1;
-        if t.depth == 0 {
-            Some(std::mem::take(&mut t.pending))
-        } else {
-            None
-        }
-    });
-    if let Some(p) = done {
-        finish_unit(server, p);
-    }
-}
-
-/// Begins a block whose records are logged as one unit, wrapped in
-/// `MULTI`/`EXEC` when it produces more than one (EXEC, later scripts).
-/// Takes the gate for the whole block. Returns whether propagation is on;
-/// pass that value to [`end_block`]. Inside the block run each command
-/// through `cmd::execute` (which calls [`begin_command`]/[`end_command`]).
-pub fn begin_block(server: &Server) -> bool {
-    if !on() {
-        return false;
-    }
-    TL.with(|t| {
-        let mut t = t.borrow_mut();
-        if t.depth == 0 {
-            server.aof.gate.lock();
-        }
-        t.depth += 1;
-        t.blocks += 1;
-    });
-    true
-}
-
-/// Ends a block started by [`begin_block`] (`began` is its return value):
-/// appends the block's records as one unit and releases the gate.
-pub fn end_block(server: &Server, began: bool) {
-    if !began {
-        return;
-    }
-    let done = TL.with(|t| {
-        let mut t = t.borrow_mut();
-        t.depth -= 1;
-        t.blocks -= 1;
-        if t.depth == 0 {
-            Some(std::mem::take(&mut t.pending))
-        } else {
-            None
-        }
-    });
-    if let Some(p) = done {
-        finish_unit(server, p);
-    }
-}
-
-/// Starts a background write context (the active expiry cycle): takes the
-/// gate so that its `DEL`s are ordered with commands. Always pair with
-/// [`end_background`].
-pub fn begin_background(server: &Server) {
-    begin_command(server);
-}
-
-/// Ends [`begin_background`]: logs the expiry `DEL`s and releases the gate.
-pub fn end_background(server: &Server) {
-    let done = TL.with(|t| {
-        let mut t = t.borrow_mut();
-        t.depth -= 1;
-        if t.depth == 0 {
-            Some(std::mem::take(&mut t.pending))
-        } else {
-            None
-        }
-    });
-    if let Some(p) = done {
-        finish_unit(server, p);
-    }
-}
-
-fn finish_unit(server: &Server, pending: Vec<Rec>) {
-    if !pending.is_empty() && on() {
-        let mut recs = Vec::with_capacity(pending.len());
-        for r in pending {
-            match r {
-                Rec::Cmd(db, b) => recs.push((db, b)),
-                Rec::Del(addr, key) => {
-                    if let Some(db) = db_of_shard(server, addr) {
-                        recs.push((db, rec(&[b"DEL", &key])));
-                    }
-                }
-            }
-        }
-        let end = server.aof.append_units(&recs);
-        TL.with(|t| {
-            let mut t = t.borrow_mut();
-            t.need = t.need.max(end);
-        });
-    }
-    // Locked by the outermost begin_* on this thread.
-    server.aof.gate.unlock();
-}
-
-fn db_of_shard(server: &Server, addr: usize) -> Option<usize> {
-    let ks = &server.keyspace;
-    let size = std::mem::size_of::<parking_lot::Mutex<crate::db::Shard>>();
-    for i in 0..ks.db_count() {
-        let first = ks.db(i).shard_at(0) as *const _ as usize;
-        let end = first + size * SHARDS;
-        if addr >= first && addr < end {
-            return Some(i);
-        }
-    }
-    None
-}
-
-/// Called by the keyspace when a key found expired is about to be deleted
-/// while [`on`] is true (`shard` is the shard's address). In a write
-/// context it records a `DEL` and returns true (delete now); otherwise it
-/// returns false and the key stays until a write context deletes it.
-pub fn expired(shard: usize, key: &[u8]) -> bool {
-    TL.with(|t| {
-        let mut t = t.borrow_mut();
-        if t.depth == 0 {
-            return false;
-        }
-        t.pending.push(Rec::Del(shard, key.to_vec()));
-        true
-    })
-}
-
-/// Remembers the arguments of a blocking command that blocked, so that its
-/// serving can be logged in non-blocking form ([`served`]).
-pub fn register_blocked(server: &Server, client_id: u64, args: &Args<'_>) {
-    let mut m = server.aof.blocked_args.lock();
-    if m.len() > 10_000 {
-        m.retain(|id, _| server.clients.get(*id).is_some());
-    }
-    m.insert(client_id, args.to_vec());
-}
-
-/// Called when a blocked client (`client_id`, database `db`) was served
-/// with `reply` while [`on`]: logs the pop in its non-blocking form
-/// (BLPOP → LPOP ...), after the record of the command that served it.
-pub fn served(server: &Server, db: usize, client_id: u64, reply: &[u8], now: u64) {
-    let Some(argv) = server.aof.blocked_args.lock().remove(&client_id) else {
-        return;
-    };
-    let mut o = OwnedArgs::default();
-    for a in &argv {
-        o.push(a);
-    }
-    let args = o.args();
-    let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
-    let mut out = Vec::new();
-    own_records(&name, &args, reply, now, &mut out);
-    TL.with(|t| {
-        let mut t = t.borrow_mut();
-        if t.depth == 0 {
-            return;
-        }
-        if t.own_at.is_none() {
-            t.own_at = Some(t.pending.len());
-        }
-        for r in out {
-            t.pending.push(Rec::Cmd(db, r));
-        }
-    });
-}
+// ------------------------------------------------------------ durability of replies
 
 /// Before a batch's replies are written: makes the batch's records durable
 /// as `appendfsync` asks (written; with `always` also fsync'd).
 pub fn before_reply(server: &Server) {
-    let need = TL.with(|t| std::mem::take(&mut t.borrow_mut().need));
+    let need = crate::propagate::take_need();
     if need != 0 {
         let a = &server.aof;
         a.flush_to(need, a.fsync.load(Ordering::Relaxed) == FSYNC_ALWAYS);
@@ -508,334 +225,7 @@ pub fn before_served_reply(server: &Server) {
     a.flush_to(end, a.fsync.load(Ordering::Relaxed) == FSYNC_ALWAYS);
 }
 
-// ------------------------------------------------------------ reply-driven rewriting
-
-enum R<'a> {
-    Nil,
-    Int(i64),
-    Str(&'a [u8]),
-    Arr(Vec<R<'a>>),
-    Other,
-}
-
-fn parse_reply(b: &[u8]) -> Option<(R<'_>, usize)> {
-    let nl = memchr::memchr(b'\n', b)?;
-    let line = &b[1..nl.saturating_sub(1).max(1)];
-    let rest = nl + 1;
-    let num = || crate::util::parse_i64(line);
-    match *b.first()? {
-        b'_' => Some((R::Nil, rest)),
-        b':' => Some((R::Int(num()?), rest)),
-        b'+' | b',' | b'(' => Some((R::Str(line), rest)),
-        b'-' | b'#' => Some((R::Other, rest)),
-        b'$' | b'=' => {
-            let n = num()?;
-            if n < 0 {
-                return Some((R::Nil, rest));
-            }
-            let end = rest + n as usize;
-            let s = b.get(rest..end)?;
-            Some((R::Str(s), end + 2))
-        }
-        b'*' | b'~' | b'>' | b'%' => {
-            let mut n = num()?;
-            if n < 0 {
-                return Some((R::Nil, rest));
-            }
-            if b[0] == b'%' {
-                n *= 2;
-            }
-            let mut v = Vec::new();
-            let mut pos = rest;
-            for _ in 0..n {
-                let (r, used) = parse_reply(b.get(pos..)?)?;
-                v.push(r);
-                pos += used;
-            }
-            Some((R::Arr(v), pos))
-        }
-        _ => None,
-    }
-}
-
-fn abs_ms(unit_ms: i64, relative: bool, v: &[u8], now: u64) -> Option<i64> {
-    let n = crate::util::parse_i64(v)?;
-    let ms = n.checked_mul(unit_ms)?;
-    if relative {
-        ms.checked_add(now as i64)
-    } else {
-        Some(ms)
-    }
-}
-
-/// The records one successful write command produces (Redis 7.0's
-/// propagation rules, see the module documentation), derived from its
-/// arguments and reply.
-fn own_records(name: &str, args: &Args<'_>, reply: &[u8], now: u64, out: &mut Vec<Vec<u8>>) {
-    let r = parse_reply(reply).map(|x| x.0).unwrap_or(R::Other);
-    let a = |i: usize| args.get(i);
-    let all = || args.iter().collect::<Vec<_>>();
-    let n = args.len();
-    let mut itoa_b = itoa::Buffer::new();
-    match name {
-        "set" => {
-            let (mut nx, mut xx, mut get) = (false, false, false);
-            let mut exp: Option<i64> = None;
-            let mut pxat = false;
-            let mut i = 3;
-            while i < n {
-                let o = a(i);
-                let next = (i + 1 < n).then(|| a(i + 1));
-                if o.eq_ignore_ascii_case(b"nx") {
-                    nx = true;
-                } else if o.eq_ignore_ascii_case(b"xx") {
-                    xx = true;
-                } else if o.eq_ignore_ascii_case(b"get") {
-                    get = true;
-                } else if o.eq_ignore_ascii_case(b"ex") {
-                    exp = next.and_then(|v| abs_ms(1000, true, v, now));
-                    i += 1;
-                } else if o.eq_ignore_ascii_case(b"px") {
-                    exp = next.and_then(|v| abs_ms(1, true, v, now));
-                    i += 1;
-                } else if o.eq_ignore_ascii_case(b"exat") {
-                    exp = next.and_then(|v| abs_ms(1000, false, v, now));
-                    i += 1;
-                } else if o.eq_ignore_ascii_case(b"pxat") {
-                    pxat = true;
-                    i += 1;
-                }
-                i += 1;
-            }
-            let happened = match r {
-                R::Nil => get && !xx,
-                R::Str(_) if get => !nx,
-                R::Str(_) => true,
-                _ => false,
-            };
-            if !happened {
-                return;
-            }
-            match exp {
-                Some(ms) if !pxat => out.push(rec(&[
-                    b"SET",
-                    a(1),
-                    a(2),
-                    b"PXAT",
-                    itoa_b.format(ms).as_bytes(),
-                ])),
-                _ => out.push(rec(&all())),
-            }
-        }
-        "setex" | "psetex" => {
-            let unit = if name == "setex" { 1000 } else { 1 };
-            if let Some(ms) = abs_ms(unit, true, a(2), now) {
-                out.push(rec(&[
-                    b"SET",
-                    a(1),
-                    a(3),
-                    b"PXAT",
-                    itoa_b.format(ms).as_bytes(),
-                ]));
-            }
-        }
-        "getex" => {
-            if matches!(r, R::Nil) || n < 3 {
-                return;
-            }
-            let o = a(2);
-            if o.eq_ignore_ascii_case(b"persist") {
-                out.push(rec(&[b"PERSIST", a(1)]));
-                return;
-            }
-            let ms = if o.eq_ignore_ascii_case(b"ex") {
-                abs_ms(1000, true, a(3), now)
-            } else if o.eq_ignore_ascii_case(b"px") {
-                abs_ms(1, true, a(3), now)
-            } else if o.eq_ignore_ascii_case(b"exat") {
-                abs_ms(1000, false, a(3), now)
-            } else {
-                abs_ms(1, false, a(3), now)
-            };
-            if let Some(ms) = ms {
-                if ms <= now as i64 {
-                    out.push(rec(&[b"DEL", a(1)]));
-                } else {
-                    out.push(rec(&[b"PEXPIREAT", a(1), itoa_b.format(ms).as_bytes()]));
-                }
-            }
-        }
-        "getdel" => {
-            if !matches!(r, R::Nil) {
-                out.push(rec(&[b"DEL", a(1)]));
-            }
-        }
-        "expire" | "pexpire" | "expireat" | "pexpireat" => {
-            if !matches!(r, R::Int(1)) {
-                return;
-            }
-            let ms = match name {
-                "expire" => abs_ms(1000, true, a(2), now),
-                "pexpire" => abs_ms(1, true, a(2), now),
-                "expireat" => abs_ms(1000, false, a(2), now),
-                _ => abs_ms(1, false, a(2), now),
-            };
-            let Some(ms) = ms else { return };
-            if ms <= now as i64 {
-                out.push(rec(&[b"DEL", a(1)]));
-            } else if name == "pexpireat" {
-                out.push(rec(&all()));
-            } else {
-                let t = itoa_b.format(ms).as_bytes().to_vec();
-                let mut v: Vec<&[u8]> = vec![b"PEXPIREAT", a(1), &t];
-                v.extend(args.iter().skip(3));
-                out.push(rec(&v));
-            }
-        }
-        "incrbyfloat" => {
-            if let R::Str(v) = r {
-                out.push(rec(&[b"SET", a(1), v, b"KEEPTTL"]));
-            }
-        }
-        "hincrbyfloat" => {
-            if let R::Str(v) = r {
-                out.push(rec(&[b"HSET", a(1), a(2), v]));
-            }
-        }
-        "spop" => match r {
-            R::Str(m) => out.push(rec(&[b"SREM", a(1), m])),
-            R::Arr(v) => {
-                for m in v {
-                    if let R::Str(m) = m {
-                        out.push(rec(&[b"SREM", a(1), m]));
-                    }
-                }
-            }
-            _ => {}
-        },
-        "blpop" | "brpop" => {
-            if let R::Arr(v) = r {
-                if let Some(R::Str(k)) = v.first() {
-                    let c: &[u8] = if name == "blpop" { b"LPOP" } else { b"RPOP" };
-                    out.push(rec(&[c, k]));
-                }
-            }
-        }
-        "brpoplpush" => {
-            if matches!(r, R::Str(_)) {
-                out.push(rec(&[b"RPOPLPUSH", a(1), a(2)]));
-            }
-        }
-        "blmove" => {
-            if matches!(r, R::Str(_)) && n >= 5 {
-                out.push(rec(&[b"LMOVE", a(1), a(2), a(3), a(4)]));
-            }
-        }
-        "bzpopmin" | "bzpopmax" => {
-            if let R::Arr(v) = r {
-                if let Some(R::Str(k)) = v.first() {
-                    let c: &[u8] = if name == "bzpopmin" {
-                        b"ZPOPMIN"
-                    } else {
-                        b"ZPOPMAX"
-                    };
-                    out.push(rec(&[c, k]));
-                }
-            }
-        }
-        "lmpop" | "blmpop" | "zmpop" | "bzmpop" => {
-            let R::Arr(v) = r else { return };
-            let (Some(R::Str(k)), Some(R::Arr(items))) = (v.first(), v.get(1)) else {
-                return;
-            };
-            if items.is_empty() {
-                return;
-            }
-            // The direction word follows the keys.
-            let first = if name.starts_with('b') { 2 } else { 1 };
-            let Some(nk) = crate::util::parse_i64(a(first)) else {
-                return;
-            };
-            let di = first + 1 + nk.max(0) as usize;
-            if di >= n {
-                return;
-            }
-            let d = a(di);
-            let c: &[u8] = if name.ends_with("lmpop") {
-                if d.eq_ignore_ascii_case(b"left") {
-                    b"LPOP"
-                } else {
-                    b"RPOP"
-                }
-            } else if d.eq_ignore_ascii_case(b"min") {
-                b"ZPOPMIN"
-            } else {
-                b"ZPOPMAX"
-            };
-            out.push(rec(&[c, k, itoa_b.format(items.len()).as_bytes()]));
-        }
-        "sort" => {
-            if matches!(r, R::Int(_)) {
-                out.push(rec(&all()));
-            }
-        }
-        "linsert" => {
-            if matches!(r, R::Int(x) if x > 0) {
-                out.push(rec(&all()));
-            }
-        }
-        "del" | "unlink" | "persist" | "sadd" | "srem" | "hdel" | "zrem" | "lrem" | "hsetnx"
-        | "setnx" | "msetnx" | "renamenx" | "move" | "smove" | "copy" | "lpushx" | "rpushx"
-        | "zremrangebyscore" | "zremrangebyrank" | "zremrangebylex" => {
-            if !matches!(r, R::Int(0)) {
-                out.push(rec(&all()));
-            }
-        }
-        _ => match r {
-            R::Nil => {}
-            R::Arr(ref v) if v.is_empty() && name.contains("pop") => {}
-            _ => out.push(rec(&all())),
-        },
-    }
-}
-
 // ------------------------------------------------------------ the AOF state
-
-/// The write gate: a lock without a guard object, taken by one function
-/// and released by another on the same thread (begin/end of a command).
-#[derive(Default)]
-struct Gate {
-    held: Mutex<bool>,
-    cv: parking_lot::Condvar,
-}
-
-impl Gate {
-    fn lock(&self) {
-        let mut h = self.held.lock();
-        while *h {
-            self.cv.wait(&mut h);
-        }
-        *h = true;
-    }
-
-    fn unlock(&self) {
-        *self.held.lock() = false;
-        self.cv.notify_one();
-    }
-
-    fn guard(&self) -> GateGuard<'_> {
-        self.lock();
-        GateGuard(self)
-    }
-}
-
-struct GateGuard<'a>(&'a Gate);
-
-impl Drop for GateGuard<'_> {
-    fn drop(&mut self) {
-        self.0.unlock();
-    }
-}
 
 struct Buf {
     data: Vec<u8>,
@@ -853,13 +243,11 @@ struct Io {
 
 /// The AOF's shared state (a field of [`Server`]).
 pub struct Aof {
-    gate: Gate,
     buf: Mutex<Buf>,
     io: Mutex<Io>,
     manifest: Mutex<Manifest>,
     written: AtomicU64,
     synced: AtomicU64,
-    blocked_args: Mutex<HashMap<u64, Vec<Vec<u8>>>>,
     /// STATE_OFF / STATE_ON / STATE_WAIT_REWRITE.
     pub state: AtomicU8,
     /// FSYNC_ALWAYS / FSYNC_EVERYSEC / FSYNC_NO.
@@ -890,7 +278,6 @@ pub struct Aof {
 impl Default for Aof {
     fn default() -> Self {
         Aof {
-            gate: Gate::default(),
             buf: Mutex::new(Buf {
                 data: Vec::new(),
                 end: 0,
@@ -904,7 +291,6 @@ impl Default for Aof {
             manifest: Mutex::new(Manifest::default()),
             written: AtomicU64::new(0),
             synced: AtomicU64::new(0),
-            blocked_args: Mutex::new(HashMap::new()),
             state: AtomicU8::new(STATE_OFF),
             fsync: AtomicU8::new(FSYNC_EVERYSEC),
             rewriting: AtomicBool::new(false),
@@ -920,6 +306,14 @@ impl Default for Aof {
             rewrite_base_size: AtomicU64::new(0),
             tick_started: AtomicBool::new(false),
         }
+    }
+}
+
+/// The AOF is a sink of the propagation stream: each unit is appended to
+/// its buffer (written before the replies of its batch leave).
+impl crate::propagate::Sink for Aof {
+    fn append_unit(&self, recs: &[crate::propagate::Record]) -> u64 {
+        self.append_units(recs)
     }
 }
 
@@ -1177,18 +571,18 @@ pub fn config_changed(server: &Arc<Server>) {
     let st = a.state.load(Ordering::Acquire);
     if want && st == STATE_OFF {
         a.state.store(STATE_WAIT_REWRITE, Ordering::Release);
-        PROPAGATE.store(true, Ordering::SeqCst);
+        crate::propagate::set_on(true);
         start_tick(server);
         if !start_rewrite(server, true) {
             a.rewrite_scheduled.store(true, Ordering::Relaxed);
         }
     } else if !want && st != STATE_OFF {
-        PROPAGATE.store(false, Ordering::SeqCst);
+        crate::propagate::set_on(false);
         a.rewrite_cancel.store(true, Ordering::SeqCst);
         // Wait for write commands in flight, then close the file (inside
         // an EXEC block this thread already holds the gate).
-        let nested = TL.with(|t| t.borrow().depth > 0);
-        let _g = (!nested).then(|| a.gate.guard());
+        let nested = crate::propagate::Stream::in_write_context();
+        let _g = (!nested).then(|| server.propagation.pause_writes());
         a.flush_all();
         a.io.lock().file = None;
         a.buf.lock().db = -1;
@@ -1261,7 +655,7 @@ fn rewrite(server: &Arc<Server>) -> std::io::Result<()> {
     let a = &server.aof;
     let p = paths(server);
     std::fs::create_dir_all(&p.dir)?;
-    let gate = a.gate.guard();
+    let gate = server.propagation.pause_writes();
     let st = a.state.load(Ordering::Acquire);
     let propagating = st != STATE_OFF;
     let mut new_incr = None;
@@ -1699,7 +1093,7 @@ pub fn load_at_startup(server: &Arc<Server>) -> Result<bool, LoadError> {
     a.io.lock().file = Some(f);
     a.buf.lock().db = -1;
     a.state.store(STATE_ON, Ordering::Release);
-    PROPAGATE.store(true, Ordering::SeqCst);
+    crate::propagate::set_on(true);
     Ok(true)
 }
 
@@ -2028,94 +1422,5 @@ mod tests {
         assert!(Manifest::parse(b"file a seq 1 type b\nfile b seq 2 type b\n").is_err());
         assert!(Manifest::parse(b"file x/a seq 1 type b\n").is_err());
         assert!(Manifest::parse(b"file a seq 1 type z\n").is_err());
-    }
-
-    fn recs(name: &str, argv: &[&str], reply: &str, now: u64) -> Vec<String> {
-        let mut o = OwnedArgs::default();
-        for a in argv {
-            o.push(a.as_bytes());
-        }
-        let mut out = Vec::new();
-        own_records(name, &o.args(), reply.as_bytes(), now, &mut out);
-        out.into_iter()
-            .map(|r| String::from_utf8_lossy(&r).replace("\r\n", " "))
-            .collect()
-    }
-
-    #[test]
-    fn rewrites() {
-        assert_eq!(
-            recs("expire", &["expire", "k", "10"], ":1\r\n", 1000),
-            ["*3 $9 PEXPIREAT $1 k $5 11000 "]
-        );
-        assert!(recs("expire", &["expire", "k", "10"], ":0\r\n", 1000).is_empty());
-        assert_eq!(
-            recs("expire", &["expire", "k", "-1"], ":1\r\n", 1000),
-            ["*2 $3 DEL $1 k "]
-        );
-        assert_eq!(
-            recs("set", &["set", "k", "v", "EX", "1"], "+OK\r\n", 5),
-            ["*5 $3 SET $1 k $1 v $4 PXAT $4 1005 "]
-        );
-        assert!(recs("set", &["set", "k", "v", "NX"], "$-1\r\n", 5).is_empty());
-        assert_eq!(
-            recs("set", &["set", "k", "v", "NX", "GET"], "$-1\r\n", 5).len(),
-            1
-        );
-        assert!(recs("set", &["set", "k", "v", "NX", "GET"], "$1\r\nx\r\n", 5).is_empty());
-        assert!(recs("set", &["set", "k", "v", "XX", "GET"], "_\r\n", 5).is_empty());
-        assert_eq!(
-            recs(
-                "incrbyfloat",
-                &["incrbyfloat", "k", "1.5"],
-                "$3\r\n2.5\r\n",
-                0
-            ),
-            ["*4 $3 SET $1 k $3 2.5 $7 KEEPTTL "]
-        );
-        assert_eq!(
-            recs(
-                "blpop",
-                &["blpop", "a", "b", "0"],
-                "*2\r\n$1\r\nb\r\n$1\r\nx\r\n",
-                0
-            ),
-            ["*2 $4 LPOP $1 b "]
-        );
-        assert_eq!(
-            recs(
-                "blmpop",
-                &["blmpop", "0", "2", "a", "b", "RIGHT", "COUNT", "5"],
-                "*2\r\n$1\r\na\r\n*2\r\n$1\r\nx\r\n$1\r\ny\r\n",
-                0
-            ),
-            ["*3 $4 RPOP $1 a $1 2 "]
-        );
-        assert_eq!(
-            recs(
-                "bzpopmax",
-                &["bzpopmax", "z", "0"],
-                "*3\r\n$1\r\nz\r\n$1\r\nm\r\n,1.5\r\n",
-                0
-            ),
-            ["*2 $7 ZPOPMAX $1 z "]
-        );
-        assert_eq!(
-            recs(
-                "spop",
-                &["spop", "s", "2"],
-                "*2\r\n$1\r\na\r\n$1\r\nb\r\n",
-                0
-            )
-            .len(),
-            2
-        );
-        assert!(recs("del", &["del", "x"], ":0\r\n", 0).is_empty());
-        assert!(recs("lpop", &["lpop", "x"], "$-1\r\n", 0).is_empty());
-        assert!(recs("sort", &["sort", "x"], "*0\r\n", 0).is_empty());
-        assert_eq!(
-            recs("getex", &["getex", "k", "persist"], "$1\r\nv\r\n", 0),
-            ["*2 $7 PERSIST $1 k "]
-        );
     }
 }
