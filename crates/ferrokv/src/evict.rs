@@ -368,9 +368,14 @@ pub fn perform(server: &Server) -> Outcome {
     while used_memory() > max {
         match next_victim(server, &mut st, policy) {
             Some((db, key)) => {
+                // Each eviction is a unit of its own in the propagation
+                // stream (the sampling's locks one too): a unit takes all
+                // its locks at one time (propagate.rs `Stream::cut`).
+                server.propagation.cut();
                 if evict_key(server, db, &key, policy.volatile()) {
                     freed += 1;
                 }
+                server.propagation.cut();
             }
             None => {
                 outcome = Outcome::Fail;

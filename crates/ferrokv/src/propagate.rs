@@ -23,8 +23,10 @@
 //! unit of more than one record in MULTI/EXEC and emits `SELECT` when the
 //! database changes.
 //!
-//! **Order.** While propagation is on, write contexts take the stream's
-//! gate (reads never do), so units reach the sinks in execution order.
+//! **Order.** Write contexts run in parallel on every core; each shard a
+//! unit locks gives it a ticket, and a unit reaches the sinks only after
+//! the units with earlier tickets on the same shards (see [`Stream`]), so
+//! the stream is one total order consistent with execution.
 //!
 //! The unit being built is thread-local (a command runs on one thread from
 //! start to end); the handler-facing functions need no server. With
@@ -33,8 +35,11 @@
 use crate::resp::Args;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+
+type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// True while write commands are propagated to some sink (the AOF is on).
 /// A process-wide flag so that the keyspace's expiry path can test it with
@@ -52,8 +57,43 @@ pub fn set_on(v: bool) {
     ON.store(v, Ordering::SeqCst);
 }
 
-/// One record: the database it applies to and a command in RESP form.
-pub type Record = (usize, Vec<u8>);
+/// One record's place in its unit's byte buffer: the database it applies
+/// to and the byte range of its RESP multibulk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    db: usize,
+    start: usize,
+    end: usize,
+}
+
+/// The records of one unit, in execution order: each a database index and
+/// a command in RESP multibulk form. Borrowed from the unit's buffer, so
+/// recording allocates nothing once a thread's buffers have grown.
+#[derive(Debug, Clone, Copy)]
+pub struct Records<'a> {
+    bytes: &'a [u8],
+    spans: &'a [Span],
+}
+
+impl<'a> Records<'a> {
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// True when there is no record.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// (database, RESP bytes) of each record, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &'a [u8])> + 'a {
+        let bytes = self.bytes;
+        self.spans
+            .iter()
+            .map(move |s| (s.db, &bytes[s.start..s.end]))
+    }
+}
 
 /// A consumer of the stream: the AOF writer (persist/aof.rs), later the
 /// replication backlog, and tests.
@@ -62,14 +102,14 @@ pub trait Sink: Send + Sync {
     /// one in MULTI/EXEC and emits SELECT when the database changes).
     /// Returns a position the producer must see reached before its reply
     /// leaves (the AOF's logical offset, see `before_reply`), or 0.
-    fn append_unit(&self, recs: &[Record]) -> u64;
+    fn append_unit(&self, unit: Records<'_>) -> u64;
 }
 
-/// Appends `args` to `out` as a RESP multibulk.
-pub fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
+/// Appends the `n` arguments `args` to `out` as a RESP multibulk.
+fn encode_iter<'x>(out: &mut Vec<u8>, n: usize, args: impl Iterator<Item = &'x [u8]>) {
     let mut b = itoa::Buffer::new();
     out.push(b'*');
-    out.extend_from_slice(b.format(args.len()).as_bytes());
+    out.extend_from_slice(b.format(n).as_bytes());
     out.extend_from_slice(b"\r\n");
     for a in args {
         out.push(b'$');
@@ -80,11 +120,9 @@ pub fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
     }
 }
 
-/// `args` as one RESP multibulk.
-pub fn record(args: &[&[u8]]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(16 + args.iter().map(|a| a.len() + 16).sum::<usize>());
-    encode(&mut v, args);
-    v
+/// Appends `args` to `out` as a RESP multibulk.
+pub fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
+    encode_iter(out, args.len(), args.iter().copied());
 }
 
 thread_local! {
@@ -105,17 +143,29 @@ fn dirty() -> u64 {
     DIRTY.with(Cell::get)
 }
 
-/// The unit being built on this thread.
+/// A unit's buffer grown past this is given back once the unit is handed
+/// over (a big value's record), bytes.
+const KEEP_BYTES: usize = 1 << 20;
+
+/// The unit being built on this thread. Its vectors are cleared, not
+/// dropped, between units.
 #[derive(Default)]
 struct Unit {
     /// Nesting of write contexts (commands inside EXEC, blocks, background
     /// steps); the gate is held while > 0.
     depth: u32,
-    /// Records of the unit so far.
-    pending: Vec<Record>,
+    /// The outermost context is a single command (not a block or a
+    /// background step).
+    command: bool,
+    /// The RESP bytes of the records (and of stated records later
+    /// replaced, which no span names).
+    bytes: Vec<u8>,
+    /// Records of the unit so far, in order.
+    spans: Vec<Span>,
     /// The current command's own records when its handler stated them
-    /// (None: its arguments, if it changed the dataset).
-    own: Option<Vec<Vec<u8>>>,
+    /// (`own_set`); else its arguments, if it changed the dataset.
+    own: Vec<Span>,
+    own_set: bool,
     /// Where the current command's own records go: before the pops of the
     /// blocked clients it served.
     own_at: Option<usize>,
@@ -123,7 +173,54 @@ struct Unit {
     dirty_at: u64,
     /// Position the current batch's replies wait for.
     need: u64,
+    /// Tickets of the shards the current unit locked: (global shard id,
+    /// ticket), in the order taken.
+    tickets: Vec<(u32, u64)>,
+    /// Scratch: the unit's positions and skipped tickets.
+    positions: Vec<(u32, u64)>,
+    skips: Vec<(u32, u64)>,
+    /// Units of this thread's batch still waiting for an earlier one.
+    delayed: Vec<Arc<Delayed>>,
+    /// This thread's stripe of the write gate (chosen on first use).
+    stripe: Option<usize>,
+    /// The shared hold of that stripe while in a write context.
+    held: Option<SharedToken>,
 }
+
+impl Unit {
+    /// Encodes `args` into the buffer; its span (database 0).
+    fn push_record(&mut self, args: &[&[u8]]) -> Span {
+        let start = self.bytes.len();
+        encode(&mut self.bytes, args);
+        Span {
+            db: 0,
+            start,
+            end: self.bytes.len(),
+        }
+    }
+
+    fn records(&self) -> Records<'_> {
+        Records {
+            bytes: &self.bytes,
+            spans: &self.spans,
+        }
+    }
+
+    /// Forgets the unit's records and tickets, keeping the buffers.
+    fn clear(&mut self) {
+        self.spans.clear();
+        self.tickets.clear();
+        if self.bytes.capacity() > KEEP_BYTES {
+            self.bytes = Vec::new();
+        } else {
+            self.bytes.clear();
+        }
+    }
+}
+
+type RawGate = parking_lot::RawRwLock;
+type SharedToken = <RawGate as parking_lot::lock_api::RawRwLock>::SharedGuard;
+type ExclusiveToken = <RawGate as parking_lot::lock_api::RawRwLock>::ExclusiveGuard;
 
 /// Replaces the running command's record with `args` (Redis's
 /// `rewriteClientCommandVector`). Does nothing outside a write context.
@@ -132,7 +229,10 @@ pub fn rewrite(args: &[&[u8]]) {
         UNIT.with(|u| {
             let mut u = u.borrow_mut();
             if u.depth > 0 {
-                u.own = Some(vec![record(args)]);
+                let s = u.push_record(args);
+                u.own.clear();
+                u.own.push(s);
+                u.own_set = true;
             }
         });
     }
@@ -145,7 +245,12 @@ pub fn rewrite_more(args: &[&[u8]]) {
         UNIT.with(|u| {
             let mut u = u.borrow_mut();
             if u.depth > 0 {
-                u.own.get_or_insert_with(Vec::new).push(record(args));
+                if !u.own_set {
+                    u.own.clear();
+                    u.own_set = true;
+                }
+                let s = u.push_record(args);
+                u.own.push(s);
             }
         });
     }
@@ -158,7 +263,8 @@ pub fn prevent() {
         UNIT.with(|u| {
             let mut u = u.borrow_mut();
             if u.depth > 0 {
-                u.own = Some(Vec::new());
+                u.own.clear();
+                u.own_set = true;
             }
         });
     }
@@ -172,9 +278,10 @@ pub fn also(db: usize, args: &[&[u8]]) {
             let mut u = u.borrow_mut();
             if u.depth > 0 {
                 if u.own_at.is_none() {
-                    u.own_at = Some(u.pending.len());
+                    u.own_at = Some(u.spans.len());
                 }
-                u.pending.push((db, record(args)));
+                let s = u.push_record(args);
+                u.spans.push(Span { db, ..s });
             }
         });
     }
@@ -191,56 +298,142 @@ pub fn deleted(db: usize, key: &[u8]) -> bool {
         if u.depth == 0 {
             return false;
         }
-        u.pending.push((db, record(&[b"DEL", key])));
+        let s = u.push_record(&[b"DEL", key]);
+        u.spans.push(Span { db, ..s });
         true
     })
 }
 
-/// The position this thread's last units must reach before its replies
-/// leave (0: none), reset.
-pub fn take_need() -> u64 {
-    UNIT.with(|u| std::mem::take(&mut u.borrow_mut().need))
+/// A shard's place in the stream: its id among all shards of all
+/// databases and the next ticket it hands out. Lives in the shard, changed
+/// only under its lock.
+#[derive(Debug, Default)]
+pub struct ShardSeq {
+    /// Global shard id (database * shards per database + index).
+    pub gid: u32,
+    next: u64,
 }
 
-/// A lock without a guard object, taken by one function and released by
-/// another on the same thread (the begin and end of a write context).
+/// Called with a shard's lock just taken: inside a write context, the
+/// shard hands the unit its next ticket, which fixes the unit's place
+/// among the other units that lock this shard (the order of the lock
+/// acquisitions, i.e. of execution). One relaxed load otherwise.
+#[inline]
+pub fn ticket(seq: &mut ShardSeq) {
+    if on() {
+        UNIT.with(|u| {
+            let mut u = u.borrow_mut();
+            if u.depth > 0 {
+                u.tickets.push((seq.gid, seq.next));
+                seq.next += 1;
+            }
+        });
+    }
+}
+
+/// A unit handed to the stream before the units it follows: the position
+/// its producer waits for once it has reached the sinks.
 #[derive(Default)]
-struct Gate {
-    held: Mutex<bool>,
-    cv: Condvar,
+struct Delayed {
+    /// Sink position (u64::MAX while the unit waits).
+    need: AtomicU64,
 }
 
-impl Gate {
-    fn lock(&self) {
-        let mut h = self.held.lock();
-        while *h {
-            self.cv.wait(&mut h);
+/// A unit waiting in [`Order`] for the units before it on some shard.
+struct Waiting {
+    bytes: Vec<u8>,
+    spans: Vec<Span>,
+    positions: Vec<(u32, u64)>,
+    unmet: usize,
+    done: Arc<Delayed>,
+}
+
+impl Waiting {
+    fn records(&self) -> Records<'_> {
+        Records {
+            bytes: &self.bytes,
+            spans: &self.spans,
         }
-        *h = true;
-    }
-
-    fn unlock(&self) {
-        *self.held.lock() = false;
-        self.cv.notify_one();
     }
 }
 
-/// Holds the stream's gate: no write context runs meanwhile (an AOF
-/// rewrite snapshots the keyspace under it).
-pub struct Paused<'a>(&'a Gate);
+/// The order of units: for each shard, the next ticket due; units whose
+/// tickets are not all due wait, and are released in ticket order.
+#[derive(Default)]
+struct Order {
+    next: Vec<u64>,
+    /// Tickets that carry no records (a unit's earlier lock of a shard it
+    /// locked again, or a unit that recorded nothing) and are not due yet.
+    skips: FastSet<(u32, u64)>,
+    /// (shard, ticket) -> waiting unit.
+    waiting: FastMap<(u32, u64), usize>,
+    units: Vec<Option<Waiting>>,
+    free: Vec<usize>,
+}
+
+impl Order {
+    fn next_of(&mut self, g: u32) -> u64 {
+        let g = g as usize;
+        if g >= self.next.len() {
+            self.next.resize(g + 1, 0);
+        }
+        self.next[g]
+    }
+
+    fn is_due(&mut self, (g, t): (u32, u64)) -> bool {
+        self.next_of(g) == t
+    }
+}
+
+/// The stream: its sinks, the order of units, and the write gate. One per
+/// server.
+///
+/// Write contexts run in parallel. Each shard a context locks hands it a
+/// ticket ([`ticket`]); a unit reaches the sinks once, on every shard it
+/// locked, the units with earlier tickets have: so the records of any key
+/// are in the order the commands ran, a multi-key command's records come
+/// after everything it saw and before everything that saw it, and units
+/// on unrelated shards are not ordered against each other. A unit's place
+/// on a shard is its last ticket there (its earlier locks of the shard
+/// only read: SORT's rounds). Handing a unit over is one short critical
+/// section; a unit that must wait for another thread's costs its thread a
+/// wait before its replies leave ([`Stream::wait_durable`]).
+///
+/// The write gate is striped (one stripe per thread, taken shared by every
+/// write context): [`Stream::pause_writes`] takes every stripe to hold all
+/// writers while an AOF rewrite walks the keyspace.
+pub struct Stream {
+    stripes: Box<[parking_lot::RawRwLock]>,
+    next_stripe: std::sync::atomic::AtomicUsize,
+    sinks: RwLock<Vec<Arc<dyn Sink>>>,
+    order: Mutex<Order>,
+    released: Condvar,
+}
+
+impl Default for Stream {
+    fn default() -> Self {
+        use parking_lot::lock_api::RawRwLock as _;
+        Stream {
+            stripes: (0..16).map(|_| parking_lot::RawRwLock::INIT).collect(),
+            next_stripe: Default::default(),
+            sinks: RwLock::new(Vec::new()),
+            order: Mutex::new(Order::default()),
+            released: Condvar::new(),
+        }
+    }
+}
+
+/// Holds every stripe of the write gate: no write context runs meanwhile.
+pub struct Paused<'a>(&'a Stream, Vec<ExclusiveToken>);
 
 impl Drop for Paused<'_> {
     fn drop(&mut self) {
-        self.0.unlock();
+        use parking_lot::lock_api::RawRwLock as _;
+        for (s, t) in self.0.stripes.iter().zip(self.1.drain(..)) {
+            // SAFETY: `t` is the exclusive hold `pause_writes` took on `s`.
+            unsafe { s.unlock_exclusive(t) };
+        }
     }
-}
-
-/// The stream: its sinks and the gate that orders write contexts. One per
-/// server.
-#[derive(Default)]
-pub struct Stream {
-    gate: Gate,
-    sinks: RwLock<Vec<Arc<dyn Sink>>>,
 }
 
 impl Stream {
@@ -259,43 +452,86 @@ impl Stream {
         UNIT.with(|u| u.borrow().depth > 0)
     }
 
-    /// Waits for the write context running on another thread, then holds
-    /// the gate until the guard is dropped. Not to be called inside a write
-    /// context (see [`Stream::in_write_context`]).
-    pub fn pause_writes(&self) -> Paused<'_> {
-        self.gate.lock();
-        Paused(&self.gate)
+    /// True when this thread runs a single command's write context (not
+    /// inside a block or another context): work that must lock its shards
+    /// again after releasing them (serving blocked clients whose keys could
+    /// not be locked at once) is then done after the command's unit, in a
+    /// unit of its own, so that each unit's place on a shard is one lock.
+    pub fn in_single_command() -> bool {
+        UNIT.with(|u| {
+            let u = u.borrow();
+            u.depth == 1 && u.command
+        })
     }
 
-    fn enter(&self) {
+    /// Waits for the write contexts running on other threads, then holds
+    /// them all off until the guard is dropped. Not to be called inside a
+    /// write context (see [`Stream::in_write_context`]).
+    pub fn pause_writes(&self) -> Paused<'_> {
+        use parking_lot::lock_api::RawRwLock as _;
+        let tokens = self.stripes.iter().map(|s| s.lock_exclusive()).collect();
+        Paused(self, tokens)
+    }
+
+    fn enter(&self, command: bool) {
+        use parking_lot::lock_api::RawRwLock as _;
         UNIT.with(|u| {
             let mut u = u.borrow_mut();
             if u.depth == 0 {
-                self.gate.lock();
+                u.command = command;
+                let n = self.stripes.len();
+                let i = *u
+                    .stripe
+                    .get_or_insert_with(|| self.next_stripe.fetch_add(1, Ordering::Relaxed) % n);
+                u.held = Some(self.stripes[i].lock_shared());
             }
             u.depth += 1;
         });
     }
 
     fn leave(&self) {
+        use parking_lot::lock_api::RawRwLock as _;
         let done = UNIT.with(|u| {
             let mut u = u.borrow_mut();
             u.depth -= 1;
-            (u.depth == 0).then(|| std::mem::take(&mut u.pending))
+            if u.depth != 0 {
+                return None;
+            }
+            self.finish_unit(&mut u, on());
+            Some((u.stripe.unwrap_or(0), u.held.take()))
         });
-        if let Some(p) = done {
-            self.finish_unit(p);
+        if let Some((stripe, Some(t))) = done {
+            // SAFETY: `t` is the shared hold the matching `enter` took on
+            // this stripe, on this thread.
+            unsafe { self.stripes[stripe].unlock_shared(t) };
         }
+    }
+
+    /// Inside a background context (depth 1), hands the records and
+    /// tickets so far over as one unit and goes on with a new one, keeping
+    /// the gate: a background loop that locks one shard after another
+    /// (eviction, serving blocked clients) calls it after each lock, since
+    /// a unit must take all its locks at one time to have one place in the
+    /// order (a unit that locked shard A, released it, then locked B could
+    /// be after a command on A and B on one and before it on the other).
+    pub fn cut(&self) {
+        UNIT.with(|u| {
+            let mut u = u.borrow_mut();
+            if u.depth == 1 && !u.command {
+                self.finish_unit(&mut u, on());
+            }
+        });
     }
 
     /// Starts a write command (call only when [`on`]; always pair with
     /// [`Stream::end_command`]).
     pub fn begin_command(&self) {
-        self.enter();
+        self.enter(true);
         let d = dirty();
         UNIT.with(|u| {
             let mut u = u.borrow_mut();
-            u.own = None;
+            u.own.clear();
+            u.own_set = false;
             u.own_at = None;
             u.dirty_at = d;
         });
@@ -307,19 +543,28 @@ impl Stream {
     pub fn end_command(&self, db: usize, args: &Args<'_>) {
         let changed = dirty() != UNIT.with(|u| u.borrow().dirty_at);
         UNIT.with(|u| {
-            let mut u = u.borrow_mut();
-            let own = match u.own.take() {
-                Some(v) => v,
-                None if changed => {
-                    let argv: smallvec::SmallVec<[&[u8]; 8]> = args.iter().collect();
-                    vec![record(&argv)]
+            let u = &mut *u.borrow_mut();
+            if !u.own_set {
+                u.own.clear();
+                if changed {
+                    let start = u.bytes.len();
+                    encode_iter(&mut u.bytes, args.len(), args.iter());
+                    u.own.push(Span {
+                        db,
+                        start,
+                        end: u.bytes.len(),
+                    });
                 }
-                None => Vec::new(),
-            };
-            let at = u.own_at.take().unwrap_or(u.pending.len());
-            for (i, r) in own.into_iter().enumerate() {
-                u.pending.insert(at + i, (db, r));
             }
+            let at = u.own_at.take().unwrap_or(u.spans.len());
+            if at == u.spans.len() {
+                u.spans.extend(u.own.iter().map(|s| Span { db, ..*s }));
+            } else {
+                u.spans
+                    .splice(at..at, u.own.iter().map(|s| Span { db, ..*s }));
+            }
+            u.own.clear();
+            u.own_set = false;
         });
         self.leave();
     }
@@ -330,7 +575,7 @@ impl Stream {
         if !on() {
             return false;
         }
-        self.enter();
+        self.enter(false);
         true
     }
 
@@ -341,11 +586,11 @@ impl Stream {
         }
     }
 
-    /// Starts a background write context (active expiry, eviction): its
-    /// `DEL`s are one unit, ordered with commands. Pair with
-    /// [`Stream::end_background`].
+    /// Starts a background write context (active expiry, eviction, serving
+    /// blocked clients after a command): its records are one unit, ordered
+    /// with commands. Pair with [`Stream::end_background`].
     pub fn begin_background(&self) {
-        self.enter();
+        self.enter(false);
     }
 
     /// Ends [`Stream::begin_background`].
@@ -353,18 +598,310 @@ impl Stream {
         self.leave();
     }
 
-    fn finish_unit(&self, pending: Vec<Record>) {
-        if !pending.is_empty() && on() {
-            let mut need = 0;
-            for s in self.sinks.read().iter() {
-                need = need.max(s.append_unit(&pending));
-            }
-            UNIT.with(|u| {
-                let mut u = u.borrow_mut();
-                u.need = u.need.max(need);
-            });
+    /// Hands the unit built in `u` over and clears it: at once when every
+    /// ticket is due, else into the waiting set (its thread waits for it in
+    /// [`Stream::wait_durable`]). Tickets are handed over even when
+    /// recording was turned off meanwhile (`recording` false), so no later
+    /// unit waits forever.
+    /// Runs with this thread's unit borrowed: sinks do not record.
+    fn finish_unit(&self, u: &mut Unit, recording: bool) {
+        if !recording {
+            u.spans.clear();
         }
-        // Taken by the outermost enter on this thread.
-        self.gate.unlock();
+        if u.spans.is_empty() && u.tickets.is_empty() {
+            u.clear();
+            return;
+        }
+        let has = !u.spans.is_empty();
+        // A unit's place on a shard is its last ticket there; the earlier
+        // ones, and all of them when it recorded nothing, are skips.
+        u.positions.clear();
+        u.skips.clear();
+        if u.tickets.len() == 1 {
+            let t = u.tickets[0];
+            if has {
+                u.positions.push(t);
+            } else {
+                u.skips.push(t);
+            }
+        } else {
+            u.tickets.sort_unstable();
+            for i in 0..u.tickets.len() {
+                let t = u.tickets[i];
+                let last = u.tickets.get(i + 1).is_none_or(|n| n.0 != t.0);
+                if last && has {
+                    u.positions.push(t);
+                } else {
+                    u.skips.push(t);
+                }
+            }
+        }
+        let mut work: smallvec::SmallVec<[u32; 8]> = smallvec::SmallVec::new();
+        let mut o = self.order.lock();
+        for &(g, t) in &u.skips {
+            if o.is_due((g, t)) {
+                o.next[g as usize] = t + 1;
+            } else {
+                o.skips.insert((g, t));
+            }
+            work.push(g);
+        }
+        let mut unmet = 0;
+        for &p in &u.positions {
+            if !o.is_due(p) {
+                unmet += 1;
+            }
+        }
+        if unmet == 0 {
+            if has {
+                let need = self.emit(u.records());
+                u.need = u.need.max(need);
+            }
+            for &(g, t) in &u.positions {
+                o.next[g as usize] = t + 1;
+                work.push(g);
+            }
+        } else {
+            let done = Arc::new(Delayed {
+                need: AtomicU64::new(u64::MAX),
+            });
+            let idx = match o.free.pop() {
+                Some(i) => i,
+                None => {
+                    o.units.push(None);
+                    o.units.len() - 1
+                }
+            };
+            for &p in &u.positions {
+                if !o.is_due(p) {
+                    o.waiting.insert(p, idx);
+                }
+            }
+            o.units[idx] = Some(Waiting {
+                bytes: std::mem::take(&mut u.bytes),
+                spans: std::mem::take(&mut u.spans),
+                positions: u.positions.clone(),
+                unmet,
+                done: done.clone(),
+            });
+            u.delayed.push(done);
+            if Self::in_cycle(&o, idx) {
+                self.break_cycle(&mut o, idx, &mut work);
+            }
+        }
+        // Nothing can become due while nothing waits.
+        let released = if o.skips.is_empty() && o.waiting.is_empty() {
+            false
+        } else {
+            self.advance(&mut o, work)
+        };
+        drop(o);
+        if released {
+            self.released.notify_all();
+        }
+        u.clear();
+    }
+
+    /// Moves the shards in `work` past their due skips and releases the
+    /// units that became due, transitively. True when a waiting unit was
+    /// released.
+    fn advance(&self, o: &mut Order, mut work: smallvec::SmallVec<[u32; 8]>) -> bool {
+        let mut released = false;
+        while let Some(g) = work.pop() {
+            loop {
+                let t = o.next_of(g);
+                if o.skips.remove(&(g, t)) {
+                    o.next[g as usize] = t + 1;
+                    continue;
+                }
+                let Some(idx) = o.waiting.remove(&(g, t)) else {
+                    break;
+                };
+                let w = o.units[idx].as_mut().expect("waiting unit");
+                w.unmet -= 1;
+                if w.unmet > 0 {
+                    break;
+                }
+                let w = o.units[idx].take().expect("waiting unit");
+                o.free.push(idx);
+                let need = self.emit(w.records());
+                w.done.need.store(need, Ordering::Release);
+                released = true;
+                for &(g2, t2) in &w.positions {
+                    o.next[g2 as usize] = t2 + 1;
+                    if g2 != g {
+                        work.push(g2);
+                    }
+                }
+            }
+        }
+        released
+    }
+
+    /// True when waiting unit `start` waits, through other waiting units,
+    /// for itself: units that locked the same shards in opposite orders at
+    /// different times. Every lock a unit takes at a later time than its
+    /// first is meant to be cut into a unit of its own ([`Stream::cut`]),
+    /// so this is a safety net against a stalled stream, not a path.
+    fn in_cycle(o: &Order, start: usize) -> bool {
+        let mut seen = vec![start];
+        let mut stack = vec![start];
+        while let Some(u) = stack.pop() {
+            let Some(w) = o.units[u].as_ref() else {
+                continue;
+            };
+            for &(g, t) in &w.positions {
+                let due = o.next.get(g as usize).copied().unwrap_or(0);
+                if due == t {
+                    continue;
+                }
+                // The unit holding shard g's due ticket, if it waits too.
+                let holder = o
+                    .units
+                    .iter()
+                    .position(|x| x.as_ref().is_some_and(|x| x.positions.contains(&(g, due))));
+                if let Some(v) = holder {
+                    if v == start {
+                        return true;
+                    }
+                    if !seen.contains(&v) {
+                        seen.push(v);
+                        stack.push(v);
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// Emits waiting unit `idx` out of turn: its positions not yet due
+    /// become skips. Logged, as a unit's records now precede units whose
+    /// effects they followed on some shard.
+    fn break_cycle(&self, o: &mut Order, idx: usize, work: &mut smallvec::SmallVec<[u32; 8]>) {
+        tracing::error!("propagation: units waiting for each other, one emitted out of order");
+        let w = o.units[idx].take().expect("waiting unit");
+        o.free.push(idx);
+        for &(g, t) in &w.positions {
+            if o.is_due((g, t)) {
+                o.next[g as usize] = t + 1;
+            } else {
+                o.waiting.remove(&(g, t));
+                o.skips.insert((g, t));
+            }
+            work.push(g);
+        }
+        let need = self.emit(w.records());
+        w.done.need.store(need, Ordering::Release);
+    }
+
+    fn emit(&self, records: Records<'_>) -> u64 {
+        let mut need = 0;
+        for s in self.sinks.read().iter() {
+            need = need.max(s.append_unit(records));
+        }
+        need
+    }
+
+    /// The sink position this thread's units must reach before its replies
+    /// leave (0: none), after waiting for those of its units that were
+    /// waiting for other threads' units; resets it.
+    pub fn wait_durable(&self) -> u64 {
+        let (mut need, delayed) = UNIT.with(|u| {
+            let mut u = u.borrow_mut();
+            if u.delayed.is_empty() {
+                (std::mem::take(&mut u.need), Vec::new())
+            } else {
+                (std::mem::take(&mut u.need), std::mem::take(&mut u.delayed))
+            }
+        });
+        for d in delayed {
+            let mut o = self.order.lock();
+            loop {
+                let n = d.need.load(Ordering::Acquire);
+                if n != u64::MAX {
+                    need = need.max(n);
+                    break;
+                }
+                self.released.wait(&mut o);
+            }
+        }
+        need
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Collect(Mutex<Vec<String>>);
+
+    impl Sink for Collect {
+        fn append_unit(&self, recs: Records<'_>) -> u64 {
+            let mut v = self.0.lock();
+            for (_, r) in recs.iter() {
+                let r = String::from_utf8_lossy(r).into_owned();
+                v.push(r.split("\r\n").nth(2).unwrap_or_default().to_string());
+            }
+            v.len() as u64
+        }
+    }
+
+    fn setup() -> (Stream, Arc<Collect>) {
+        let s = Stream::default();
+        let c = Arc::new(Collect::default());
+        s.add_sink(c.clone());
+        (s, c)
+    }
+
+    /// Hands over a unit recording `name` (None: nothing) with `tickets`;
+    /// returns it (its need and its delayed entry).
+    fn unit(s: &Stream, name: Option<&str>, tickets: &[(u32, u64)]) -> Unit {
+        let mut u = Unit::default();
+        if let Some(n) = name {
+            let sp = u.push_record(&[n.as_bytes()]);
+            u.spans.push(sp);
+        }
+        u.tickets.extend_from_slice(tickets);
+        s.finish_unit(&mut u, true);
+        u
+    }
+
+    fn emitted(c: &Collect) -> Vec<String> {
+        c.0.lock().clone()
+    }
+
+    #[test]
+    fn units_reach_the_sinks_in_ticket_order() {
+        let (s, c) = setup();
+        // B locked shard 1 after A and shard 2 first; C only shard 2 after B.
+        let uc = unit(&s, Some("C"), &[(2, 1)]);
+        let ub = unit(&s, Some("B"), &[(1, 1), (2, 0)]);
+        assert!(emitted(&c).is_empty());
+        assert_eq!((uc.delayed.len(), ub.delayed.len()), (1, 1));
+        // A's earlier lock of shard 3 is a skip; its place is its last.
+        let ua = unit(&s, Some("A"), &[(3, 0), (1, 0), (3, 1)]);
+        assert_eq!(emitted(&c), ["A", "B", "C"]);
+        assert_eq!(ua.need, 1);
+        assert_eq!(ub.delayed[0].need.load(Ordering::Relaxed), 2);
+        assert_eq!(uc.delayed[0].need.load(Ordering::Relaxed), 3);
+        // A unit that recorded nothing only moves its shards on, also
+        // when it comes after the unit that waits for it.
+        unit(&s, Some("E"), &[(1, 4)]);
+        unit(&s, None, &[(1, 2)]);
+        unit(&s, Some("D"), &[(1, 3), (3, 2)]);
+        assert_eq!(emitted(&c), ["A", "B", "C", "D", "E"]);
+    }
+
+    #[test]
+    fn units_waiting_for_each_other_do_not_stall_the_stream() {
+        let (s, c) = setup();
+        // X before Y on shard 0, Y before X on shard 1.
+        unit(&s, Some("X"), &[(0, 0), (1, 1)]);
+        unit(&s, Some("Y"), &[(0, 1), (1, 0)]);
+        assert_eq!(emitted(&c).len(), 2);
+        unit(&s, Some("Z"), &[(0, 2), (1, 2)]);
+        assert_eq!(emitted(&c).len(), 3);
+        assert_eq!(emitted(&c)[2], "Z");
     }
 }

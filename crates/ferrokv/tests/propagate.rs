@@ -7,11 +7,16 @@ use ferrokv::resp::OwnedArgs;
 use parking_lot::Mutex;
 use std::sync::Arc;
 
-struct Capture(Mutex<Vec<Vec<Record>>>);
+/// Each unit as (database, RESP bytes) records.
+type Unit = Vec<(usize, Vec<u8>)>;
+
+struct Capture(Mutex<Vec<Unit>>);
 
 impl Sink for Capture {
-    fn append_unit(&self, recs: &[Record]) -> u64 {
-        self.0.lock().push(recs.to_vec());
+    fn append_unit(&self, recs: Records<'_>) -> u64 {
+        self.0
+            .lock()
+            .push(recs.iter().map(|(d, r)| (d, r.to_vec())).collect());
         0
     }
 }
@@ -24,7 +29,7 @@ fn args(words: &[&str]) -> OwnedArgs {
     o
 }
 
-fn text(r: &Record) -> String {
+fn text(r: &(usize, Vec<u8>)) -> String {
     String::from_utf8_lossy(&r.1).replace("\r\n", " ")
 }
 

@@ -900,24 +900,46 @@ pub fn run(
     let dirty = ctx.dirty;
     let end_us = crate::util::now_us();
     ctx.client.clock_us = end_us;
-    if !failed
+    // Keys created by commands outside the list and sorted-set families
+    // (which serve their waiters under their own locks): RENAME, COPY,
+    // MOVE, SWAPDB... may serve blocked clients (db/blocking.rs).
+    let signal = !failed
         && c.flags & flags::WRITE != 0
         && c.acl & (acl::LIST | acl::SORTEDSET) == 0
-        && crate::db::blocking::any_waiters()
-    {
-        // Keys created by commands outside the list and sorted-set families
-        // (which serve their waiters under their own locks): RENAME, COPY,
-        // MOVE, SWAPDB... may serve blocked clients (db/blocking.rs).
+        && crate::db::blocking::any_waiters();
+    let signal_keys = || {
         let keys: Vec<&[u8]> = c
             .key_positions(args)
             .into_iter()
             .map(|i| args.get(i))
             .collect();
-        let all = matches!(c.name, "move" | "swapdb" | "copy");
+        (keys, matches!(c.name, "move" | "swapdb" | "copy"))
+    };
+    if signal && !prop {
+        let (keys, all) = signal_keys();
         crate::db::blocking::signal_after_command(server, client.db, &keys, all, now);
     }
     if prop {
         server.propagation.end_command(db_at_start, args);
+        // Blocked clients served after the command (keys locked again)
+        // form units of their own.
+        let stashed = crate::db::blocking::take_stashed();
+        if signal || !stashed.is_empty() {
+            let own = !crate::propagate::Stream::in_write_context();
+            if own {
+                server.propagation.begin_background();
+            }
+            if !stashed.is_empty() {
+                crate::db::blocking::serve_deferred(server, stashed, now);
+            }
+            if signal {
+                let (keys, all) = signal_keys();
+                crate::db::blocking::signal_after_command(server, client.db, &keys, all, now);
+            }
+            if own {
+                server.propagation.end_background();
+            }
+        }
     }
     if crate::events::pending() {
         crate::events::drain(server);

@@ -393,9 +393,29 @@ pub fn serve_and_release<'a>(
     }
 }
 
+thread_local! {
+    static STASH: std::cell::RefCell<Deferred> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The keys [`serve_and_release`] left to serve after the running command
+/// (while effects are recorded), to pass to [`serve_deferred`].
+pub fn take_stashed() -> Deferred {
+    STASH.with(|s| std::mem::take(&mut *s.borrow_mut()))
+}
+
 /// Serves deferred keys after the caller released its locks, retrying
 /// (and yielding) until no key is left to serve.
+///
+/// While effects are recorded, a single command's deferred keys are
+/// stashed and served after its unit (cmd/mod.rs `run`, see
+/// [`take_stashed`]), and a background context hands each round's locks
+/// over as a unit of its own (`Stream::cut`): a unit takes all its locks at
+/// one time (propagate.rs).
 pub fn serve_deferred(server: &Server, mut deferred: Deferred, now: u64) {
+    if crate::propagate::Stream::in_single_command() {
+        STASH.with(|s| s.borrow_mut().extend(deferred));
+        return;
+    }
     let mut rounds = 0u32;
     while !deferred.is_empty() {
         let batch = std::mem::take(&mut deferred);
@@ -403,6 +423,8 @@ pub fn serve_deferred(server: &Server, mut deferred: Deferred, now: u64) {
             let h = hash_key(&key);
             let mut locks = server.keyspace.lock_keys(&[(db, h)]);
             serve(server, &mut locks, db, &key, now, &mut deferred);
+            drop(locks);
+            server.propagation.cut();
         }
         rounds += 1;
         if !deferred.is_empty() {

@@ -252,6 +252,19 @@ pub struct Shard {
     /// Index of the database this shard belongs to (for expiry events;
     /// positional like `blocked`).
     db: u32,
+    /// The shard's place in the propagation stream (tickets handed to the
+    /// write contexts that lock it; positional like `blocked`).
+    seq: crate::propagate::ShardSeq,
+}
+
+/// Locks `m` and, inside a write context while effects are recorded, takes
+/// the shard's ticket (propagate.rs): every lock a write context takes goes
+/// through here.
+#[inline]
+fn lock_shard(m: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
+    let mut g = m.lock();
+    crate::propagate::ticket(&mut g.seq);
+    g
 }
 
 /// True when the marked key `key` has expired at `now`.
@@ -448,6 +461,7 @@ impl Shard {
             expired: 0,
             blocked: BlockedKeys::default(),
             db: self.db,
+            seq: Default::default(),
         }
     }
 
@@ -624,11 +638,13 @@ impl Db {
         Db {
             shards: hints
                 .iter()
-                .map(|h| {
+                .enumerate()
+                .map(|(i, h)| {
                     let mut s = Shard {
                         db: index as u32,
                         ..Shard::default()
                     };
+                    s.seq.gid = (index * SHARDS + i) as u32;
                     s.dict.attach_hint(h.clone());
                     Mutex::new(s)
                 })
@@ -664,7 +680,7 @@ impl Db {
     /// Locks the shard of a key hash.
     #[inline]
     pub fn lock(&self, h: u64) -> MutexGuard<'_, Shard> {
-        self.shards[shard_index(h)].lock()
+        lock_shard(&self.shards[shard_index(h)])
     }
 
     /// Sizes every shard's table for `keys` keys spread over the shards
@@ -682,7 +698,7 @@ impl Db {
 
     /// Locks every shard in ascending order.
     pub fn lock_all(&self) -> Vec<MutexGuard<'_, Shard>> {
-        self.shards.iter().map(|s| s.lock()).collect()
+        self.shards.iter().map(lock_shard).collect()
     }
 
     /// Number of keys (DBSIZE), counting keys that expired but were not yet
@@ -753,7 +769,7 @@ impl Keyspace {
         ids.dedup();
         let guards = ids
             .iter()
-            .map(|&(d, s)| self.dbs[d].shards[s].lock())
+            .map(|&(d, s)| lock_shard(&self.dbs[d].shards[s]))
             .collect();
         KeyLocks {
             ks: self,
@@ -842,7 +858,7 @@ impl Keyspace {
             let shard = &db.shards[(pos % SHARDS as u64) as usize];
             if shard.lock().volatile_len() > 0 {
                 step(&mut || {
-                    let (_, exp) = shard.lock().expire_pass(now, deadline);
+                    let (_, exp) = lock_shard(shard).expire_pass(now, deadline);
                     self.active_expired.fetch_add(exp as u64, Ordering::Relaxed);
                 });
             }
@@ -914,6 +930,10 @@ impl<'a> KeyLocks<'a> {
                 } else {
                     m.try_lock()
                 };
+                let g = g.map(|mut g| {
+                    crate::propagate::ticket(&mut g.seq);
+                    g
+                });
                 match g {
                     Some(g) => {
                         self.ids.insert(pos, id);

@@ -415,7 +415,13 @@ where
         if crate::propagate::on() {
             // The batch's AOF records are written (and with appendfsync
             // always, fsync'd) before its replies leave.
-            crate::persist::aof::before_reply(&server);
+            if let Some(need) = crate::persist::aof::reply_target(&server) {
+                // Group commit: the other connections of this thread that
+                // are ready run their batches first, and one write covers
+                // all of them (whichever comes first writes).
+                tokio::task::yield_now().await;
+                crate::persist::aof::before_reply(&server, need);
+            }
         }
         if handle.outbox.pending() > 0 && !drain_outbox(&server, &handle, &mut wr, &mut spare).await
         {

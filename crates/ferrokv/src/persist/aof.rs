@@ -207,14 +207,23 @@ impl Manifest {
 
 // ------------------------------------------------------------ durability of replies
 
-/// Before a batch's replies are written: makes the batch's records durable
-/// as `appendfsync` asks (written; with `always` also fsync'd).
-pub fn before_reply(server: &Server) {
-    let need = crate::propagate::take_need();
-    if need != 0 {
-        let a = &server.aof;
-        a.flush_to(need, a.fsync.load(Ordering::Relaxed) == FSYNC_ALWAYS);
-    }
+/// Before a batch's replies are written: the AOF position the batch's
+/// records must reach (written; with `appendfsync always` also fsync'd)
+/// and whether it is reached already. Pass a position not yet reached to
+/// [`before_reply`].
+pub fn reply_target(server: &Server) -> Option<u64> {
+    let need = server.propagation.wait_durable();
+    (need != 0 && !server.aof.reached(need)).then_some(need)
+}
+
+/// Makes the records up to `need` durable as `appendfsync` asks. The
+/// connection calls it after letting its thread's other ready connections
+/// run their batches, so that one write (and one fsync) covers them all:
+/// Redis writes the AOF once per event-loop iteration (beforeSleep's
+/// flushAppendOnlyFile), before any reply of that iteration.
+pub fn before_reply(server: &Server, need: u64) {
+    let a = &server.aof;
+    a.flush_to(need, a.fsync.load(Ordering::Relaxed) == FSYNC_ALWAYS);
 }
 
 /// Before the reply of a blocked client served by another connection:
@@ -312,7 +321,7 @@ impl Default for Aof {
 /// The AOF is a sink of the propagation stream: each unit is appended to
 /// its buffer (written before the replies of its batch leave).
 impl crate::propagate::Sink for Aof {
-    fn append_unit(&self, recs: &[crate::propagate::Record]) -> u64 {
+    fn append_unit(&self, recs: crate::propagate::Records<'_>) -> u64 {
         self.append_units(recs)
     }
 }
@@ -363,14 +372,14 @@ impl Aof {
     /// emitting SELECT when the database changes and wrapping more than one
     /// record in MULTI/EXEC. Returns the logical offset after them, for
     /// [`Aof::flush_to`]. (The entry point replication will share.)
-    pub fn append_units(&self, recs: &[(usize, Vec<u8>)]) -> u64 {
+    pub fn append_units(&self, recs: crate::propagate::Records<'_>) -> u64 {
         let mut b = self.buf.lock();
         let start = b.data.len();
         let wrap = recs.len() > 1;
         for (i, (db, r)) in recs.iter().enumerate() {
-            if b.db != *db as i64 {
-                select_rec(&mut b.data, *db);
-                b.db = *db as i64;
+            if b.db != db as i64 {
+                select_rec(&mut b.data, db);
+                b.db = db as i64;
             }
             if wrap && i == 0 {
                 enc(&mut b.data, &[b"MULTI"]);
@@ -382,6 +391,16 @@ impl Aof {
         }
         b.end += (b.data.len() - start) as u64;
         b.end
+    }
+
+    /// True when the records up to `target` are written (with
+    /// `appendfsync always`: fsync'd).
+    pub fn reached(&self, target: u64) -> bool {
+        if self.fsync.load(Ordering::Relaxed) == FSYNC_ALWAYS {
+            self.synced.load(Ordering::Acquire) >= target
+        } else {
+            self.written.load(Ordering::Acquire) >= target
+        }
     }
 
     /// Writes the buffer to the current incr file when less than `target`
