@@ -255,16 +255,49 @@ pub struct Shard {
     /// The shard's place in the propagation stream (tickets handed to the
     /// write contexts that lock it; positional like `blocked`).
     seq: crate::propagate::ShardSeq,
+    /// Point-in-time copies that have not copied this shard yet
+    /// ([`ShardCopier`]; positional like `blocked`).
+    copiers: Vec<Arc<dyn ShardCopier>>,
+}
+
+/// A point-in-time copy of the keyspace taken while writers go on (what
+/// Redis gets from fork(): the AOF rewrite's base, and a replica's full
+/// sync next). Armed on every shard while writes are paused
+/// ([`Keyspace::arm_copier`]); a shard is then copied either by the first
+/// writer that locks it, before it changes anything, or by the copy's own
+/// walk ([`Keyspace::copy_shard`]), whichever comes first, so every shard
+/// is copied as it was when the copy began.
+pub trait ShardCopier: Send + Sync {
+    /// Copies `shard` (locked): database `db`, index `idx` in it.
+    fn copy(&self, db: usize, idx: usize, shard: &Shard);
 }
 
 /// Locks `m` and, inside a write context while effects are recorded, takes
 /// the shard's ticket (propagate.rs): every lock a write context takes goes
-/// through here.
+/// through here. A point-in-time copy that has not copied the shard yet
+/// copies it first.
 #[inline]
 fn lock_shard(m: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
     let mut g = m.lock();
-    crate::propagate::ticket(&mut g.seq);
+    locked(&mut g);
     g
+}
+
+/// What every lock a write may follow does once taken (see [`lock_shard`]).
+#[inline]
+fn locked(g: &mut Shard) {
+    if !g.copiers.is_empty() {
+        run_copiers(g);
+    }
+    crate::propagate::ticket(&mut g.seq);
+}
+
+#[cold]
+fn run_copiers(g: &mut Shard) {
+    let (db, idx) = (g.db as usize, g.seq.gid as usize % SHARDS);
+    for c in std::mem::take(&mut g.copiers) {
+        c.copy(db, idx, g);
+    }
 }
 
 /// True when the marked key `key` has expired at `now`.
@@ -462,6 +495,7 @@ impl Shard {
             blocked: BlockedKeys::default(),
             db: self.db,
             seq: Default::default(),
+            copiers: Vec::new(),
         }
     }
 
@@ -754,6 +788,39 @@ impl Keyspace {
         self.dbs.len()
     }
 
+    /// Arms `c` on every shard of every database: call with writes paused
+    /// (`Stream::pause_writes`), so that no shard changes between the
+    /// first and the last arming.
+    pub fn arm_copier(&self, c: &Arc<dyn ShardCopier>) {
+        for db in self.dbs.iter() {
+            for s in db.shards.iter() {
+                s.lock().copiers.push(c.clone());
+            }
+        }
+    }
+
+    /// The copy's walk: when `c` has not copied shard `idx` of database
+    /// `db` yet, copies it now (under its lock) and returns true; false
+    /// when a writer made it copy the shard already.
+    pub fn copy_shard(&self, c: &Arc<dyn ShardCopier>, db: usize, idx: usize) -> bool {
+        let mut g = self.dbs[db].shards[idx].lock();
+        let Some(i) = g.copiers.iter().position(|x| Arc::ptr_eq(x, c)) else {
+            return false;
+        };
+        g.copiers.swap_remove(i);
+        c.copy(db, idx, &g);
+        true
+    }
+
+    /// Disarms `c` wherever it has not copied yet (the copy was abandoned).
+    pub fn disarm_copier(&self, c: &Arc<dyn ShardCopier>) {
+        for db in self.dbs.iter() {
+            for s in db.shards.iter() {
+                s.lock().copiers.retain(|x| !Arc::ptr_eq(x, c));
+            }
+        }
+    }
+
     /// Database `i` (the caller validated the index).
     #[inline]
     pub fn db(&self, i: usize) -> &Db {
@@ -931,7 +998,7 @@ impl<'a> KeyLocks<'a> {
                     m.try_lock()
                 };
                 let g = g.map(|mut g| {
-                    crate::propagate::ticket(&mut g.seq);
+                    locked(&mut g);
                     g
                 });
                 match g {

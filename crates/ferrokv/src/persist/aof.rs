@@ -22,10 +22,12 @@
 //! thread). With `everysec` a background thread fsyncs once a second.
 //!
 //! **Rewrite** (BGREWRITEAOF, auto rewrite, CONFIG SET appendonly yes):
-//! a new incr file is opened and added to the manifest, then the keyspace
-//! is walked shard by shard into a new base file while write commands wait
-//! at the gate (reads are served), then the manifest is switched to the new
-//! base plus the new incr file and the old files are deleted.
+//! write contexts are paused for a moment (`Stream::pause_writes`) while a
+//! new incr file is opened and added to the manifest and a point-in-time
+//! copy of the keyspace begins (persist/snapshot.rs: what Redis gets from
+//! fork); writes then go on into the new incr file while the copy is
+//! written as the new base, then the manifest is switched to the new base
+//! plus the new incr file and the old files are deleted.
 //!
 //! **Loading** ([`load_at_startup`]): manifest, then base, then incr files
 //! in order; a legacy single `appendonly.aof` is loaded and moved into the
@@ -678,6 +680,7 @@ fn rewrite(server: &Arc<Server>) -> std::io::Result<()> {
     let st = a.state.load(Ordering::Acquire);
     let propagating = st != STATE_OFF;
     let mut new_incr = None;
+    let mut old_file = None;
     if propagating {
         let mut io = a.io.lock();
         if st == STATE_WAIT_REWRITE {
@@ -688,7 +691,12 @@ fn rewrite(server: &Arc<Server>) -> std::io::Result<()> {
             a.synced.store(b.end, Ordering::Release);
         } else {
             a.write_locked(&mut io);
-            a.fsync_locked(&mut io);
+            // With `always` every acknowledged record is fsync'd already
+            // but for the last batch; otherwise the old file is fsync'd
+            // once writers run again.
+            if a.fsync.load(Ordering::Relaxed) == FSYNC_ALWAYS {
+                a.fsync_locked(&mut io);
+            }
         }
         let mut m = a.manifest.lock().clone();
         m.incr_seq += 1;
@@ -705,21 +713,33 @@ fn rewrite(server: &Arc<Server>) -> std::io::Result<()> {
         m.incrs.push(fi.clone());
         write_manifest(&p, &m)?;
         *a.manifest.lock() = m;
-        io.file = Some(f);
+        old_file = io.file.replace(f);
         a.buf.lock().db = -1;
         new_incr = Some(fi);
     }
+    // The base is the keyspace as it is now, copied while writers go on
+    // (persist/snapshot.rs): writes resume at once.
     let preamble = use_preamble(server);
+    let snap = crate::persist::snapshot::Snapshot::begin(
+        &server.keyspace,
+        base_serialiser(server, preamble),
+    );
+    drop(gate);
+    if let Some(f) = old_file {
+        if let Err(e) = f.sync_data() {
+            tracing::warn!("AOF fsync failed: {e}");
+        }
+    }
     let tmp = p
         .dir
         .join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
     let res = (|| {
         let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
-        write_base(server, &mut w, preamble)?;
+        write_base(server, &mut w, preamble, &snap, &a.rewrite_cancel)?;
         w.flush()?;
         w.into_inner().map_err(|e| e.into_error())
     })();
-    drop(gate);
+    drop(snap);
     let f = match res {
         Ok(f) => f,
         Err(e) => {
@@ -781,86 +801,92 @@ fn rewrite(server: &Arc<Server>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Writes the whole keyspace in command form (SELECT, SET / RPUSH / SADD /
-/// HMSET / ZADD in batches of 64 items, PEXPIREAT), skipping keys already
-/// expired, as Redis's rewriteAppendOnlyFileRio.
-pub fn write_snapshot(server: &Server, w: &mut impl Write) -> std::io::Result<()> {
+/// Serialises the keys of `shard` (locked) in command form (SET / RPUSH /
+/// SADD / HMSET / ZADD in batches of 64 items, PEXPIREAT), skipping keys
+/// already expired, as Redis's rewriteAppendOnlyFileRio; returns the keys
+/// written.
+pub fn put_shard_commands(buf: &mut Vec<u8>, g: &crate::db::keyspace::Shard) -> u64 {
     use crate::db::Value;
     let now = crate::util::now_ms();
-    let ks = &server.keyspace;
-    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     let mut ib = itoa::Buffer::new();
-    for dbi in 0..ks.db_count() {
+    let mut n = 0;
+    for (k, e, expire_at) in g.iter_with_expire() {
+        if expire_at != 0 && expire_at <= now {
+            continue;
+        }
+        n += 1;
+        match &e.value {
+            Value::Str(s) => {
+                let mut t = itoa::Buffer::new();
+                enc(buf, &[b"SET", k, s.as_bytes(&mut t)]);
+            }
+            Value::List(l) => {
+                let items: Vec<Vec<u8>> = l.iter().map(|x| x.to_vec()).collect();
+                batched(buf, b"RPUSH", k, items.iter().map(|x| vec![x.as_slice()]));
+            }
+            Value::Set(s) => {
+                let items: Vec<Vec<u8>> = s
+                    .iter()
+                    .map(|m| match m {
+                        crate::db::set::Member::Int(i) => {
+                            itoa::Buffer::new().format(i).as_bytes().to_vec()
+                        }
+                        crate::db::set::Member::Bytes(b) => b.to_vec(),
+                    })
+                    .collect();
+                batched(buf, b"SADD", k, items.iter().map(|x| vec![x.as_slice()]));
+            }
+            Value::Hash(h) => {
+                batched(buf, b"HMSET", k, h.iter().map(|(f, v)| vec![f, v]));
+            }
+            Value::ZSet(z) => {
+                let mut items: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(z.len());
+                z.range(0, z.len(), false, |m, s| {
+                    let mut sb = Vec::new();
+                    crate::util::fmt_double_17g(s, &mut sb);
+                    items.push((sb, m.to_vec()));
+                });
+                batched(
+                    buf,
+                    b"ZADD",
+                    k,
+                    items.iter().map(|(s, m)| vec![s.as_slice(), m.as_slice()]),
+                );
+            }
+        }
+        if expire_at != 0 {
+            enc(buf, &[b"PEXPIREAT", k, ib.format(expire_at).as_bytes()]);
+        }
+    }
+    n
+}
+
+/// Writes a whole keyspace in command form: SELECT before each database's
+/// first key, then each shard's keys from `src(db, shard, buf)` (which
+/// appends [`put_shard_commands`]' output and returns the keys written).
+fn write_commands_from(
+    server: &Server,
+    w: &mut impl Write,
+    src: &mut dyn FnMut(usize, usize, &mut Vec<u8>) -> u64,
+) -> std::io::Result<()> {
+    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let mut shard = Vec::new();
+    for dbi in 0..server.keyspace.db_count() {
         let mut selected = false;
         for si in 0..SHARDS {
-            let g = ks.db(dbi).shard_at(si).lock();
-            for (k, e, expire_at) in g.iter_with_expire() {
-                if expire_at != 0 && expire_at <= now {
-                    continue;
-                }
-                if !selected {
-                    select_rec(&mut buf, dbi);
-                    selected = true;
-                }
-                match &e.value {
-                    Value::Str(s) => {
-                        let mut t = itoa::Buffer::new();
-                        enc(&mut buf, &[b"SET", k, s.as_bytes(&mut t)]);
-                    }
-                    Value::List(l) => {
-                        let items: Vec<Vec<u8>> = l.iter().map(|x| x.to_vec()).collect();
-                        batched(
-                            &mut buf,
-                            b"RPUSH",
-                            k,
-                            items.iter().map(|x| vec![x.as_slice()]),
-                        );
-                    }
-                    Value::Set(s) => {
-                        let items: Vec<Vec<u8>> = s
-                            .iter()
-                            .map(|m| match m {
-                                crate::db::set::Member::Int(i) => {
-                                    itoa::Buffer::new().format(i).as_bytes().to_vec()
-                                }
-                                crate::db::set::Member::Bytes(b) => b.to_vec(),
-                            })
-                            .collect();
-                        batched(
-                            &mut buf,
-                            b"SADD",
-                            k,
-                            items.iter().map(|x| vec![x.as_slice()]),
-                        );
-                    }
-                    Value::Hash(h) => {
-                        batched(&mut buf, b"HMSET", k, h.iter().map(|(f, v)| vec![f, v]));
-                    }
-                    Value::ZSet(z) => {
-                        let mut items: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(z.len());
-                        z.range(0, z.len(), false, |m, s| {
-                            let mut sb = Vec::new();
-                            crate::util::fmt_double_17g(s, &mut sb);
-                            items.push((sb, m.to_vec()));
-                        });
-                        batched(
-                            &mut buf,
-                            b"ZADD",
-                            k,
-                            items.iter().map(|(s, m)| vec![s.as_slice(), m.as_slice()]),
-                        );
-                    }
-                }
-                if expire_at != 0 {
-                    enc(
-                        &mut buf,
-                        &[b"PEXPIREAT", k, ib.format(expire_at).as_bytes()],
-                    );
-                }
-                if buf.len() >= 64 * 1024 {
-                    w.write_all(&buf)?;
-                    buf.clear();
-                }
+            shard.clear();
+            src(dbi, si, &mut shard);
+            if shard.is_empty() {
+                continue;
+            }
+            if !selected {
+                select_rec(&mut buf, dbi);
+                selected = true;
+            }
+            buf.extend_from_slice(&shard);
+            if buf.len() >= 64 * 1024 {
+                w.write_all(&buf)?;
+                buf.clear();
             }
         }
     }
@@ -1084,7 +1110,12 @@ pub fn load_at_startup(server: &Arc<Server>) -> Result<bool, LoadError> {
         let bpath = p.dir.join(&base.name);
         (|| {
             let mut w = BufWriter::new(File::create(&bpath)?);
-            write_base(server, &mut w, preamble)?;
+            // Start-up: no writer runs yet.
+            let snap = crate::persist::snapshot::Snapshot::begin(
+                &server.keyspace,
+                base_serialiser(server, preamble),
+            );
+            write_base(server, &mut w, preamble, &snap, &AtomicBool::new(false))?;
             w.flush()?;
             w.get_ref().sync_all()
         })()
@@ -1129,13 +1160,36 @@ fn base_name(fname: &str, seq: i64, preamble: bool) -> String {
     format!("{fname}.{seq}.base.{ext}")
 }
 
-/// Writes a base of the whole dataset: an RDB snapshot (with the
-/// `aof-base` aux field) when `preamble`, else commands.
-fn write_base(server: &Server, w: &mut impl Write, preamble: bool) -> std::io::Result<()> {
+/// The serialiser of a base's shards: RDB form when `preamble`, else
+/// commands.
+fn base_serialiser(server: &Server, preamble: bool) -> Box<crate::persist::snapshot::Serialise> {
     if preamble {
-        crate::persist::rdb::write_snapshot(server, w, true, Default::default()).map(|_| ())
+        crate::persist::rdb::shard_serialiser(server)
     } else {
-        write_snapshot(server, w)
+        Box::new(|g, b| put_shard_commands(b, g))
+    }
+}
+
+/// Writes a base of the dataset as `snap` copied it: an RDB snapshot (with
+/// the `aof-base` aux field) when `preamble`, else commands.
+fn write_base(
+    server: &Server,
+    w: &mut impl Write,
+    preamble: bool,
+    snap: &crate::persist::snapshot::Snapshot<'_>,
+    cancel: &AtomicBool,
+) -> std::io::Result<()> {
+    if preamble {
+        let ctl = crate::persist::rdb::SaveCtl {
+            cancel: Some(cancel),
+            ..Default::default()
+        };
+        crate::persist::rdb::write_snapshot_from(server, w, true, ctl, &mut |d, i, b| {
+            Some(snap.shard(d, i, b))
+        })
+        .map(|_| ())
+    } else {
+        write_commands_from(server, w, &mut |d, i, b| snap.shard(d, i, b))
     }
 }
 

@@ -2,3 +2,4 @@
 
 pub mod aof;
 pub mod rdb;
+pub mod snapshot;

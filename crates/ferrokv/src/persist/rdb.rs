@@ -49,6 +49,7 @@ pub mod read;
 #[path = "rdb_write.rs"]
 pub mod write;
 
+use crate::db::keyspace::Shard;
 use crate::db::keyspace::SHARDS as SHARDS_PER_DB;
 use crate::db::{Entry, Value};
 use crate::server::Server;
@@ -293,6 +294,28 @@ fn write_opts(server: &Server) -> (WriteOpts, bool) {
     )
 }
 
+/// Serialises the keys of `shard` (locked) in RDB form into `b`, leaving
+/// out keys whose TTL has passed; returns how many were written.
+fn put_shard(b: &mut Vec<u8>, shard: &Shard, opts: &WriteOpts) -> u64 {
+    let now = now_ms();
+    let mut n = 0;
+    for (k, e, expire_at) in shard.iter_with_expire() {
+        if expire_at != 0 && expire_at <= now {
+            continue;
+        }
+        put_key(b, k, e, expire_at, opts);
+        n += 1;
+    }
+    n
+}
+
+/// A serialiser of shards in RDB form with `server`'s options, for a
+/// point-in-time copy (persist/snapshot.rs).
+pub fn shard_serialiser(server: &Server) -> Box<crate::persist::snapshot::Serialise> {
+    let (opts, _) = write_opts(server);
+    Box::new(move |shard: &Shard, b: &mut Vec<u8>| put_shard(b, shard, &opts))
+}
+
 /// Writes a complete RDB of every database of `server` into `w` (header,
 /// AUX fields, keys, EOF, checksum) and returns (keys written, bytes
 /// written). Each shard is serialised under its lock, then written with
@@ -304,7 +327,32 @@ pub fn write_snapshot<W: Write>(
     aof_base: bool,
     ctl: SaveCtl<'_>,
 ) -> std::io::Result<(u64, u64)> {
-    let (opts, checksum) = write_opts(server);
+    let (opts, _) = write_opts(server);
+    let ks = &server.keyspace;
+    write_snapshot_from(server, w, aof_base, ctl, &mut |dbi, si, b| {
+        let db = ks.db(dbi);
+        if si == 0 && db.is_empty() {
+            return None;
+        }
+        Some(put_shard(b, &db.shard_at(si).lock(), &opts))
+    })
+}
+
+/// `src(db, shard, buf)` of [`write_snapshot_from`].
+pub type ShardSource<'a> = dyn FnMut(usize, usize, &mut Vec<u8>) -> Option<u64> + 'a;
+
+/// [`write_snapshot`] with the shards' keys from `src`: `src(db, shard,
+/// buf)` appends the shard's serialised keys to `buf` and returns their
+/// number, or None (asked for shard 0) to skip the database. Databases
+/// whose shards hold nothing are left out.
+pub fn write_snapshot_from<W: Write>(
+    server: &Server,
+    w: &mut W,
+    aof_base: bool,
+    ctl: SaveCtl<'_>,
+    src: &mut ShardSource<'_>,
+) -> std::io::Result<(u64, u64)> {
+    let (_, checksum) = write_opts(server);
     let mut out = CrcWriter {
         w,
         crc: CRC64.digest(),
@@ -326,33 +374,28 @@ pub fn write_snapshot<W: Write>(
     let mut keys = 0u64;
     for dbi in 0..ks.db_count() {
         let db = ks.db(dbi);
-        let size = db.len();
-        if size == 0 {
-            continue;
-        }
-        b.clear();
-        b.push(RDB_OPCODE_SELECTDB);
-        put_len(&mut b, dbi as u64);
-        b.push(RDB_OPCODE_RESIZEDB);
-        put_len(&mut b, size as u64);
-        put_len(&mut b, db.volatile_len() as u64);
-        out.put(&b)?;
+        let mut selected = false;
         for si in 0..SHARDS_PER_DB {
             if ctl.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
                 return Err(std::io::Error::other("save cancelled"));
             }
             b.clear();
-            let mut n = 0u64;
-            {
-                let g = db.shard_at(si).lock();
-                let now = now_ms();
-                for (k, e, expire_at) in g.iter_with_expire() {
-                    if expire_at != 0 && expire_at <= now {
-                        continue;
-                    }
-                    put_key(&mut b, k, e, expire_at, &opts);
-                    n += 1;
-                }
+            let Some(n) = src(dbi, si, &mut b) else {
+                break;
+            };
+            if b.is_empty() {
+                continue;
+            }
+            if !selected {
+                // Sizes as a hint for the loader (Redis writes its dicts').
+                let mut h = Vec::with_capacity(16);
+                h.push(RDB_OPCODE_SELECTDB);
+                put_len(&mut h, dbi as u64);
+                h.push(RDB_OPCODE_RESIZEDB);
+                put_len(&mut h, db.len() as u64);
+                put_len(&mut h, db.volatile_len() as u64);
+                out.put(&h)?;
+                selected = true;
             }
             out.put(&b)?;
             keys += n;
