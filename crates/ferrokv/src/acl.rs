@@ -538,11 +538,15 @@ pub fn channel_args(c: &Command, argc: usize) -> Option<(usize, usize, bool)> {
     if c.flags & cmd::flags::PUBSUB == 0 && c.acl & cmd::acl::PUBSUB == 0 {
         return None;
     }
-    match c.name {
-        "publish" | "spublish" => Some((1, 1.min(argc.saturating_sub(1)), false)),
-        "subscribe" | "ssubscribe" => Some((1, argc.saturating_sub(1), false)),
-        "psubscribe" => Some((1, argc.saturating_sub(1), true)),
-        _ => None,
+    use cmd::behaviour as b;
+    if c.behaviour & b::CHANNEL_ARG1 != 0 {
+        Some((1, 1.min(argc.saturating_sub(1)), false))
+    } else if c.behaviour & b::CHANNEL_ARGS != 0 {
+        Some((1, argc.saturating_sub(1), false))
+    } else if c.behaviour & b::PATTERN_ARGS != 0 {
+        Some((1, argc.saturating_sub(1), true))
+    } else {
+        None
     }
 }
 

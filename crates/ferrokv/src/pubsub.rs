@@ -486,25 +486,13 @@ pub fn unsubscribe_all(server: &Server, client: &mut Client) {
     sync_counts(client);
 }
 
-/// True when `client` is in RESP2 subscribed mode and the command `name`
-/// (a top-level table name) is not one of those allowed there: PING, QUIT,
-/// RESET and the (P|S)(UN)SUBSCRIBE family (Redis's processCommand).
+/// True when `client` is in RESP2 subscribed mode and the top-level
+/// command `c` is not one of those allowed there (PING, QUIT, RESET and
+/// the (P|S)(UN)SUBSCRIBE family, Redis's processCommand: the table's
+/// `SUBSCRIBED_OK`).
 #[inline]
-pub fn refused_in_context(client: &Client, resp3: bool, name: &str) -> bool {
-    client.pubsub.is_some()
-        && !resp3
-        && !matches!(
-            name,
-            "ping"
-                | "quit"
-                | "reset"
-                | "subscribe"
-                | "unsubscribe"
-                | "psubscribe"
-                | "punsubscribe"
-                | "ssubscribe"
-                | "sunsubscribe"
-        )
+pub fn refused_in_context(client: &Client, resp3: bool, c: &crate::cmd::Command) -> bool {
+    client.pubsub.is_some() && !resp3 && c.behaviour & crate::cmd::behaviour::SUBSCRIBED_OK == 0
 }
 
 /// The error for a command refused in RESP2 subscribed mode; `fullname` is

@@ -8,6 +8,7 @@
 //! filter (7.4) are accepted as extensions because current clients send
 //! them.
 
+use super::behaviour;
 use super::{acl, cmd, container, err, flags::*, Command, Ctx};
 use crate::net::clients::ClientHandle;
 use crate::net::connection::ReplyMode;
@@ -134,6 +135,7 @@ static CLIENT_SUBS: &[Command] = &[
 /// The connection family's table entries.
 pub static COMMANDS: &[Command] = &[
     cmd("ping", -1, FAST, (0, 0, 0), acl::CONNECTION, ping)
+        .behaves(behaviour::SUBSCRIBED_OK | behaviour::MISCONF_REFUSED)
         .doc("connection", "1.0.0", "Ping the server", "O(1)")
         .tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
     cmd(
@@ -153,6 +155,7 @@ pub static COMMANDS: &[Command] = &[
         acl::CONNECTION,
         quit,
     )
+    .behaves(behaviour::TX_CONTROL | behaviour::SUBSCRIBED_OK)
     .doc("connection", "1.0.0", "Close the connection", "O(1)"),
     cmd(
         "select",
@@ -180,12 +183,9 @@ pub static COMMANDS: &[Command] = &[
         "Authenticate to the server",
         "O(N) where N is the number of passwords defined for the user",
     ),
-    cmd("reset", 1, AUTH_FLAGS, (0, 0, 0), acl::CONNECTION, reset).doc(
-        "connection",
-        "6.2.0",
-        "Reset the connection",
-        "O(1)",
-    ),
+    cmd("reset", 1, AUTH_FLAGS, (0, 0, 0), acl::CONNECTION, reset)
+        .behaves(behaviour::TX_CONTROL | behaviour::SUBSCRIBED_OK)
+        .doc("connection", "6.2.0", "Reset the connection", "O(1)"),
     container("client", acl::SLOW, CLIENT_SUBS).doc(
         "connection",
         "2.4.0",

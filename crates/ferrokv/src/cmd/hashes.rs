@@ -18,6 +18,7 @@
 //! - encodings and conversion ([`HashValue`]) use hash-max-listpack-entries
 //!   and hash-max-listpack-value as currently configured.
 
+use super::keyspecs;
 use super::{acl, cmd, err, flags::*, Command, Ctx};
 use crate::db::hash::{HashValue, Limits};
 use crate::db::{Entry, Shard, Value};
@@ -29,38 +30,38 @@ use std::sync::atomic::Ordering;
 /// The hashes family's table entries (arity, flags, key positions, ACL
 /// categories, docs and tips as Redis 7.0's COMMAND INFO / COMMAND DOCS).
 pub static COMMANDS: &[Command] = &[
-    cmd("hset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), acl::HASH, hset).doc(
+    cmd("hset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), acl::HASH, hset).key_specs(keyspecs::EXPIRE).doc(
         "hash",
         "2.0.0",
         "Set the string value of a hash field",
         "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.",
     ),
-    cmd("hsetnx", 4, WRITE | DENYOOM | FAST, (1, 1, 1), acl::HASH, hsetnx).doc(
+    cmd("hsetnx", 4, WRITE | DENYOOM | FAST, (1, 1, 1), acl::HASH, hsetnx).key_specs(keyspecs::APPEND).doc(
         "hash",
         "2.0.0",
         "Set the value of a hash field, only if the field does not exist",
         "O(1)",
     )
     .key_flags(&["RW", "insert"]),
-    cmd("hget", 3, READONLY | FAST, (1, 1, 1), acl::HASH, hget).doc(
+    cmd("hget", 3, READONLY | FAST, (1, 1, 1), acl::HASH, hget).key_specs(keyspecs::DUMP).doc(
         "hash",
         "2.0.0",
         "Get the value of a hash field",
         "O(1)",
     ),
-    cmd("hmset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), acl::HASH, hmset).doc(
+    cmd("hmset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), acl::HASH, hmset).key_specs(keyspecs::EXPIRE).doc(
         "hash",
         "2.0.0",
         "Set multiple hash fields to multiple values",
         "O(N) where N is the number of fields being set.",
     ),
-    cmd("hmget", -3, READONLY | FAST, (1, 1, 1), acl::HASH, hmget).doc(
+    cmd("hmget", -3, READONLY | FAST, (1, 1, 1), acl::HASH, hmget).key_specs(keyspecs::DUMP).doc(
         "hash",
         "2.0.0",
         "Get the values of all the given hash fields",
         "O(N) where N is the number of fields being requested.",
     ),
-    cmd("hgetall", 2, READONLY, (1, 1, 1), acl::HASH, hgetall)
+    cmd("hgetall", 2, READONLY, (1, 1, 1), acl::HASH, hgetall).key_specs(keyspecs::DUMP)
         .doc(
             "hash",
             "2.0.0",
@@ -68,28 +69,28 @@ pub static COMMANDS: &[Command] = &[
             "O(N) where N is the size of the hash.",
         )
         .tips(&["nondeterministic_output_order"]),
-    cmd("hdel", -3, WRITE | FAST, (1, 1, 1), acl::HASH, hdel).doc(
+    cmd("hdel", -3, WRITE | FAST, (1, 1, 1), acl::HASH, hdel).key_specs(keyspecs::HDEL).doc(
         "hash",
         "2.0.0",
         "Delete one or more hash fields",
         "O(N) where N is the number of fields to be removed.",
     )
     .key_flags(&["RW", "delete"]),
-    cmd("hlen", 2, READONLY | FAST, (1, 1, 1), acl::HASH, hlen).doc(
+    cmd("hlen", 2, READONLY | FAST, (1, 1, 1), acl::HASH, hlen).key_specs(keyspecs::HEXISTS).doc(
         "hash",
         "2.0.0",
         "Get the number of fields in a hash",
         "O(1)",
     )
     .key_flags(&["RO"]),
-    cmd("hexists", 3, READONLY | FAST, (1, 1, 1), acl::HASH, hexists).doc(
+    cmd("hexists", 3, READONLY | FAST, (1, 1, 1), acl::HASH, hexists).key_specs(keyspecs::HEXISTS).doc(
         "hash",
         "2.0.0",
         "Determine if a hash field exists",
         "O(1)",
     )
     .key_flags(&["RO"]),
-    cmd("hkeys", 2, READONLY, (1, 1, 1), acl::HASH, hkeys)
+    cmd("hkeys", 2, READONLY, (1, 1, 1), acl::HASH, hkeys).key_specs(keyspecs::DUMP)
         .doc(
             "hash",
             "2.0.0",
@@ -97,7 +98,7 @@ pub static COMMANDS: &[Command] = &[
             "O(N) where N is the size of the hash.",
         )
         .tips(&["nondeterministic_output_order"]),
-    cmd("hvals", 2, READONLY, (1, 1, 1), acl::HASH, hvals)
+    cmd("hvals", 2, READONLY, (1, 1, 1), acl::HASH, hvals).key_specs(keyspecs::DUMP)
         .doc(
             "hash",
             "2.0.0",
@@ -105,7 +106,7 @@ pub static COMMANDS: &[Command] = &[
             "O(N) where N is the size of the hash.",
         )
         .tips(&["nondeterministic_output_order"]),
-    cmd("hincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), acl::HASH, hincrby).doc(
+    cmd("hincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), acl::HASH, hincrby).key_specs(keyspecs::DECR).doc(
         "hash",
         "2.0.0",
         "Increment the integer value of a hash field by the given number",
@@ -119,7 +120,7 @@ pub static COMMANDS: &[Command] = &[
         (1, 1, 1),
         acl::HASH,
         hincrbyfloat,
-    )
+    ).key_specs(keyspecs::DECR)
     .doc(
         "hash",
         "2.6.0",
@@ -127,14 +128,14 @@ pub static COMMANDS: &[Command] = &[
         "O(1)",
     )
     .key_flags(&["RW", "access", "update"]),
-    cmd("hstrlen", 3, READONLY | FAST, (1, 1, 1), acl::HASH, hstrlen).doc(
+    cmd("hstrlen", 3, READONLY | FAST, (1, 1, 1), acl::HASH, hstrlen).key_specs(keyspecs::HEXISTS).doc(
         "hash",
         "3.2.0",
         "Get the length of the value of a hash field",
         "O(1)",
     )
     .key_flags(&["RO"]),
-    cmd("hscan", -3, READONLY, (1, 1, 1), acl::HASH, hscan)
+    cmd("hscan", -3, READONLY, (1, 1, 1), acl::HASH, hscan).key_specs(keyspecs::DUMP)
         .doc(
             "hash",
             "2.8.0",
@@ -142,7 +143,7 @@ pub static COMMANDS: &[Command] = &[
             "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
         )
         .tips(&["nondeterministic_output"]),
-    cmd("hrandfield", -2, READONLY, (1, 1, 1), acl::HASH, hrandfield)
+    cmd("hrandfield", -2, READONLY, (1, 1, 1), acl::HASH, hrandfield).key_specs(keyspecs::DUMP)
         .doc(
             "hash",
             "6.2.0",

@@ -21,6 +21,8 @@
 //!   (TOUCH, EXPIRE*, PERSIST, RENAME, MOVE, COPY's source) refreshes the
 //!   entry's LRU time; EXISTS, TTL, TYPE, OBJECT, KEYS and SCAN do not.
 
+use super::behaviour;
+use super::keyspecs;
 use super::{acl, cmd, container, err, flags::*, Command, Ctx};
 use crate::db::keyspace::{SHARDS, SHARD_BITS};
 use crate::db::{hash_key, Entry, Shard, StrValue, Value};
@@ -40,6 +42,7 @@ static OBJECT_SUBS: &[Command] = &[
         acl::KEYSPACE,
         object_encoding,
     )
+    .key_specs(keyspecs::OBJECT_ENCODING)
     .doc(
         "generic",
         "2.2.3",
@@ -55,6 +58,7 @@ static OBJECT_SUBS: &[Command] = &[
         acl::KEYSPACE,
         object_freq,
     )
+    .key_specs(keyspecs::OBJECT_ENCODING)
     .doc(
         "generic",
         "4.0.0",
@@ -84,6 +88,7 @@ static OBJECT_SUBS: &[Command] = &[
         acl::KEYSPACE,
         object_idletime,
     )
+    .key_specs(keyspecs::OBJECT_ENCODING)
     .doc(
         "generic",
         "2.2.3",
@@ -99,6 +104,7 @@ static OBJECT_SUBS: &[Command] = &[
         acl::KEYSPACE,
         object_refcount,
     )
+    .key_specs(keyspecs::OBJECT_ENCODING)
     .doc(
         "generic",
         "2.2.3",
@@ -115,7 +121,7 @@ const ALL_SHARDS_OK: &[&str] = &["request_policy:all_shards", "response_policy:a
 /// positions, ACL categories, tips and docs are those Redis 7.0 reports in
 /// COMMAND INFO / COMMAND DOCS.
 pub static COMMANDS: &[Command] = &[
-    cmd("del", -2, WRITE, (1, -1, 1), acl::KEYSPACE, del)
+    cmd("del", -2, WRITE, (1, -1, 1), acl::KEYSPACE, del).key_specs(keyspecs::DEL)
         .doc(
             "generic",
             "1.0.0",
@@ -123,7 +129,7 @@ pub static COMMANDS: &[Command] = &[
             "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
         )
         .tips(MULTI_SHARD_SUM),
-    cmd("unlink", -2, WRITE | FAST, (1, -1, 1), acl::KEYSPACE, unlink)
+    cmd("unlink", -2, WRITE | FAST, (1, -1, 1), acl::KEYSPACE, unlink).key_specs(keyspecs::DEL)
         .doc(
             "generic",
             "4.0.0",
@@ -131,7 +137,7 @@ pub static COMMANDS: &[Command] = &[
             "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
         )
         .tips(MULTI_SHARD_SUM),
-    cmd("exists", -2, READONLY | FAST, (1, -1, 1), acl::KEYSPACE, exists)
+    cmd("exists", -2, READONLY | FAST, (1, -1, 1), acl::KEYSPACE, exists).key_specs(keyspecs::EXISTS)
         .doc(
             "generic",
             "1.0.0",
@@ -139,7 +145,7 @@ pub static COMMANDS: &[Command] = &[
             "O(N) where N is the number of keys to check.",
         )
         .tips(MULTI_SHARD_SUM),
-    cmd("touch", -2, READONLY | FAST, (1, -1, 1), acl::KEYSPACE, touch)
+    cmd("touch", -2, READONLY | FAST, (1, -1, 1), acl::KEYSPACE, touch).key_specs(keyspecs::EXISTS)
         .doc(
             "generic",
             "3.2.1",
@@ -147,31 +153,31 @@ pub static COMMANDS: &[Command] = &[
             "O(N) where N is the number of keys that will be touched.",
         )
         .tips(MULTI_SHARD_SUM),
-    cmd("expire", -3, WRITE | FAST, (1, 1, 1), acl::KEYSPACE, expire).doc(
+    cmd("expire", -3, WRITE | FAST, (1, 1, 1), acl::KEYSPACE, expire).key_specs(keyspecs::EXPIRE).doc(
         "generic",
         "1.0.0",
         "Set a key's time to live in seconds",
         "O(1)",
     ),
-    cmd("pexpire", -3, WRITE | FAST, (1, 1, 1), acl::KEYSPACE, pexpire).doc(
+    cmd("pexpire", -3, WRITE | FAST, (1, 1, 1), acl::KEYSPACE, pexpire).key_specs(keyspecs::EXPIRE).doc(
         "generic",
         "2.6.0",
         "Set a key's time to live in milliseconds",
         "O(1)",
     ),
-    cmd("expireat", -3, WRITE | FAST, (1, 1, 1), acl::KEYSPACE, expireat).doc(
+    cmd("expireat", -3, WRITE | FAST, (1, 1, 1), acl::KEYSPACE, expireat).key_specs(keyspecs::EXPIRE).doc(
         "generic",
         "1.2.0",
         "Set the expiration for a key as a UNIX timestamp",
         "O(1)",
     ),
-    cmd("pexpireat", -3, WRITE | FAST, (1, 1, 1), acl::KEYSPACE, pexpireat).doc(
+    cmd("pexpireat", -3, WRITE | FAST, (1, 1, 1), acl::KEYSPACE, pexpireat).key_specs(keyspecs::EXPIRE).doc(
         "generic",
         "2.6.0",
         "Set the expiration for a key as a UNIX timestamp specified in milliseconds",
         "O(1)",
     ),
-    cmd("ttl", 2, READONLY | FAST, (1, 1, 1), acl::KEYSPACE, ttl)
+    cmd("ttl", 2, READONLY | FAST, (1, 1, 1), acl::KEYSPACE, ttl).key_specs(keyspecs::DUMP)
         .doc(
             "generic",
             "1.0.0",
@@ -179,7 +185,7 @@ pub static COMMANDS: &[Command] = &[
             "O(1)",
         )
         .tips(&["nondeterministic_output"]),
-    cmd("pttl", 2, READONLY | FAST, (1, 1, 1), acl::KEYSPACE, pttl)
+    cmd("pttl", 2, READONLY | FAST, (1, 1, 1), acl::KEYSPACE, pttl).key_specs(keyspecs::DUMP)
         .doc(
             "generic",
             "2.6.0",
@@ -187,49 +193,49 @@ pub static COMMANDS: &[Command] = &[
             "O(1)",
         )
         .tips(&["nondeterministic_output"]),
-    cmd("expiretime", 2, READONLY | FAST, (1, 1, 1), acl::KEYSPACE, expiretime).doc(
+    cmd("expiretime", 2, READONLY | FAST, (1, 1, 1), acl::KEYSPACE, expiretime).key_specs(keyspecs::DUMP).doc(
         "generic",
         "7.0.0",
         "Get the expiration Unix timestamp for a key",
         "O(1)",
     ),
-    cmd("pexpiretime", 2, READONLY | FAST, (1, 1, 1), acl::KEYSPACE, pexpiretime).doc(
+    cmd("pexpiretime", 2, READONLY | FAST, (1, 1, 1), acl::KEYSPACE, pexpiretime).key_specs(keyspecs::DUMP).doc(
         "generic",
         "7.0.0",
         "Get the expiration Unix timestamp for a key in milliseconds",
         "O(1)",
     ),
-    cmd("persist", 2, WRITE | FAST, (1, 1, 1), acl::KEYSPACE, persist).doc(
+    cmd("persist", 2, WRITE | FAST, (1, 1, 1), acl::KEYSPACE, persist).key_specs(keyspecs::EXPIRE).doc(
         "generic",
         "2.2.0",
         "Remove the expiration from a key",
         "O(1)",
     ),
-    cmd("type", 2, READONLY | FAST, (1, 1, 1), acl::KEYSPACE, type_cmd).doc(
+    cmd("type", 2, READONLY | FAST, (1, 1, 1), acl::KEYSPACE, type_cmd).key_specs(keyspecs::HEXISTS).doc(
         "generic",
         "1.0.0",
         "Determine the type stored at key",
         "O(1)",
     ),
-    cmd("rename", 3, WRITE, (1, 2, 1), acl::KEYSPACE, rename).doc(
+    cmd("rename", 3, WRITE, (1, 2, 1), acl::KEYSPACE, rename).key_specs(keyspecs::RENAME).doc(
         "generic",
         "1.0.0",
         "Rename a key",
         "O(1)",
     ),
-    cmd("renamenx", 3, WRITE | FAST, (1, 2, 1), acl::KEYSPACE, renamenx).doc(
+    cmd("renamenx", 3, WRITE | FAST, (1, 2, 1), acl::KEYSPACE, renamenx).key_specs(keyspecs::RENAMENX).doc(
         "generic",
         "1.0.0",
         "Rename a key, only if the new key does not exist",
         "O(1)",
     ),
-    cmd("copy", -3, WRITE | DENYOOM, (1, 2, 1), acl::KEYSPACE, copy).doc(
+    cmd("copy", -3, WRITE | DENYOOM, (1, 2, 1), acl::KEYSPACE, copy).behaves(behaviour::OTHER_DBS).key_specs(keyspecs::COPY).doc(
         "generic",
         "6.2.0",
         "Copy a key",
         "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
     ),
-    cmd("move", 3, WRITE | FAST, (1, 1, 1), acl::KEYSPACE, move_cmd).doc(
+    cmd("move", 3, WRITE | FAST, (1, 1, 1), acl::KEYSPACE, move_cmd).behaves(behaviour::OTHER_DBS).key_specs(keyspecs::DECR).doc(
         "generic",
         "1.0.0",
         "Move a key to another database",
@@ -283,7 +289,7 @@ pub static COMMANDS: &[Command] = &[
             "O(N) where N is the total number of keys in all databases",
         )
         .tips(ALL_SHARDS_OK),
-    cmd("swapdb", 3, WRITE | FAST, (0, 0, 0), acl::KEYSPACE | acl::DANGEROUS, swapdb).doc(
+    cmd("swapdb", 3, WRITE | FAST, (0, 0, 0), acl::KEYSPACE | acl::DANGEROUS, swapdb).behaves(behaviour::OTHER_DBS).doc(
         "server",
         "4.0.0",
         "Swaps two Redis databases",

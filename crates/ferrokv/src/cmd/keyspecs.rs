@@ -79,6 +79,16 @@ pub enum Find {
     Unknown,
 }
 
+/// Key specs of SPUBLISH (Redis 7.0.15): its shard channel, not a key
+/// (only cluster routing reads it).
+pub const SPUBLISH: &[KeySpec] = &[key_at(NOT_KEY, 1)];
+
+/// Key specs of SSUBSCRIBE, SUNSUBSCRIBE (Redis 7.0.15): shard channels.
+pub const SSUBSCRIBE: &[KeySpec] = &[range_at(NOT_KEY, 1, -1, 1, 0)];
+
+/// A command's own key finder over its arguments (args[0] the name).
+pub type KeyFinder = fn(&[&[u8]]) -> Vec<KeyRef>;
+
 /// One key spec.
 #[derive(Debug, Clone, Copy)]
 pub struct KeySpec {
@@ -94,489 +104,121 @@ const fn spec(flags: u16, begin: Begin, find: Find) -> KeySpec {
     KeySpec { flags, begin, find }
 }
 
-/// Redis 7.0.15's key specs of the command or subcommand `name` (full,
-/// lower-case name); empty for commands without keys.
-pub fn specs(name: &str) -> &'static [KeySpec] {
-    match name {
-        "append" | "hsetnx" | "linsert" | "lpush" | "lpushx" | "rpush" | "rpushx" | "sadd" => {
-            const S: &[KeySpec] = &[spec(
-                RW | INSERT,
-                Begin::Index(1),
-                Find::Range {
-                    last: 0,
-                    step: 1,
-                    limit: 0,
-                },
-            )];
-            S
-        }
-        "blmove" | "brpoplpush" | "lmove" | "rpoplpush" | "smove" => {
-            const S: &[KeySpec] = &[
-                spec(
-                    RW | ACCESS | DELETE,
-                    Begin::Index(1),
-                    Find::Range {
-                        last: 0,
-                        step: 1,
-                        limit: 0,
-                    },
-                ),
-                spec(
-                    RW | INSERT,
-                    Begin::Index(2),
-                    Find::Range {
-                        last: 0,
-                        step: 1,
-                        limit: 0,
-                    },
-                ),
-            ];
-            S
-        }
-        "blmpop" | "bzmpop" => {
-            const S: &[KeySpec] = &[spec(
-                RW | ACCESS | DELETE,
-                Begin::Index(2),
-                Find::Keynum {
-                    idx: 0,
-                    first: 1,
-                    step: 1,
-                },
-            )];
-            S
-        }
-        "blpop" | "brpop" | "bzpopmax" | "bzpopmin" => {
-            const S: &[KeySpec] = &[spec(
-                RW | ACCESS | DELETE,
-                Begin::Index(1),
-                Find::Range {
-                    last: -2,
-                    step: 1,
-                    limit: 0,
-                },
-            )];
-            S
-        }
-        "copy" => {
-            const S: &[KeySpec] = &[
-                spec(
-                    RO | ACCESS,
-                    Begin::Index(1),
-                    Find::Range {
-                        last: 0,
-                        step: 1,
-                        limit: 0,
-                    },
-                ),
-                spec(
-                    OW | UPDATE,
-                    Begin::Index(2),
-                    Find::Range {
-                        last: 0,
-                        step: 1,
-                        limit: 0,
-                    },
-                ),
-            ];
-            S
-        }
-        "decr" | "decrby" | "getex" | "getset" | "hincrby" | "hincrbyfloat" | "incr" | "incrby"
-        | "incrbyfloat" | "move" | "zincrby" => {
-            const S: &[KeySpec] = &[spec(
-                RW | ACCESS | UPDATE,
-                Begin::Index(1),
-                Find::Range {
-                    last: 0,
-                    step: 1,
-                    limit: 0,
-                },
-            )];
-            S
-        }
-        "del" | "unlink" => {
-            const S: &[KeySpec] = &[spec(
-                RM | DELETE,
-                Begin::Index(1),
-                Find::Range {
-                    last: -1,
-                    step: 1,
-                    limit: 0,
-                },
-            )];
-            S
-        }
-        "exists" | "touch" | "watch" => {
-            const S: &[KeySpec] = &[spec(
-                RO,
-                Begin::Index(1),
-                Find::Range {
-                    last: -1,
-                    step: 1,
-                    limit: 0,
-                },
-            )];
-            S
-        }
-        "expire" | "expireat" | "hmset" | "hset" | "lset" | "persist" | "pexpire" | "pexpireat"
-        | "setrange" | "zadd" => {
-            const S: &[KeySpec] = &[spec(
-                RW | UPDATE,
-                Begin::Index(1),
-                Find::Range {
-                    last: 0,
-                    step: 1,
-                    limit: 0,
-                },
-            )];
-            S
-        }
-        "dump" | "expiretime" | "get" | "getrange" | "hget" | "hgetall" | "hkeys" | "hmget"
-        | "hrandfield" | "hscan" | "hvals" | "lindex" | "lpos" | "lrange" | "pexpiretime"
-        | "pttl" | "smembers" | "smismember" | "srandmember" | "sscan" | "substr" | "ttl"
-        | "zcount" | "zlexcount" | "zmscore" | "zrandmember" | "zrange" | "zrangebylex"
-        | "zrangebyscore" | "zrank" | "zrevrange" | "zrevrangebylex" | "zrevrangebyscore"
-        | "zrevrank" | "zscan" | "zscore" => {
-            const S: &[KeySpec] = &[spec(
-                RO | ACCESS,
-                Begin::Index(1),
-                Find::Range {
-                    last: 0,
-                    step: 1,
-                    limit: 0,
-                },
-            )];
-            S
-        }
-        "getdel" | "lpop" | "rpop" | "spop" | "zpopmax" | "zpopmin" => {
-            const S: &[KeySpec] = &[spec(
-                RW | ACCESS | DELETE,
-                Begin::Index(1),
-                Find::Range {
-                    last: 0,
-                    step: 1,
-                    limit: 0,
-                },
-            )];
-            S
-        }
-        "hdel" | "lrem" | "ltrim" | "srem" | "zrem" | "zremrangebylex" | "zremrangebyrank"
-        | "zremrangebyscore" => {
-            const S: &[KeySpec] = &[spec(
-                RW | DELETE,
-                Begin::Index(1),
-                Find::Range {
-                    last: 0,
-                    step: 1,
-                    limit: 0,
-                },
-            )];
-            S
-        }
-        "hexists" | "hlen" | "hstrlen" | "llen" | "scard" | "sismember" | "strlen" | "type"
-        | "zcard" => {
-            const S: &[KeySpec] = &[spec(
-                RO,
-                Begin::Index(1),
-                Find::Range {
-                    last: 0,
-                    step: 1,
-                    limit: 0,
-                },
-            )];
-            S
-        }
-        "lcs" => {
-            const S: &[KeySpec] = &[spec(
-                RO | ACCESS,
-                Begin::Index(1),
-                Find::Range {
-                    last: 1,
-                    step: 1,
-                    limit: 0,
-                },
-            )];
-            S
-        }
-        "lmpop" | "zmpop" => {
-            const S: &[KeySpec] = &[spec(
-                RW | ACCESS | DELETE,
-                Begin::Index(1),
-                Find::Keynum {
-                    idx: 0,
-                    first: 1,
-                    step: 1,
-                },
-            )];
-            S
-        }
-        "mget" | "sdiff" | "sinter" | "sunion" => {
-            const S: &[KeySpec] = &[spec(
-                RO | ACCESS,
-                Begin::Index(1),
-                Find::Range {
-                    last: -1,
-                    step: 1,
-                    limit: 0,
-                },
-            )];
-            S
-        }
-        "mset" => {
-            const S: &[KeySpec] = &[spec(
-                OW | UPDATE,
-                Begin::Index(1),
-                Find::Range {
-                    last: -1,
-                    step: 2,
-                    limit: 0,
-                },
-            )];
-            S
-        }
-        "msetnx" => {
-            const S: &[KeySpec] = &[spec(
-                OW | INSERT,
-                Begin::Index(1),
-                Find::Range {
-                    last: -1,
-                    step: 2,
-                    limit: 0,
-                },
-            )];
-            S
-        }
-        "object|encoding" | "object|freq" | "object|idletime" | "object|refcount" => {
-            const S: &[KeySpec] = &[spec(
-                RO,
-                Begin::Index(2),
-                Find::Range {
-                    last: 0,
-                    step: 1,
-                    limit: 0,
-                },
-            )];
-            S
-        }
-        "psetex" | "restore" | "setex" => {
-            const S: &[KeySpec] = &[spec(
-                OW | UPDATE,
-                Begin::Index(1),
-                Find::Range {
-                    last: 0,
-                    step: 1,
-                    limit: 0,
-                },
-            )];
-            S
-        }
-        "rename" => {
-            const S: &[KeySpec] = &[
-                spec(
-                    RW | ACCESS | DELETE,
-                    Begin::Index(1),
-                    Find::Range {
-                        last: 0,
-                        step: 1,
-                        limit: 0,
-                    },
-                ),
-                spec(
-                    OW | UPDATE,
-                    Begin::Index(2),
-                    Find::Range {
-                        last: 0,
-                        step: 1,
-                        limit: 0,
-                    },
-                ),
-            ];
-            S
-        }
-        "renamenx" => {
-            const S: &[KeySpec] = &[
-                spec(
-                    RW | ACCESS | DELETE,
-                    Begin::Index(1),
-                    Find::Range {
-                        last: 0,
-                        step: 1,
-                        limit: 0,
-                    },
-                ),
-                spec(
-                    OW | INSERT,
-                    Begin::Index(2),
-                    Find::Range {
-                        last: 0,
-                        step: 1,
-                        limit: 0,
-                    },
-                ),
-            ];
-            S
-        }
-        "sdiffstore" | "sunionstore" => {
-            const S: &[KeySpec] = &[
-                spec(
-                    OW | UPDATE,
-                    Begin::Index(1),
-                    Find::Range {
-                        last: 0,
-                        step: 1,
-                        limit: 0,
-                    },
-                ),
-                spec(
-                    RO | ACCESS,
-                    Begin::Index(2),
-                    Find::Range {
-                        last: -1,
-                        step: 1,
-                        limit: 0,
-                    },
-                ),
-            ];
-            S
-        }
-        "set" => {
-            const S: &[KeySpec] = &[spec(
-                RW | ACCESS | UPDATE | VARIABLE_FLAGS,
-                Begin::Index(1),
-                Find::Range {
-                    last: 0,
-                    step: 1,
-                    limit: 0,
-                },
-            )];
-            S
-        }
-        "setnx" => {
-            const S: &[KeySpec] = &[spec(
-                OW | INSERT,
-                Begin::Index(1),
-                Find::Range {
-                    last: 0,
-                    step: 1,
-                    limit: 0,
-                },
-            )];
-            S
-        }
-        "sintercard" | "zdiff" | "zinter" | "zintercard" | "zunion" => {
-            const S: &[KeySpec] = &[spec(
-                RO | ACCESS,
-                Begin::Index(1),
-                Find::Keynum {
-                    idx: 0,
-                    first: 1,
-                    step: 1,
-                },
-            )];
-            S
-        }
-        "sinterstore" => {
-            const S: &[KeySpec] = &[
-                spec(
-                    RW | UPDATE,
-                    Begin::Index(1),
-                    Find::Range {
-                        last: 0,
-                        step: 1,
-                        limit: 0,
-                    },
-                ),
-                spec(
-                    RO | ACCESS,
-                    Begin::Index(2),
-                    Find::Range {
-                        last: -1,
-                        step: 1,
-                        limit: 0,
-                    },
-                ),
-            ];
-            S
-        }
-        "sort" => {
-            const S: &[KeySpec] = &[
-                spec(
-                    RO | ACCESS,
-                    Begin::Index(1),
-                    Find::Range {
-                        last: 0,
-                        step: 1,
-                        limit: 0,
-                    },
-                ),
-                spec(RO | ACCESS, Begin::Unknown, Find::Unknown),
-                spec(OW | UPDATE, Begin::Unknown, Find::Unknown),
-            ];
-            S
-        }
-        "sort_ro" => {
-            const S: &[KeySpec] = &[
-                spec(
-                    RO | ACCESS,
-                    Begin::Index(1),
-                    Find::Range {
-                        last: 0,
-                        step: 1,
-                        limit: 0,
-                    },
-                ),
-                spec(RO | ACCESS, Begin::Unknown, Find::Unknown),
-            ];
-            S
-        }
-        "zdiffstore" | "zinterstore" | "zunionstore" => {
-            const S: &[KeySpec] = &[
-                spec(
-                    OW | UPDATE,
-                    Begin::Index(1),
-                    Find::Range {
-                        last: 0,
-                        step: 1,
-                        limit: 0,
-                    },
-                ),
-                spec(
-                    RO | ACCESS,
-                    Begin::Index(2),
-                    Find::Keynum {
-                        idx: 0,
-                        first: 1,
-                        step: 1,
-                    },
-                ),
-            ];
-            S
-        }
-        "zrangestore" => {
-            const S: &[KeySpec] = &[
-                spec(
-                    OW | UPDATE,
-                    Begin::Index(1),
-                    Find::Range {
-                        last: 0,
-                        step: 1,
-                        limit: 0,
-                    },
-                ),
-                spec(
-                    RO | ACCESS,
-                    Begin::Index(2),
-                    Find::Range {
-                        last: 0,
-                        step: 1,
-                        limit: 0,
-                    },
-                ),
-            ];
-            S
-        }
-        _ => &[],
-    }
+/// One key at argument `i`.
+const fn key_at(flags: u16, i: i32) -> KeySpec {
+    range_at(flags, i, 0, 1, 0)
 }
+
+/// Keys from argument `i` to `last` (relative; negative from the end),
+/// every `step`-th, `limit` as [`Find::Range`].
+const fn range_at(flags: u16, i: i32, last: i32, step: i32, limit: i32) -> KeySpec {
+    spec(flags, Begin::Index(i), Find::Range { last, step, limit })
+}
+
+/// A key count `idx` after argument `i`, keys from `first` after it.
+const fn keynum_at(flags: u16, i: i32, idx: i32, first: i32, step: i32) -> KeySpec {
+    spec(flags, Begin::Index(i), Find::Keynum { idx, first, step })
+}
+
+/// Key specs of APPEND, HSETNX, LINSERT, LPUSH, LPUSHX, RPUSH, RPUSHX, SADD (Redis 7.0.15).
+pub const APPEND: &[KeySpec] = &[key_at(RW | INSERT, 1)];
+
+/// Key specs of BLMOVE, BRPOPLPUSH, LMOVE, RPOPLPUSH, SMOVE (Redis 7.0.15).
+pub const BLMOVE: &[KeySpec] = &[key_at(RW | ACCESS | DELETE, 1), key_at(RW | INSERT, 2)];
+
+/// Key specs of BLMPOP, BZMPOP (Redis 7.0.15).
+pub const BLMPOP: &[KeySpec] = &[keynum_at(RW | ACCESS | DELETE, 2, 0, 1, 1)];
+
+/// Key specs of BLPOP, BRPOP, BZPOPMAX, BZPOPMIN (Redis 7.0.15).
+pub const BLPOP: &[KeySpec] = &[range_at(RW | ACCESS | DELETE, 1, -2, 1, 0)];
+
+/// Key specs of COPY (Redis 7.0.15).
+pub const COPY: &[KeySpec] = &[key_at(RO | ACCESS, 1), key_at(OW | UPDATE, 2)];
+
+/// Key specs of DECR, DECRBY, GETEX, GETSET, HINCRBY, HINCRBYFLOAT, INCR, INCRBY, INCRBYFLOAT, MOVE, ZINCRBY (Redis 7.0.15).
+pub const DECR: &[KeySpec] = &[key_at(RW | ACCESS | UPDATE, 1)];
+
+/// Key specs of DEL, UNLINK (Redis 7.0.15).
+pub const DEL: &[KeySpec] = &[range_at(RM | DELETE, 1, -1, 1, 0)];
+
+/// Key specs of EXISTS, TOUCH, WATCH (Redis 7.0.15).
+pub const EXISTS: &[KeySpec] = &[range_at(RO, 1, -1, 1, 0)];
+
+/// Key specs of EXPIRE, EXPIREAT, HMSET, HSET, LSET, PERSIST, PEXPIRE, PEXPIREAT, SETRANGE, ZADD (Redis 7.0.15).
+pub const EXPIRE: &[KeySpec] = &[key_at(RW | UPDATE, 1)];
+
+/// Key specs of DUMP, EXPIRETIME, GET, GETRANGE, HGET, HGETALL, HKEYS, HMGET, HRANDFIELD, HSCAN, HVALS, LINDEX, LPOS, LRANGE, PEXPIRETIME, PTTL, SMEMBERS, SMISMEMBER, SRANDMEMBER, SSCAN, SUBSTR, TTL, ZCOUNT, ZLEXCOUNT, ZMSCORE, ZRANDMEMBER, ZRANGE, ZRANGEBYLEX, ZRANGEBYSCORE, ZRANK, ZREVRANGE, ZREVRANGEBYLEX, ZREVRANGEBYSCORE, ZREVRANK, ZSCAN, ZSCORE (Redis 7.0.15).
+pub const DUMP: &[KeySpec] = &[key_at(RO | ACCESS, 1)];
+
+/// Key specs of GETDEL, LPOP, RPOP, SPOP, ZPOPMAX, ZPOPMIN (Redis 7.0.15).
+pub const GETDEL: &[KeySpec] = &[key_at(RW | ACCESS | DELETE, 1)];
+
+/// Key specs of HDEL, LREM, LTRIM, SREM, ZREM, ZREMRANGEBYLEX, ZREMRANGEBYRANK, ZREMRANGEBYSCORE (Redis 7.0.15).
+pub const HDEL: &[KeySpec] = &[key_at(RW | DELETE, 1)];
+
+/// Key specs of HEXISTS, HLEN, HSTRLEN, LLEN, SCARD, SISMEMBER, STRLEN, TYPE, ZCARD (Redis 7.0.15).
+pub const HEXISTS: &[KeySpec] = &[key_at(RO, 1)];
+
+/// Key specs of LCS (Redis 7.0.15).
+pub const LCS: &[KeySpec] = &[range_at(RO | ACCESS, 1, 1, 1, 0)];
+
+/// Key specs of LMPOP, ZMPOP (Redis 7.0.15).
+pub const LMPOP: &[KeySpec] = &[keynum_at(RW | ACCESS | DELETE, 1, 0, 1, 1)];
+
+/// Key specs of MGET, SDIFF, SINTER, SUNION (Redis 7.0.15).
+pub const MGET: &[KeySpec] = &[range_at(RO | ACCESS, 1, -1, 1, 0)];
+
+/// Key specs of MSET (Redis 7.0.15).
+pub const MSET: &[KeySpec] = &[range_at(OW | UPDATE, 1, -1, 2, 0)];
+
+/// Key specs of MSETNX (Redis 7.0.15).
+pub const MSETNX: &[KeySpec] = &[range_at(OW | INSERT, 1, -1, 2, 0)];
+
+/// Key specs of OBJECT ENCODING, OBJECT FREQ, OBJECT IDLETIME, OBJECT REFCOUNT (Redis 7.0.15).
+pub const OBJECT_ENCODING: &[KeySpec] = &[key_at(RO, 2)];
+
+/// Key specs of PSETEX, RESTORE, SETEX (Redis 7.0.15).
+pub const PSETEX: &[KeySpec] = &[key_at(OW | UPDATE, 1)];
+
+/// Key specs of RENAME (Redis 7.0.15).
+pub const RENAME: &[KeySpec] = &[key_at(RW | ACCESS | DELETE, 1), key_at(OW | UPDATE, 2)];
+
+/// Key specs of RENAMENX (Redis 7.0.15).
+pub const RENAMENX: &[KeySpec] = &[key_at(RW | ACCESS | DELETE, 1), key_at(OW | INSERT, 2)];
+
+/// Key specs of SDIFFSTORE, SUNIONSTORE (Redis 7.0.15).
+pub const SDIFFSTORE: &[KeySpec] = &[key_at(OW | UPDATE, 1), range_at(RO | ACCESS, 2, -1, 1, 0)];
+
+/// Key specs of SET (Redis 7.0.15).
+pub const SET: &[KeySpec] = &[key_at(RW | ACCESS | UPDATE | VARIABLE_FLAGS, 1)];
+
+/// Key specs of SETNX (Redis 7.0.15).
+pub const SETNX: &[KeySpec] = &[key_at(OW | INSERT, 1)];
+
+/// Key specs of SINTERCARD, ZDIFF, ZINTER, ZINTERCARD, ZUNION (Redis 7.0.15).
+pub const SINTERCARD: &[KeySpec] = &[keynum_at(RO | ACCESS, 1, 0, 1, 1)];
+
+/// Key specs of SINTERSTORE (Redis 7.0.15).
+pub const SINTERSTORE: &[KeySpec] = &[key_at(RW | UPDATE, 1), range_at(RO | ACCESS, 2, -1, 1, 0)];
+
+/// Key specs of SORT (Redis 7.0.15).
+pub const SORT: &[KeySpec] = &[
+    key_at(RO | ACCESS, 1),
+    spec(RO | ACCESS, Begin::Unknown, Find::Unknown),
+    spec(OW | UPDATE, Begin::Unknown, Find::Unknown),
+];
+
+/// Key specs of SORT_RO (Redis 7.0.15).
+pub const SORT_RO: &[KeySpec] = &[
+    key_at(RO | ACCESS, 1),
+    spec(RO | ACCESS, Begin::Unknown, Find::Unknown),
+];
+
+/// Key specs of ZDIFFSTORE, ZINTERSTORE, ZUNIONSTORE (Redis 7.0.15).
+pub const ZDIFFSTORE: &[KeySpec] = &[key_at(OW | UPDATE, 1), keynum_at(RO | ACCESS, 2, 0, 1, 1)];
+
+/// Key specs of ZRANGESTORE (Redis 7.0.15).
+pub const ZRANGESTORE: &[KeySpec] = &[key_at(OW | UPDATE, 1), key_at(RO | ACCESS, 2)];
 
 /// A key of a request: its argument index and its key-spec flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -589,7 +231,7 @@ pub struct KeyRef {
 
 /// True when the command has keys (Redis's `doesCommandHaveKeys`).
 pub fn has_keys(c: &Command) -> bool {
-    specs(c.name).iter().any(|s| s.flags & NOT_KEY == 0)
+    c.key_specs.iter().any(|s| s.flags & NOT_KEY == 0)
 }
 
 /// The keys of request `args` for command `c` (args[0] is the command name,
@@ -603,14 +245,14 @@ pub fn get_keys(c: &Command, args: &Args<'_>) -> Vec<KeyRef> {
 
 /// [`get_keys`] over an argument slice.
 pub fn get_keys_argv(c: &Command, argv: &[&[u8]]) -> Vec<KeyRef> {
-    let sp = specs(c.name);
+    let sp = c.key_specs;
     let varflags = sp.iter().any(|s| s.flags & VARIABLE_FLAGS != 0);
     if !sp.is_empty() && !varflags {
         if let Some(v) = from_specs(c, sp, argv) {
             return v;
         }
     }
-    fallback(c.name, argv)
+    c.key_finder.map(|f| f(argv)).unwrap_or_default()
 }
 
 /// Redis's `getKeysUsingKeySpecs`; None for an unresolvable spec.
@@ -754,58 +396,73 @@ fn generic(
     v
 }
 
-/// The native key finders Redis falls back to (db.c `*GetKeys`).
-fn fallback(name: &str, argv: &[&[u8]]) -> Vec<KeyRef> {
-    match name {
-        "zunion" | "zinter" | "zdiff" | "sintercard" | "zintercard" | "lmpop" | "zmpop" => {
-            generic(0, 1, 2, 1, argv)
-        }
-        "zunionstore" | "zinterstore" | "zdiffstore" => generic(1, 2, 3, 1, argv),
-        "blmpop" | "bzmpop" => generic(0, 2, 3, 1, argv),
-        "set" => {
-            if argv.len() < 2 {
-                return Vec::new();
-            }
-            let get = argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
-            let flags = if get {
-                RW | ACCESS | UPDATE
-            } else {
-                OW | UPDATE
-            };
-            vec![KeyRef { pos: 1, flags }]
-        }
-        "sort_ro" => vec![KeyRef {
-            pos: 1,
-            flags: RO | ACCESS,
-        }],
-        "sort" => {
-            let mut v = vec![KeyRef {
-                pos: 1,
-                flags: RO | ACCESS,
-            }];
-            let mut store = None;
-            let mut i = 2;
-            while i < argv.len() {
-                let a = argv[i];
-                if a.eq_ignore_ascii_case(b"limit") {
-                    i += 2;
-                } else if a.eq_ignore_ascii_case(b"get") || a.eq_ignore_ascii_case(b"by") {
-                    i += 1;
-                } else if a.eq_ignore_ascii_case(b"store") && i + 1 < argv.len() {
-                    store = Some(i + 1);
-                }
-                i += 1;
-            }
-            if let Some(p) = store {
-                v.push(KeyRef {
-                    pos: p,
-                    flags: OW | UPDATE,
-                });
-            }
-            v
-        }
-        _ => Vec::new(),
+/// Keys of ZUNION, ZINTER, ZDIFF, SINTERCARD, ZINTERCARD, LMPOP, ZMPOP: a
+/// key count at 1, keys after it (Redis's zunionInterDiffGetKeys & co.).
+pub fn numkeys_at_1(argv: &[&[u8]]) -> Vec<KeyRef> {
+    generic(0, 1, 2, 1, argv)
+}
+
+/// Keys of ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE: the destination, then a
+/// key count at 2 and keys after it.
+pub fn store_numkeys_at_2(argv: &[&[u8]]) -> Vec<KeyRef> {
+    generic(1, 2, 3, 1, argv)
+}
+
+/// Keys of BLMPOP, BZMPOP: a key count at 2 (after the timeout).
+pub fn numkeys_at_2(argv: &[&[u8]]) -> Vec<KeyRef> {
+    generic(0, 2, 3, 1, argv)
+}
+
+/// Key of SET: read and updated with GET, else overwritten (Redis's
+/// setGetKeys).
+pub fn set_keys(argv: &[&[u8]]) -> Vec<KeyRef> {
+    if argv.len() < 2 {
+        return Vec::new();
     }
+    let get = argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
+    let flags = if get {
+        RW | ACCESS | UPDATE
+    } else {
+        OW | UPDATE
+    };
+    vec![KeyRef { pos: 1, flags }]
+}
+
+/// Key of SORT_RO.
+pub fn sort_ro_keys(_argv: &[&[u8]]) -> Vec<KeyRef> {
+    vec![KeyRef {
+        pos: 1,
+        flags: RO | ACCESS,
+    }]
+}
+
+/// Keys of SORT: the source and a STORE destination (Redis's sortGetKeys,
+/// which skips LIMIT's two arguments and GET/BY's one).
+pub fn sort_keys(argv: &[&[u8]]) -> Vec<KeyRef> {
+    let mut v = vec![KeyRef {
+        pos: 1,
+        flags: RO | ACCESS,
+    }];
+    let mut store = None;
+    let mut i = 2;
+    while i < argv.len() {
+        let a = argv[i];
+        if a.eq_ignore_ascii_case(b"limit") {
+            i += 2;
+        } else if a.eq_ignore_ascii_case(b"get") || a.eq_ignore_ascii_case(b"by") {
+            i += 1;
+        } else if a.eq_ignore_ascii_case(b"store") && i + 1 < argv.len() {
+            store = Some(i + 1);
+        }
+        i += 1;
+    }
+    if let Some(p) = store {
+        v.push(KeyRef {
+            pos: p,
+            flags: OW | UPDATE,
+        });
+    }
+    v
 }
 
 /// Key-spec flag names of `flags`, in Redis's order.
@@ -828,6 +485,18 @@ mod tests {
             .into_iter()
             .map(|k| (k.pos, k.flags))
             .collect()
+    }
+
+    /// Every entry with legacy key positions carries its key specs (a new
+    /// command without them would have no keys for ACL, GETKEYS and
+    /// cluster routing).
+    #[test]
+    fn entries_with_keys_carry_specs() {
+        for c in &super::super::table().all {
+            if c.first_key != 0 {
+                assert!(!c.key_specs.is_empty(), "{} has no key specs", c.name);
+            }
+        }
     }
 
     #[test]

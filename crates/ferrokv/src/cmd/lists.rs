@@ -18,6 +18,7 @@
 //! [`parse_timeout`] and [`block_on_keys`] are public for the other
 //! families with blocking commands (BZPOPMIN, BZPOPMAX, BZMPOP).
 
+use super::keyspecs;
 use crate::events::{self, GENERIC, LIST, NEW};
 
 /// The keyspace event of a push at `end` ("lpush" / "rpush").
@@ -56,115 +57,115 @@ const MOVE_SUMMARY: &str =
 /// The lists family's table entries (arity, flags, key positions and docs
 /// as Redis 7.0's COMMAND INFO / COMMAND DOCS report).
 pub static COMMANDS: &[Command] = &[
-    cmd("lpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::LIST, lpush).doc(
+    cmd("lpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::LIST, lpush).key_specs(keyspecs::APPEND).doc(
         "list",
         "1.0.0",
         "Prepend one or multiple elements to a list",
         PUSH_COMPLEXITY,
     ),
-    cmd("rpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::LIST, rpush).doc(
+    cmd("rpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::LIST, rpush).key_specs(keyspecs::APPEND).doc(
         "list",
         "1.0.0",
         "Append one or multiple elements to a list",
         PUSH_COMPLEXITY,
     ),
-    cmd("lpushx", -3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::LIST, lpushx).doc(
+    cmd("lpushx", -3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::LIST, lpushx).key_specs(keyspecs::APPEND).doc(
         "list",
         "2.2.0",
         "Prepend an element to a list, only if the list exists",
         PUSH_COMPLEXITY,
     ),
-    cmd("rpushx", -3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::LIST, rpushx).doc(
+    cmd("rpushx", -3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::LIST, rpushx).key_specs(keyspecs::APPEND).doc(
         "list",
         "2.2.0",
         "Append an element to a list, only if the list exists",
         PUSH_COMPLEXITY,
     ),
-    cmd("lpop", -2, WRITE | FAST, (1, 1, 1), acl::LIST, lpop).doc(
+    cmd("lpop", -2, WRITE | FAST, (1, 1, 1), acl::LIST, lpop).key_specs(keyspecs::GETDEL).doc(
         "list",
         "1.0.0",
         "Remove and get the first elements in a list",
         "O(N) where N is the number of elements returned",
     ),
-    cmd("rpop", -2, WRITE | FAST, (1, 1, 1), acl::LIST, rpop).doc(
+    cmd("rpop", -2, WRITE | FAST, (1, 1, 1), acl::LIST, rpop).key_specs(keyspecs::GETDEL).doc(
         "list",
         "1.0.0",
         "Remove and get the last elements in a list",
         "O(N) where N is the number of elements returned",
     ),
-    cmd("llen", 2, READONLY | FAST, (1, 1, 1), acl::LIST, llen).doc(
+    cmd("llen", 2, READONLY | FAST, (1, 1, 1), acl::LIST, llen).key_specs(keyspecs::HEXISTS).doc(
         "list",
         "1.0.0",
         "Get the length of a list",
         "O(1)",
     ),
-    cmd("lrange", 4, READONLY, (1, 1, 1), acl::LIST, lrange).doc(
+    cmd("lrange", 4, READONLY, (1, 1, 1), acl::LIST, lrange).key_specs(keyspecs::DUMP).doc(
         "list",
         "1.0.0",
         "Get a range of elements from a list",
         "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.",
     ),
-    cmd("lindex", 3, READONLY, (1, 1, 1), acl::LIST, lindex).doc(
+    cmd("lindex", 3, READONLY, (1, 1, 1), acl::LIST, lindex).key_specs(keyspecs::DUMP).doc(
         "list",
         "1.0.0",
         "Get an element from a list by its index",
         "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1).",
     ),
-    cmd("lset", 4, WRITE | DENYOOM, (1, 1, 1), acl::LIST, lset).doc(
+    cmd("lset", 4, WRITE | DENYOOM, (1, 1, 1), acl::LIST, lset).key_specs(keyspecs::EXPIRE).doc(
         "list",
         "1.0.0",
         "Set the value of an element in a list by its index",
         "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1).",
     ),
-    cmd("linsert", 5, WRITE | DENYOOM, (1, 1, 1), acl::LIST, linsert).doc(
+    cmd("linsert", 5, WRITE | DENYOOM, (1, 1, 1), acl::LIST, linsert).key_specs(keyspecs::APPEND).doc(
         "list",
         "2.2.0",
         "Insert an element before or after another element in a list",
         "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N).",
     ),
-    cmd("lrem", 4, WRITE, (1, 1, 1), acl::LIST, lrem).doc(
+    cmd("lrem", 4, WRITE, (1, 1, 1), acl::LIST, lrem).key_specs(keyspecs::HDEL).doc(
         "list",
         "1.0.0",
         "Remove elements from a list",
         "O(N+M) where N is the length of the list and M is the number of elements removed.",
     ),
-    cmd("ltrim", 4, WRITE, (1, 1, 1), acl::LIST, ltrim).doc(
+    cmd("ltrim", 4, WRITE, (1, 1, 1), acl::LIST, ltrim).key_specs(keyspecs::HDEL).doc(
         "list",
         "1.0.0",
         "Trim a list to the specified range",
         "O(N) where N is the number of elements to be removed by the operation.",
     ),
-    cmd("lpos", -3, READONLY, (1, 1, 1), acl::LIST, lpos).doc(
+    cmd("lpos", -3, READONLY, (1, 1, 1), acl::LIST, lpos).key_specs(keyspecs::DUMP).doc(
         "list",
         "6.0.6",
         "Return the index of matching elements on a list",
         "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.",
     ),
-    cmd("lmove", 5, WRITE | DENYOOM, (1, 2, 1), acl::LIST, lmove).doc(
+    cmd("lmove", 5, WRITE | DENYOOM, (1, 2, 1), acl::LIST, lmove).key_specs(keyspecs::BLMOVE).doc(
         "list",
         "6.2.0",
         "Pop an element from a list, push it to another list and return it",
         "O(1)",
     ),
-    cmd("rpoplpush", 3, WRITE | DENYOOM, (1, 2, 1), acl::LIST, rpoplpush).doc(
+    cmd("rpoplpush", 3, WRITE | DENYOOM, (1, 2, 1), acl::LIST, rpoplpush).key_specs(keyspecs::BLMOVE).doc(
         "list",
         "1.2.0",
         "Remove the last element in a list, prepend it to another list and return it",
         "O(1)",
     ),
-    cmd("lmpop", -4, WRITE | MOVABLE_KEYS, (0, 0, 0), acl::LIST, lmpop).doc(
+    cmd("lmpop", -4, WRITE | MOVABLE_KEYS, (0, 0, 0), acl::LIST, lmpop).key_specs(keyspecs::LMPOP).key_finder(keyspecs::numkeys_at_1).doc(
         "list",
         "7.0.0",
         "Pop elements from a list",
         MPOP_COMPLEXITY,
     ),
-    cmd("blpop", -3, WRITE | NOSCRIPT | BLOCKING, (1, -2, 1), acl::LIST, blpop).doc(
+    cmd("blpop", -3, WRITE | NOSCRIPT | BLOCKING, (1, -2, 1), acl::LIST, blpop).key_specs(keyspecs::BLPOP).doc(
         "list",
         "2.0.0",
         "Remove and get the first element in a list, or block until one is available",
         "O(N) where N is the number of provided keys.",
     ),
-    cmd("brpop", -3, WRITE | NOSCRIPT | BLOCKING, (1, -2, 1), acl::LIST, brpop).doc(
+    cmd("brpop", -3, WRITE | NOSCRIPT | BLOCKING, (1, -2, 1), acl::LIST, brpop).key_specs(keyspecs::BLPOP).doc(
         "list",
         "2.0.0",
         "Remove and get the last element in a list, or block until one is available",
@@ -177,7 +178,7 @@ pub static COMMANDS: &[Command] = &[
         (1, 2, 1),
         acl::LIST,
         blmove,
-    )
+    ).key_specs(keyspecs::BLMOVE)
     .doc("list", "6.2.0", MOVE_SUMMARY, "O(1)"),
     cmd(
         "brpoplpush",
@@ -186,7 +187,7 @@ pub static COMMANDS: &[Command] = &[
         (1, 2, 1),
         acl::LIST,
         brpoplpush,
-    )
+    ).key_specs(keyspecs::BLMOVE)
     .doc("list", "2.2.0", MOVE_SUMMARY, "O(1)"),
     cmd(
         "blmpop",
@@ -195,7 +196,7 @@ pub static COMMANDS: &[Command] = &[
         (0, 0, 0),
         acl::LIST,
         blmpop,
-    )
+    ).key_specs(keyspecs::BLMPOP).key_finder(keyspecs::numkeys_at_2)
     .doc(
         "list",
         "7.0.0",

@@ -105,6 +105,38 @@ pub mod flags {
     ];
 }
 
+/// What the request path needs to know of a command beyond Redis's flags
+/// (Redis tests these by comparing `c->proc` with a handler in
+/// processCommand and friends; here they are facts of the table entry).
+pub mod behaviour {
+    /// Runs at once inside MULTI instead of being queued, and is not
+    /// refused there when over maxmemory: EXEC, DISCARD, MULTI, WATCH,
+    /// QUIT, RESET (server.c processCommand).
+    pub const TX_CONTROL: u32 = 1 << 0;
+    /// Allowed in RESP2 subscribed context: PING, QUIT, RESET and the
+    /// (P|S)(UN)SUBSCRIBE family.
+    pub const SUBSCRIBED_OK: u32 = 1 << 1;
+    /// Refused like a write command after a failed background save
+    /// (MISCONF): PING (processCommand's `c->cmd->proc == pingCommand`).
+    pub const MISCONF_REFUSED: u32 = 1 << 2;
+    /// May make keys appear in another database, so the clients blocked
+    /// in every database are signalled after it: MOVE, SWAPDB, COPY.
+    pub const OTHER_DBS: u32 = 1 << 3;
+    /// Runs the queued transaction: EXEC, dispatched without the shared
+    /// gate (it takes the whole of it).
+    pub const RUNS_QUEUE: u32 = 1 << 4;
+    /// Some of its forms take the whole gate (DEBUG RELOAD): dispatched
+    /// without the shared gate when they do.
+    pub const STOPS_THE_WORLD: u32 = 1 << 5;
+    /// Its first argument is a channel (PUBLISH, SPUBLISH): checked
+    /// against the user's channel permissions (acl.rs `channel_args`).
+    pub const CHANNEL_ARG1: u32 = 1 << 6;
+    /// Every argument is a channel (SUBSCRIBE, SSUBSCRIBE).
+    pub const CHANNEL_ARGS: u32 = 1 << 7;
+    /// Every argument is a channel pattern (PSUBSCRIBE).
+    pub const PATTERN_ARGS: u32 = 1 << 8;
+}
+
 /// ACL categories (redis.io/docs/management/security/acl, "Command categories").
 pub mod acl {
     /// @keyspace
@@ -211,6 +243,15 @@ pub struct Command {
     /// Key-spec flags COMMAND INFO reports (`RW`, `insert`, ...); empty =
     /// derived from the command flags.
     pub key_flags: &'static [&'static str],
+    /// Redis 7.0's key specs (begin_search / find_keys) of the command:
+    /// ACL key checks, COMMAND GETKEYS, tracking and blocked-client
+    /// signalling read the keys from them (cmd/keyspecs.rs).
+    pub key_specs: &'static [keyspecs::KeySpec],
+    /// The command's own key finder, used when its specs do not resolve
+    /// (Redis's `getkeys_proc`: SORT's STORE, SET's GET, key counts).
+    pub key_finder: Option<keyspecs::KeyFinder>,
+    /// [`behaviour`] bits.
+    pub behaviour: u32,
 }
 
 fn no_handler(ctx: &mut Ctx<'_>, _: &Args<'_>) {
@@ -243,6 +284,9 @@ pub const fn cmd(
         handler,
         subcommands: &[],
         key_flags: &[],
+        key_specs: &[],
+        key_finder: None,
+        behaviour: 0,
     }
 }
 
@@ -280,6 +324,24 @@ impl Command {
     /// per command, e.g. HSETNX's key is `RW insert`).
     pub const fn key_flags(mut self, f: &'static [&'static str]) -> Self {
         self.key_flags = f;
+        self
+    }
+
+    /// Sets the key specs (Redis 7.0.15's, as COMMAND INFO shows them).
+    pub const fn key_specs(mut self, s: &'static [keyspecs::KeySpec]) -> Self {
+        self.key_specs = s;
+        self
+    }
+
+    /// Sets the command's own key finder (see [`Command::key_finder`]).
+    pub const fn key_finder(mut self, f: keyspecs::KeyFinder) -> Self {
+        self.key_finder = Some(f);
+        self
+    }
+
+    /// Adds [`behaviour`] bits.
+    pub const fn behaves(mut self, b: u32) -> Self {
+        self.behaviour |= b;
         self
     }
 
@@ -344,10 +406,6 @@ pub struct Table {
     subs: Vec<Vec<usize>>,
     /// Longest top-level name, bytes.
     max_name: usize,
-    /// Id of EXEC (dispatched without the shared exec gate).
-    pub exec_id: usize,
-    /// Id of DEBUG (its RELOAD subcommand takes the whole exec gate).
-    pub debug_id: usize,
 }
 
 impl Table {
@@ -423,8 +481,6 @@ pub fn table() -> &'static Table {
             by_name: HashMap::default(),
             subs: Vec::new(),
             max_name: 0,
-            exec_id: usize::MAX,
-            debug_id: usize::MAX,
         };
         for fam in families {
             for c in fam {
@@ -441,8 +497,6 @@ pub fn table() -> &'static Table {
                 }
             }
         }
-        t.exec_id = t.lookup(b"exec").unwrap_or(usize::MAX);
-        t.debug_id = t.lookup(b"debug").unwrap_or(usize::MAX);
         t
     })
 }
@@ -771,7 +825,7 @@ pub fn execute(
             }
         }
     }
-    let is_exec = id == t.exec_id;
+    let is_exec = c.behaviour & behaviour::RUNS_QUEUE != 0;
     let argc = args.len() as i32;
     if (c.arity > 0 && argc != c.arity) || argc < -c.arity {
         let msg = format!("ERR wrong number of arguments for '{}' command", c.name);
@@ -800,7 +854,7 @@ pub fn execute(
         return;
     }
     if crate::persist::rdb::writes_denied(server)
-        && (c.flags & flags::WRITE != 0 || c.name == "ping")
+        && (c.flags & flags::WRITE != 0 || c.behaviour & behaviour::MISCONF_REFUSED != 0)
     {
         reject_in_multi(
             server,
@@ -815,14 +869,14 @@ pub fn execute(
         return;
     }
     if client.pubsub.is_some()
-        && crate::pubsub::refused_in_context(client, out.resp3, t.all[client.last_top].name)
+        && crate::pubsub::refused_in_context(client, out.resp3, t.all[client.last_top])
     {
         let msg = crate::pubsub::refused_message(c.name);
         reject_in_multi(server, client, out, stats, id, &msg, is_exec);
         finish_reply(client, out, reply_start);
         return;
     }
-    if client.multi.is_some() && !tx::runs_inside_multi(t.all[client.last_top].name) {
+    if client.multi.is_some() && t.all[client.last_top].behaviour & behaviour::TX_CONTROL == 0 {
         if c.flags & flags::NO_MULTI != 0 {
             let msg = "ERR Command not allowed inside a transaction";
             reject_in_multi(server, client, out, stats, id, msg, false);
@@ -843,7 +897,9 @@ pub fn execute(
     }
     // DEBUG RELOAD stops the world itself (cmd/server.rs); every other
     // command runs inside the shared gate.
-    let gate = if id == t.debug_id && args.len() >= 2 && args.get(1).eq_ignore_ascii_case(b"reload")
+    let gate = if c.behaviour & behaviour::STOPS_THE_WORLD != 0
+        && args.len() >= 2
+        && args.get(1).eq_ignore_ascii_case(b"reload")
     {
         None
     } else {
@@ -913,7 +969,7 @@ pub fn run(
             .into_iter()
             .map(|i| args.get(i))
             .collect();
-        (keys, matches!(c.name, "move" | "swapdb" | "copy"))
+        (keys, c.behaviour & behaviour::OTHER_DBS != 0)
     };
     if signal && !prop {
         let (keys, all) = signal_keys();
@@ -1021,10 +1077,7 @@ fn oom_refused(server: &Server, client: &Client, c: &Command, is_exec: bool) -> 
                 .get(*qid)
                 .is_some_and(|q| q.flags & flags::DENYOOM != 0)
         }),
-        Some(_) => !matches!(
-            c.name,
-            "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
-        ),
+        Some(_) => c.behaviour & behaviour::TX_CONTROL == 0,
         None => false,
     }
 }

@@ -6,6 +6,7 @@
 //! (other threads keep serving clients while it runs); RESTORE's FREQ is
 //! validated and ignored (no LFU counters are kept).
 
+use super::keyspecs;
 use super::{acl, cmd, err, flags::*, Command, Ctx};
 use crate::db::{Entry, Value};
 use crate::persist::rdb::{self, PayloadError};
@@ -57,7 +58,7 @@ pub static COMMANDS: &[Command] = &[
         "O(1)",
     )
     .tips(&["nondeterministic_output"]),
-    cmd("dump", 2, READONLY, (1, 1, 1), acl::KEYSPACE, dump)
+    cmd("dump", 2, READONLY, (1, 1, 1), acl::KEYSPACE, dump).key_specs(keyspecs::DUMP)
         .doc(
             "generic",
             "2.6.0",
@@ -73,7 +74,7 @@ pub static COMMANDS: &[Command] = &[
         (1, 1, 1),
         acl::KEYSPACE | acl::DANGEROUS,
         restore,
-    )
+    ).key_specs(keyspecs::PSETEX)
     .doc(
         "generic",
         "2.6.0",

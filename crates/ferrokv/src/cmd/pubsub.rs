@@ -9,6 +9,8 @@
 //! cluster mode, as in Redis: a separate namespace delivered by SPUBLISH
 //! only.
 
+use super::behaviour;
+use super::keyspecs;
 use super::{cmd, container, flags::*, Command, Ctx};
 use crate::pubsub::{self, Kind};
 use crate::resp::Args;
@@ -76,31 +78,31 @@ static PUBSUB_SUBS: &[Command] = &[
 
 /// The Pub/Sub family's table entries.
 pub static COMMANDS: &[Command] = &[
-    cmd("subscribe", -2, SUB_FLAGS, (0, 0, 0), 0, subscribe).doc(
+    cmd("subscribe", -2, SUB_FLAGS, (0, 0, 0), 0, subscribe).behaves(behaviour::CHANNEL_ARGS).behaves(behaviour::SUBSCRIBED_OK).doc(
         "pubsub",
         "2.0.0",
         "Listen for messages published to the given channels",
         "O(N) where N is the number of channels to subscribe to.",
     ),
-    cmd("unsubscribe", -1, SUB_FLAGS, (0, 0, 0), 0, unsubscribe).doc(
+    cmd("unsubscribe", -1, SUB_FLAGS, (0, 0, 0), 0, unsubscribe).behaves(behaviour::SUBSCRIBED_OK).doc(
         "pubsub",
         "2.0.0",
         "Stop listening for messages posted to the given channels",
         "O(N) where N is the number of clients already subscribed to a channel.",
     ),
-    cmd("psubscribe", -2, SUB_FLAGS, (0, 0, 0), 0, psubscribe).doc(
+    cmd("psubscribe", -2, SUB_FLAGS, (0, 0, 0), 0, psubscribe).behaves(behaviour::PATTERN_ARGS).behaves(behaviour::SUBSCRIBED_OK).doc(
         "pubsub",
         "2.0.0",
         "Listen for messages published to channels matching the given patterns",
         "O(N) where N is the number of patterns the client is already subscribed to.",
     ),
-    cmd("punsubscribe", -1, SUB_FLAGS, (0, 0, 0), 0, punsubscribe).doc(
+    cmd("punsubscribe", -1, SUB_FLAGS, (0, 0, 0), 0, punsubscribe).behaves(behaviour::SUBSCRIBED_OK).doc(
         "pubsub",
         "2.0.0",
         "Stop listening for messages posted to channels matching the given patterns",
         "O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client).",
     ),
-    cmd("publish", 3, PUB_FLAGS, (0, 0, 0), 0, publish)
+    cmd("publish", 3, PUB_FLAGS, (0, 0, 0), 0, publish).behaves(behaviour::CHANNEL_ARG1)
         .doc(
             "pubsub",
             "2.0.0",
@@ -113,7 +115,7 @@ pub static COMMANDS: &[Command] = &[
         "A container for Pub/Sub commands",
         "Depends on subcommand.",
     ),
-    cmd("spublish", 3, PUB_FLAGS, (1, 1, 1), 0, spublish)
+    cmd("spublish", 3, PUB_FLAGS, (1, 1, 1), 0, spublish).key_specs(keyspecs::SPUBLISH).behaves(behaviour::CHANNEL_ARG1)
         .doc(
             "pubsub",
             "7.0.0",
@@ -121,7 +123,7 @@ pub static COMMANDS: &[Command] = &[
             "O(N) where N is the number of clients subscribed to the receiving shard channel.",
         )
         .key_flags(&["not_key"]),
-    cmd("ssubscribe", -2, SUB_FLAGS, (1, -1, 1), 0, ssubscribe)
+    cmd("ssubscribe", -2, SUB_FLAGS, (1, -1, 1), 0, ssubscribe).key_specs(keyspecs::SSUBSCRIBE).behaves(behaviour::CHANNEL_ARGS).behaves(behaviour::SUBSCRIBED_OK)
         .doc(
             "pubsub",
             "7.0.0",
@@ -129,7 +131,7 @@ pub static COMMANDS: &[Command] = &[
             "O(N) where N is the number of shard channels to subscribe to.",
         )
         .key_flags(&["not_key"]),
-    cmd("sunsubscribe", -1, SUB_FLAGS, (1, -1, 1), 0, sunsubscribe)
+    cmd("sunsubscribe", -1, SUB_FLAGS, (1, -1, 1), 0, sunsubscribe).key_specs(keyspecs::SSUBSCRIBE).behaves(behaviour::SUBSCRIBED_OK)
         .doc(
             "pubsub",
             "7.0.0",

@@ -8,6 +8,7 @@
 //! so or the field is left out rather than faked; the crate's report lists the
 //! differences.
 
+use super::behaviour;
 use super::{acl, cmd, container, flags, flags::*, table, Command, Ctx};
 use crate::resp::Args;
 use std::fmt::Write as _;
@@ -287,7 +288,7 @@ pub static COMMANDS: &[Command] = &[
         "Asynchronously rewrites the append-only file to disk",
         "O(1)",
     ),
-    cmd("debug", -2, ADMIN_CFG, (0, 0, 0), 0, debug).doc(
+    cmd("debug", -2, ADMIN_CFG, (0, 0, 0), 0, debug).behaves(behaviour::STOPS_THE_WORLD).doc(
         "server",
         "1.0.0",
         "A container for debugging commands",

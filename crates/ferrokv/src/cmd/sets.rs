@@ -16,6 +16,7 @@
 //! CLIENT NO-TOUCH. Multi-key commands lock every shard they touch,
 //! destination included, through `Keyspace::lock_keys`, so they are atomic.
 
+use super::keyspecs;
 use super::{acl, cmd, flags::*, Command, Ctx};
 use crate::db::set::Member;
 use crate::db::{hash_key, Entry, KeyLocks, SetValue, Shard, Value};
@@ -33,19 +34,19 @@ const INTER_COMPLEXITY: &str =
 /// The sets family's table entries (arity, flags, key positions, ACL
 /// categories, docs and tips as Redis 7.0's COMMAND INFO / COMMAND DOCS).
 pub static COMMANDS: &[Command] = &[
-    cmd("sadd", -3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::SET, sadd).doc(
+    cmd("sadd", -3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::SET, sadd).key_specs(keyspecs::APPEND).doc(
         "set",
         "1.0.0",
         "Add one or more members to a set",
         "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
     ),
-    cmd("srem", -3, WRITE | FAST, (1, 1, 1), acl::SET, srem).doc(
+    cmd("srem", -3, WRITE | FAST, (1, 1, 1), acl::SET, srem).key_specs(keyspecs::HDEL).doc(
         "set",
         "1.0.0",
         "Remove one or more members from a set",
         "O(N) where N is the number of members to be removed.",
     ),
-    cmd("smembers", 2, READONLY, (1, 1, 1), acl::SET, smembers)
+    cmd("smembers", 2, READONLY, (1, 1, 1), acl::SET, smembers).key_specs(keyspecs::DUMP)
         .doc(
             "set",
             "1.0.0",
@@ -53,25 +54,25 @@ pub static COMMANDS: &[Command] = &[
             "O(N) where N is the set cardinality.",
         )
         .tips(&["nondeterministic_output_order"]),
-    cmd("sismember", 3, READONLY | FAST, (1, 1, 1), acl::SET, sismember).doc(
+    cmd("sismember", 3, READONLY | FAST, (1, 1, 1), acl::SET, sismember).key_specs(keyspecs::HEXISTS).doc(
         "set",
         "1.0.0",
         "Determine if a given value is a member of a set",
         "O(1)",
     ),
-    cmd("smismember", -3, READONLY | FAST, (1, 1, 1), acl::SET, smismember).doc(
+    cmd("smismember", -3, READONLY | FAST, (1, 1, 1), acl::SET, smismember).key_specs(keyspecs::DUMP).doc(
         "set",
         "6.2.0",
         "Returns the membership associated with the given elements for a set",
         "O(N) where N is the number of elements being checked for membership",
     ),
-    cmd("scard", 2, READONLY | FAST, (1, 1, 1), acl::SET, scard).doc(
+    cmd("scard", 2, READONLY | FAST, (1, 1, 1), acl::SET, scard).key_specs(keyspecs::HEXISTS).doc(
         "set",
         "1.0.0",
         "Get the number of members in a set",
         "O(1)",
     ),
-    cmd("spop", -2, WRITE | FAST, (1, 1, 1), acl::SET, spop)
+    cmd("spop", -2, WRITE | FAST, (1, 1, 1), acl::SET, spop).key_specs(keyspecs::GETDEL)
         .doc(
             "set",
             "1.0.0",
@@ -79,7 +80,7 @@ pub static COMMANDS: &[Command] = &[
             "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.",
         )
         .tips(&["nondeterministic_output"]),
-    cmd("srandmember", -2, READONLY, (1, 1, 1), acl::SET, srandmember)
+    cmd("srandmember", -2, READONLY, (1, 1, 1), acl::SET, srandmember).key_specs(keyspecs::DUMP)
         .doc(
             "set",
             "1.0.0",
@@ -87,46 +88,46 @@ pub static COMMANDS: &[Command] = &[
             "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.",
         )
         .tips(&["nondeterministic_output"]),
-    cmd("smove", 4, WRITE | FAST, (1, 2, 1), acl::SET, smove).doc(
+    cmd("smove", 4, WRITE | FAST, (1, 2, 1), acl::SET, smove).key_specs(keyspecs::BLMOVE).doc(
         "set",
         "1.0.0",
         "Move a member from one set to another",
         "O(1)",
     ),
-    cmd("sinter", -2, READONLY, (1, -1, 1), acl::SET, sinter)
+    cmd("sinter", -2, READONLY, (1, -1, 1), acl::SET, sinter).key_specs(keyspecs::MGET)
         .doc("set", "1.0.0", "Intersect multiple sets", INTER_COMPLEXITY)
         .tips(&["nondeterministic_output_order"]),
-    cmd("sintercard", -3, READONLY | MOVABLE_KEYS, (0, 0, 0), acl::SET, sintercard).doc(
+    cmd("sintercard", -3, READONLY | MOVABLE_KEYS, (0, 0, 0), acl::SET, sintercard).key_specs(keyspecs::SINTERCARD).key_finder(keyspecs::numkeys_at_1).doc(
         "set",
         "7.0.0",
         "Intersect multiple sets and return the cardinality of the result",
         INTER_COMPLEXITY,
     ),
-    cmd("sinterstore", -3, WRITE | DENYOOM, (1, -1, 1), acl::SET, sinterstore).doc(
+    cmd("sinterstore", -3, WRITE | DENYOOM, (1, -1, 1), acl::SET, sinterstore).key_specs(keyspecs::SINTERSTORE).doc(
         "set",
         "1.0.0",
         "Intersect multiple sets and store the resulting set in a key",
         INTER_COMPLEXITY,
     ),
-    cmd("sunion", -2, READONLY, (1, -1, 1), acl::SET, sunion)
+    cmd("sunion", -2, READONLY, (1, -1, 1), acl::SET, sunion).key_specs(keyspecs::MGET)
         .doc("set", "1.0.0", "Add multiple sets", UNION_COMPLEXITY)
         .tips(&["nondeterministic_output_order"]),
-    cmd("sunionstore", -3, WRITE | DENYOOM, (1, -1, 1), acl::SET, sunionstore).doc(
+    cmd("sunionstore", -3, WRITE | DENYOOM, (1, -1, 1), acl::SET, sunionstore).key_specs(keyspecs::SDIFFSTORE).doc(
         "set",
         "1.0.0",
         "Add multiple sets and store the resulting set in a key",
         UNION_COMPLEXITY,
     ),
-    cmd("sdiff", -2, READONLY, (1, -1, 1), acl::SET, sdiff)
+    cmd("sdiff", -2, READONLY, (1, -1, 1), acl::SET, sdiff).key_specs(keyspecs::MGET)
         .doc("set", "1.0.0", "Subtract multiple sets", UNION_COMPLEXITY)
         .tips(&["nondeterministic_output_order"]),
-    cmd("sdiffstore", -3, WRITE | DENYOOM, (1, -1, 1), acl::SET, sdiffstore).doc(
+    cmd("sdiffstore", -3, WRITE | DENYOOM, (1, -1, 1), acl::SET, sdiffstore).key_specs(keyspecs::SDIFFSTORE).doc(
         "set",
         "1.0.0",
         "Subtract multiple sets and store the resulting set in a key",
         UNION_COMPLEXITY,
     ),
-    cmd("sscan", -3, READONLY, (1, 1, 1), acl::SET, sscan)
+    cmd("sscan", -3, READONLY, (1, 1, 1), acl::SET, sscan).key_specs(keyspecs::DUMP)
         .doc(
             "set",
             "2.8.0",

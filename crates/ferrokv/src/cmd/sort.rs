@@ -64,6 +64,7 @@
 //! assumes the C or C.UTF-8 collation (redis-server under another
 //! LC_COLLATE orders ALPHA results differently).
 
+use super::keyspecs;
 use super::{acl, cmd, err, flags::*, Command, Ctx};
 use crate::db::blocking::{self, Deferred};
 use crate::db::keyspace::{SHARDS, SHARD_BITS};
@@ -90,6 +91,8 @@ pub static COMMANDS: &[Command] = &[
         acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS,
         sort,
     )
+    .key_specs(keyspecs::SORT)
+    .key_finder(keyspecs::sort_keys)
     .doc(
         "generic",
         "1.0.0",
@@ -105,6 +108,8 @@ pub static COMMANDS: &[Command] = &[
         acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS,
         sort_ro,
     )
+    .key_specs(keyspecs::SORT_RO)
+    .key_finder(keyspecs::sort_ro_keys)
     .doc(
         "generic",
         "7.0.0",

@@ -15,6 +15,7 @@
 //! GETSET); every lookup refreshes the entry's LRU clock unless the client
 //! set CLIENT NO-TOUCH.
 
+use super::keyspecs;
 use super::{acl, cmd, err, flags::*, Command, Ctx};
 use crate::db::{hash_key, Entry, StrValue, Value};
 use crate::events::{GENERIC, NEW, STRING};
@@ -24,37 +25,37 @@ use std::sync::atomic::Ordering;
 /// The string family's table entries (arity, flags, key positions, ACL
 /// categories and docs as Redis 7.0's COMMAND INFO / COMMAND DOCS report).
 pub static COMMANDS: &[Command] = &[
-    cmd("get", 2, READONLY | FAST, (1, 1, 1), acl::STRING, get).doc(
+    cmd("get", 2, READONLY | FAST, (1, 1, 1), acl::STRING, get).key_specs(keyspecs::DUMP).doc(
         "string",
         "1.0.0",
         "Get the value of a key",
         "O(1)",
     ),
-    cmd("set", -3, WRITE | DENYOOM, (1, 1, 1), acl::STRING, set).doc(
+    cmd("set", -3, WRITE | DENYOOM, (1, 1, 1), acl::STRING, set).key_specs(keyspecs::SET).key_finder(keyspecs::set_keys).doc(
         "string",
         "1.0.0",
         "Set the string value of a key",
         "O(1)",
     ),
-    cmd("setnx", 3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::STRING, setnx).doc(
+    cmd("setnx", 3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::STRING, setnx).key_specs(keyspecs::SETNX).doc(
         "string",
         "1.0.0",
         "Set the value of a key, only if the key does not exist",
         "O(1)",
     ),
-    cmd("setex", 4, WRITE | DENYOOM, (1, 1, 1), acl::STRING, setex).doc(
+    cmd("setex", 4, WRITE | DENYOOM, (1, 1, 1), acl::STRING, setex).key_specs(keyspecs::PSETEX).doc(
         "string",
         "2.0.0",
         "Set the value and expiration of a key",
         "O(1)",
     ),
-    cmd("psetex", 4, WRITE | DENYOOM, (1, 1, 1), acl::STRING, psetex).doc(
+    cmd("psetex", 4, WRITE | DENYOOM, (1, 1, 1), acl::STRING, psetex).key_specs(keyspecs::PSETEX).doc(
         "string",
         "2.6.0",
         "Set the value and expiration in milliseconds of a key",
         "O(1)",
     ),
-    cmd("mget", -2, READONLY | FAST, (1, -1, 1), acl::STRING, mget)
+    cmd("mget", -2, READONLY | FAST, (1, -1, 1), acl::STRING, mget).key_specs(keyspecs::MGET)
         .doc(
             "string",
             "1.0.0",
@@ -62,7 +63,7 @@ pub static COMMANDS: &[Command] = &[
             "O(N) where N is the number of keys to retrieve.",
         )
         .tips(&["request_policy:multi_shard"]),
-    cmd("mset", -3, WRITE | DENYOOM, (1, -1, 2), acl::STRING, mset)
+    cmd("mset", -3, WRITE | DENYOOM, (1, -1, 2), acl::STRING, mset).key_specs(keyspecs::MSET)
         .doc(
             "string",
             "1.0.1",
@@ -70,7 +71,7 @@ pub static COMMANDS: &[Command] = &[
             "O(N) where N is the number of keys to set.",
         )
         .tips(&["request_policy:multi_shard", "response_policy:all_succeeded"]),
-    cmd("msetnx", -3, WRITE | DENYOOM, (1, -1, 2), acl::STRING, msetnx)
+    cmd("msetnx", -3, WRITE | DENYOOM, (1, -1, 2), acl::STRING, msetnx).key_specs(keyspecs::MSETNX)
         .doc(
             "string",
             "1.0.1",
@@ -78,55 +79,55 @@ pub static COMMANDS: &[Command] = &[
             "O(N) where N is the number of keys to set.",
         )
         .tips(&["request_policy:multi_shard", "response_policy:agg_min"]),
-    cmd("getset", 3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::STRING, getset).doc(
+    cmd("getset", 3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::STRING, getset).key_specs(keyspecs::DECR).doc(
         "string",
         "1.0.0",
         "Set the string value of a key and return its old value",
         "O(1)",
     ),
-    cmd("getdel", 2, WRITE | FAST, (1, 1, 1), acl::STRING, getdel).doc(
+    cmd("getdel", 2, WRITE | FAST, (1, 1, 1), acl::STRING, getdel).key_specs(keyspecs::GETDEL).doc(
         "string",
         "6.2.0",
         "Get the value of a key and delete the key",
         "O(1)",
     ),
-    cmd("getex", -2, WRITE | FAST, (1, 1, 1), acl::STRING, getex).doc(
+    cmd("getex", -2, WRITE | FAST, (1, 1, 1), acl::STRING, getex).key_specs(keyspecs::DECR).doc(
         "string",
         "6.2.0",
         "Get the value of a key and optionally set its expiration",
         "O(1)",
     ),
-    cmd("append", 3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::STRING, append).doc(
+    cmd("append", 3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::STRING, append).key_specs(keyspecs::APPEND).doc(
         "string",
         "2.0.0",
         "Append a value to a key",
         "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by Redis will double the free space available on every reallocation.",
     ),
-    cmd("strlen", 2, READONLY | FAST, (1, 1, 1), acl::STRING, strlen).doc(
+    cmd("strlen", 2, READONLY | FAST, (1, 1, 1), acl::STRING, strlen).key_specs(keyspecs::HEXISTS).doc(
         "string",
         "2.2.0",
         "Get the length of the value stored in a key",
         "O(1)",
     ),
-    cmd("incr", 2, WRITE | DENYOOM | FAST, (1, 1, 1), acl::STRING, incr).doc(
+    cmd("incr", 2, WRITE | DENYOOM | FAST, (1, 1, 1), acl::STRING, incr).key_specs(keyspecs::DECR).doc(
         "string",
         "1.0.0",
         "Increment the integer value of a key by one",
         "O(1)",
     ),
-    cmd("decr", 2, WRITE | DENYOOM | FAST, (1, 1, 1), acl::STRING, decr).doc(
+    cmd("decr", 2, WRITE | DENYOOM | FAST, (1, 1, 1), acl::STRING, decr).key_specs(keyspecs::DECR).doc(
         "string",
         "1.0.0",
         "Decrement the integer value of a key by one",
         "O(1)",
     ),
-    cmd("incrby", 3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::STRING, incrby).doc(
+    cmd("incrby", 3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::STRING, incrby).key_specs(keyspecs::DECR).doc(
         "string",
         "1.0.0",
         "Increment the integer value of a key by the given amount",
         "O(1)",
     ),
-    cmd("decrby", 3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::STRING, decrby).doc(
+    cmd("decrby", 3, WRITE | DENYOOM | FAST, (1, 1, 1), acl::STRING, decrby).key_specs(keyspecs::DECR).doc(
         "string",
         "1.0.0",
         "Decrement the integer value of a key by the given number",
@@ -139,32 +140,32 @@ pub static COMMANDS: &[Command] = &[
         (1, 1, 1),
         acl::STRING,
         incrbyfloat,
-    )
+    ).key_specs(keyspecs::DECR)
     .doc(
         "string",
         "2.6.0",
         "Increment the float value of a key by the given amount",
         "O(1)",
     ),
-    cmd("getrange", 4, READONLY, (1, 1, 1), acl::STRING, getrange).doc(
+    cmd("getrange", 4, READONLY, (1, 1, 1), acl::STRING, getrange).key_specs(keyspecs::DUMP).doc(
         "string",
         "2.4.0",
         "Get a substring of the string stored at a key",
         RANGE_COMPLEXITY,
     ),
-    cmd("setrange", 4, WRITE | DENYOOM, (1, 1, 1), acl::STRING, setrange).doc(
+    cmd("setrange", 4, WRITE | DENYOOM, (1, 1, 1), acl::STRING, setrange).key_specs(keyspecs::EXPIRE).doc(
         "string",
         "2.2.0",
         "Overwrite part of a string at key starting at the specified offset",
         "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.",
     ),
-    cmd("substr", 4, READONLY, (1, 1, 1), acl::STRING, getrange).doc(
+    cmd("substr", 4, READONLY, (1, 1, 1), acl::STRING, getrange).key_specs(keyspecs::DUMP).doc(
         "string",
         "1.0.0",
         "Get a substring of the string stored at a key",
         RANGE_COMPLEXITY,
     ),
-    cmd("lcs", -3, READONLY, (1, 2, 1), acl::STRING, lcs).doc(
+    cmd("lcs", -3, READONLY, (1, 2, 1), acl::STRING, lcs).key_specs(keyspecs::LCS).doc(
         "string",
         "7.0.0",
         "Find longest common substring",

@@ -7,6 +7,8 @@
 //! the transaction is atomic for every other connection on every core;
 //! a runtime error of one queued command does not stop the others.
 
+use super::behaviour;
+use super::keyspecs;
 use super::{acl, cmd, flags::*, Command, Ctx};
 use crate::net::connection::ReplyMode;
 use crate::resp::Args;
@@ -26,12 +28,14 @@ const TX_FLAGS: u64 = NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY;
 
 /// Transaction commands.
 pub static COMMANDS: &[Command] = &[
-    cmd("multi", 1, TX_FLAGS, (0, 0, 0), acl::TRANSACTION, multi).doc(
-        "transactions",
-        "1.2.0",
-        "Mark the start of a transaction block",
-        "O(1)",
-    ),
+    cmd("multi", 1, TX_FLAGS, (0, 0, 0), acl::TRANSACTION, multi)
+        .behaves(behaviour::TX_CONTROL)
+        .doc(
+            "transactions",
+            "1.2.0",
+            "Mark the start of a transaction block",
+            "O(1)",
+        ),
     cmd(
         "exec",
         1,
@@ -40,19 +44,24 @@ pub static COMMANDS: &[Command] = &[
         acl::TRANSACTION,
         exec,
     )
+    .behaves(behaviour::TX_CONTROL | behaviour::RUNS_QUEUE)
     .doc(
         "transactions",
         "1.2.0",
         "Execute all commands issued after MULTI",
         "Depends on commands in the transaction",
     ),
-    cmd("discard", 1, TX_FLAGS, (0, 0, 0), acl::TRANSACTION, discard).doc(
-        "transactions",
-        "2.0.0",
-        "Discard all commands issued after MULTI",
-        "O(N), when N is the number of queued commands",
-    ),
+    cmd("discard", 1, TX_FLAGS, (0, 0, 0), acl::TRANSACTION, discard)
+        .behaves(behaviour::TX_CONTROL)
+        .doc(
+            "transactions",
+            "2.0.0",
+            "Discard all commands issued after MULTI",
+            "O(N), when N is the number of queued commands",
+        ),
     cmd("watch", -2, TX_FLAGS, (1, -1, 1), acl::TRANSACTION, watch)
+        .behaves(behaviour::TX_CONTROL)
+        .key_specs(keyspecs::EXISTS)
         .doc(
             "transactions",
             "2.2.0",
@@ -67,15 +76,6 @@ pub static COMMANDS: &[Command] = &[
         "O(1)",
     ),
 ];
-
-/// True for the commands that run at once inside MULTI instead of being
-/// queued (server.c processCommand).
-pub fn runs_inside_multi(name: &str) -> bool {
-    matches!(
-        name,
-        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
-    )
-}
 
 /// MULTI: +OK and start queuing; "ERR MULTI calls can not be nested".
 fn multi(ctx: &mut Ctx<'_>, _args: &Args<'_>) {

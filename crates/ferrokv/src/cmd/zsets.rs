@@ -22,6 +22,7 @@
 //! (ZADD, ZINCRBY, ZUNIONSTORE/ZINTERSTORE/ZDIFFSTORE, ZRANGESTORE) serves
 //! the key's waiters FIFO before releasing its shard lock.
 
+use super::keyspecs;
 use super::{acl, arg_i64, cmd, err, flags::*, Command, Ctx};
 use crate::db::blocking::{self, Attempt, BlockOp, ServeCx};
 use crate::db::set::SetValue;
@@ -39,139 +40,139 @@ const ZSET: u64 = acl::SORTEDSET;
 /// The sorted-set family's table entries (arity, flags, key positions and
 /// ACL categories as Redis 7.0's COMMAND INFO reports them).
 pub static COMMANDS: &[Command] = &[
-    cmd("zadd", -4, WRITE | DENYOOM | FAST, (1, 1, 1), ZSET, zadd).doc(
+    cmd("zadd", -4, WRITE | DENYOOM | FAST, (1, 1, 1), ZSET, zadd).key_specs(keyspecs::EXPIRE).doc(
         "sorted-set",
         "1.2.0",
         "Add one or more members to a sorted set, or update its score if it already exists",
         "O(log(N)) for each item added, where N is the number of elements in the sorted set.",
     ),
-    cmd("zincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), ZSET, zincrby).doc(
+    cmd("zincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), ZSET, zincrby).key_specs(keyspecs::DECR).doc(
         "sorted-set",
         "1.2.0",
         "Increment the score of a member in a sorted set",
         "O(log(N)) where N is the number of elements in the sorted set.",
     ),
-    cmd("zrem", -3, WRITE | FAST, (1, 1, 1), ZSET, zrem).doc(
+    cmd("zrem", -3, WRITE | FAST, (1, 1, 1), ZSET, zrem).key_specs(keyspecs::HDEL).doc(
         "sorted-set",
         "1.2.0",
         "Remove one or more members from a sorted set",
         "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.",
     ),
-    cmd("zcard", 2, READONLY | FAST, (1, 1, 1), ZSET, zcard).doc(
+    cmd("zcard", 2, READONLY | FAST, (1, 1, 1), ZSET, zcard).key_specs(keyspecs::HEXISTS).doc(
         "sorted-set",
         "1.2.0",
         "Get the number of members in a sorted set",
         "O(1)",
     ),
-    cmd("zscore", 3, READONLY | FAST, (1, 1, 1), ZSET, zscore).doc(
+    cmd("zscore", 3, READONLY | FAST, (1, 1, 1), ZSET, zscore).key_specs(keyspecs::DUMP).doc(
         "sorted-set",
         "1.2.0",
         "Get the score associated with the given member in a sorted set",
         "O(1)",
     ),
-    cmd("zmscore", -3, READONLY | FAST, (1, 1, 1), ZSET, zmscore).doc(
+    cmd("zmscore", -3, READONLY | FAST, (1, 1, 1), ZSET, zmscore).key_specs(keyspecs::DUMP).doc(
         "sorted-set",
         "6.2.0",
         "Get the score associated with the given members in a sorted set",
         "O(N) where N is the number of members being requested.",
     ),
-    cmd("zrank", 3, READONLY | FAST, (1, 1, 1), ZSET, zrank).doc(
+    cmd("zrank", 3, READONLY | FAST, (1, 1, 1), ZSET, zrank).key_specs(keyspecs::DUMP).doc(
         "sorted-set",
         "2.0.0",
         "Determine the index of a member in a sorted set",
         "O(log(N))",
     ),
-    cmd("zrevrank", 3, READONLY | FAST, (1, 1, 1), ZSET, zrevrank).doc(
+    cmd("zrevrank", 3, READONLY | FAST, (1, 1, 1), ZSET, zrevrank).key_specs(keyspecs::DUMP).doc(
         "sorted-set",
         "2.0.0",
         "Determine the index of a member in a sorted set, with scores ordered from high to low",
         "O(log(N))",
     ),
-    cmd("zcount", 4, READONLY | FAST, (1, 1, 1), ZSET, zcount).doc(
+    cmd("zcount", 4, READONLY | FAST, (1, 1, 1), ZSET, zcount).key_specs(keyspecs::DUMP).doc(
         "sorted-set",
         "2.0.0",
         "Count the members in a sorted set with scores within the given values",
         "O(log(N)) with N being the number of elements in the sorted set.",
     ),
-    cmd("zlexcount", 4, READONLY | FAST, (1, 1, 1), ZSET, zlexcount).doc(
+    cmd("zlexcount", 4, READONLY | FAST, (1, 1, 1), ZSET, zlexcount).key_specs(keyspecs::DUMP).doc(
         "sorted-set",
         "2.8.9",
         "Count the number of members in a sorted set between a given lexicographical range",
         "O(log(N)) with N being the number of elements in the sorted set.",
     ),
-    cmd("zrange", -4, READONLY, (1, 1, 1), ZSET, zrange).doc(
+    cmd("zrange", -4, READONLY, (1, 1, 1), ZSET, zrange).key_specs(keyspecs::DUMP).doc(
         "sorted-set",
         "1.2.0",
         "Return a range of members in a sorted set",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.",
     ),
-    cmd("zrangestore", -5, WRITE | DENYOOM, (1, 2, 1), ZSET, zrangestore).doc(
+    cmd("zrangestore", -5, WRITE | DENYOOM, (1, 2, 1), ZSET, zrangestore).key_specs(keyspecs::ZRANGESTORE).doc(
         "sorted-set",
         "6.2.0",
         "Store a range of members from sorted set into another key",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements stored into the destination key.",
     ),
-    cmd("zrevrange", -4, READONLY, (1, 1, 1), ZSET, zrevrange).doc(
+    cmd("zrevrange", -4, READONLY, (1, 1, 1), ZSET, zrevrange).key_specs(keyspecs::DUMP).doc(
         "sorted-set",
         "1.2.0",
         "Return a range of members in a sorted set, by index, with scores ordered from high to low",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.",
     ),
-    cmd("zrangebyscore", -4, READONLY, (1, 1, 1), ZSET, zrangebyscore).doc(
+    cmd("zrangebyscore", -4, READONLY, (1, 1, 1), ZSET, zrangebyscore).key_specs(keyspecs::DUMP).doc(
         "sorted-set",
         "1.0.5",
         "Return a range of members in a sorted set, by score",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N)).",
     ),
-    cmd("zrevrangebyscore", -4, READONLY, (1, 1, 1), ZSET, zrevrangebyscore).doc(
+    cmd("zrevrangebyscore", -4, READONLY, (1, 1, 1), ZSET, zrevrangebyscore).key_specs(keyspecs::DUMP).doc(
         "sorted-set",
         "2.2.0",
         "Return a range of members in a sorted set, by score, with scores ordered from high to low",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N)).",
     ),
-    cmd("zrangebylex", -4, READONLY, (1, 1, 1), ZSET, zrangebylex).doc(
+    cmd("zrangebylex", -4, READONLY, (1, 1, 1), ZSET, zrangebylex).key_specs(keyspecs::DUMP).doc(
         "sorted-set",
         "2.8.9",
         "Return a range of members in a sorted set, by lexicographical range",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N)).",
     ),
-    cmd("zrevrangebylex", -4, READONLY, (1, 1, 1), ZSET, zrevrangebylex).doc(
+    cmd("zrevrangebylex", -4, READONLY, (1, 1, 1), ZSET, zrevrangebylex).key_specs(keyspecs::DUMP).doc(
         "sorted-set",
         "2.8.9",
         "Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N)).",
     ),
-    cmd("zremrangebyrank", 4, WRITE, (1, 1, 1), ZSET, zremrangebyrank).doc(
+    cmd("zremrangebyrank", 4, WRITE, (1, 1, 1), ZSET, zremrangebyrank).key_specs(keyspecs::HDEL).doc(
         "sorted-set",
         "2.0.0",
         "Remove all members in a sorted set within the given indexes",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.",
     ),
-    cmd("zremrangebyscore", 4, WRITE, (1, 1, 1), ZSET, zremrangebyscore).doc(
+    cmd("zremrangebyscore", 4, WRITE, (1, 1, 1), ZSET, zremrangebyscore).key_specs(keyspecs::HDEL).doc(
         "sorted-set",
         "1.2.0",
         "Remove all members in a sorted set within the given scores",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.",
     ),
-    cmd("zremrangebylex", 4, WRITE, (1, 1, 1), ZSET, zremrangebylex).doc(
+    cmd("zremrangebylex", 4, WRITE, (1, 1, 1), ZSET, zremrangebylex).key_specs(keyspecs::HDEL).doc(
         "sorted-set",
         "2.8.9",
         "Remove all members in a sorted set between the given lexicographical range",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.",
     ),
-    cmd("zpopmin", -2, WRITE | FAST, (1, 1, 1), ZSET, zpopmin).doc(
+    cmd("zpopmin", -2, WRITE | FAST, (1, 1, 1), ZSET, zpopmin).key_specs(keyspecs::GETDEL).doc(
         "sorted-set",
         "5.0.0",
         "Remove and return members with the lowest scores in a sorted set",
         "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
     ),
-    cmd("zpopmax", -2, WRITE | FAST, (1, 1, 1), ZSET, zpopmax).doc(
+    cmd("zpopmax", -2, WRITE | FAST, (1, 1, 1), ZSET, zpopmax).key_specs(keyspecs::GETDEL).doc(
         "sorted-set",
         "5.0.0",
         "Remove and return members with the highest scores in a sorted set",
         "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
     ),
-    cmd("zmpop", -4, WRITE | MOVABLE_KEYS, (0, 0, 0), ZSET, zmpop).doc(
+    cmd("zmpop", -4, WRITE | MOVABLE_KEYS, (0, 0, 0), ZSET, zmpop).key_specs(keyspecs::LMPOP).key_finder(keyspecs::numkeys_at_1).doc(
         "sorted-set",
         "7.0.0",
         "Remove and return members with scores in a sorted set",
@@ -184,7 +185,7 @@ pub static COMMANDS: &[Command] = &[
         (1, -2, 1),
         ZSET,
         bzpopmin,
-    )
+    ).key_specs(keyspecs::BLPOP)
     .doc(
         "sorted-set",
         "5.0.0",
@@ -199,7 +200,7 @@ pub static COMMANDS: &[Command] = &[
         (1, -2, 1),
         ZSET,
         bzpopmax,
-    )
+    ).key_specs(keyspecs::BLPOP)
     .doc(
         "sorted-set",
         "5.0.0",
@@ -214,56 +215,56 @@ pub static COMMANDS: &[Command] = &[
         (0, 0, 0),
         ZSET,
         bzmpop,
-    )
+    ).key_specs(keyspecs::BLMPOP).key_finder(keyspecs::numkeys_at_2)
     .doc(
         "sorted-set",
         "7.0.0",
         "Remove and return members with scores in a sorted set or block until one is available",
         "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
     ),
-    cmd("zunion", -3, READONLY | MOVABLE_KEYS, (0, 0, 0), ZSET, zunion).doc(
+    cmd("zunion", -3, READONLY | MOVABLE_KEYS, (0, 0, 0), ZSET, zunion).key_specs(keyspecs::SINTERCARD).key_finder(keyspecs::numkeys_at_1).doc(
         "sorted-set",
         "6.2.0",
         "Add multiple sorted sets",
         "O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
     ),
-    cmd("zinter", -3, READONLY | MOVABLE_KEYS, (0, 0, 0), ZSET, zinter).doc(
+    cmd("zinter", -3, READONLY | MOVABLE_KEYS, (0, 0, 0), ZSET, zinter).key_specs(keyspecs::SINTERCARD).key_finder(keyspecs::numkeys_at_1).doc(
         "sorted-set",
         "6.2.0",
         "Intersect multiple sorted sets",
         "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
     ),
-    cmd("zdiff", -3, READONLY | MOVABLE_KEYS, (0, 0, 0), ZSET, zdiff).doc(
+    cmd("zdiff", -3, READONLY | MOVABLE_KEYS, (0, 0, 0), ZSET, zdiff).key_specs(keyspecs::SINTERCARD).key_finder(keyspecs::numkeys_at_1).doc(
         "sorted-set",
         "6.2.0",
         "Subtract multiple sorted sets",
         "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
     ),
-    cmd("zunionstore", -4, WRITE | DENYOOM | MOVABLE_KEYS, (1, 1, 1), ZSET, zunionstore).doc(
+    cmd("zunionstore", -4, WRITE | DENYOOM | MOVABLE_KEYS, (1, 1, 1), ZSET, zunionstore).key_specs(keyspecs::ZDIFFSTORE).key_finder(keyspecs::store_numkeys_at_2).doc(
         "sorted-set",
         "2.0.0",
         "Add multiple sorted sets and store the resulting sorted set in a new key",
         "O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
     ),
-    cmd("zinterstore", -4, WRITE | DENYOOM | MOVABLE_KEYS, (1, 1, 1), ZSET, zinterstore).doc(
+    cmd("zinterstore", -4, WRITE | DENYOOM | MOVABLE_KEYS, (1, 1, 1), ZSET, zinterstore).key_specs(keyspecs::ZDIFFSTORE).key_finder(keyspecs::store_numkeys_at_2).doc(
         "sorted-set",
         "2.0.0",
         "Intersect multiple sorted sets and store the resulting sorted set in a new key",
         "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
     ),
-    cmd("zdiffstore", -4, WRITE | DENYOOM | MOVABLE_KEYS, (1, 1, 1), ZSET, zdiffstore).doc(
+    cmd("zdiffstore", -4, WRITE | DENYOOM | MOVABLE_KEYS, (1, 1, 1), ZSET, zdiffstore).key_specs(keyspecs::ZDIFFSTORE).key_finder(keyspecs::store_numkeys_at_2).doc(
         "sorted-set",
         "6.2.0",
         "Subtract multiple sorted sets and store the resulting sorted set in a new key",
         "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
     ),
-    cmd("zintercard", -3, READONLY | MOVABLE_KEYS, (0, 0, 0), ZSET, zintercard).doc(
+    cmd("zintercard", -3, READONLY | MOVABLE_KEYS, (0, 0, 0), ZSET, zintercard).key_specs(keyspecs::SINTERCARD).key_finder(keyspecs::numkeys_at_1).doc(
         "sorted-set",
         "7.0.0",
         "Intersect multiple sorted sets and return the cardinality of the result",
         "O(N*K) worst case with N being the smallest input sorted set, K being the number of input sorted sets.",
     ),
-    cmd("zrandmember", -2, READONLY, (1, 1, 1), ZSET, zrandmember)
+    cmd("zrandmember", -2, READONLY, (1, 1, 1), ZSET, zrandmember).key_specs(keyspecs::DUMP)
         .doc(
             "sorted-set",
             "6.2.0",
@@ -271,7 +272,7 @@ pub static COMMANDS: &[Command] = &[
             "O(N) where N is the number of elements returned",
         )
         .tips(&["nondeterministic_output"]),
-    cmd("zscan", -3, READONLY, (1, 1, 1), ZSET, zscan)
+    cmd("zscan", -3, READONLY, (1, 1, 1), ZSET, zscan).key_specs(keyspecs::DUMP)
         .doc(
             "sorted-set",
             "2.8.0",
