@@ -302,3 +302,23 @@ impl Server {
         self.shutdown.notify_one();
     }
 }
+
+/// Serving blocked clients (db/blocking.rs) reaches the server through
+/// this interface.
+impl crate::db::blocking::Host for Server {
+    fn keyspace(&self) -> &crate::db::keyspace::Keyspace {
+        &self.keyspace
+    }
+
+    fn cut_unit(&self) {
+        self.propagation.cut();
+    }
+
+    fn list_fill(&self) -> i64 {
+        self.live.list_max_listpack_size.load(Ordering::Relaxed)
+    }
+
+    fn record_error(&self, msg: &str) {
+        self.stats.record_error(msg);
+    }
+}

@@ -1236,7 +1236,7 @@ impl BlockOp for MoveOp {
         if !cx.locks.acquire(cx.db, hash_key(&self.dst)) {
             return Attempt::Retry;
         }
-        let fill = fill(cx.server);
+        let fill = cx.host.list_fill();
         let mut out = Out {
             buf: Vec::new(),
             resp3: cx.resp3,
@@ -1248,7 +1248,7 @@ impl BlockOp for MoveOp {
             MoveResult::Missing => return Attempt::NotReady,
             MoveResult::WrongType => {
                 out.error(err::WRONGTYPE);
-                cx.server.stats.record_error(err::WRONGTYPE);
+                cx.host.record_error(err::WRONGTYPE);
             }
             MoveResult::Moved(v) => {
                 out.bulk(&v);

@@ -973,7 +973,7 @@ pub fn run(
     };
     if signal && !prop {
         let (keys, all) = signal_keys();
-        crate::db::blocking::signal_after_command(server, client.db, &keys, all, now);
+        crate::db::blocking::signal_after_command(&**server, client.db, &keys, all, now);
     }
     if prop {
         server.propagation.end_command(db_at_start, args);
@@ -986,11 +986,11 @@ pub fn run(
                 server.propagation.begin_background();
             }
             if !stashed.is_empty() {
-                crate::db::blocking::serve_deferred(server, stashed, now);
+                crate::db::blocking::serve_deferred(&**server, stashed, now);
             }
             if signal {
                 let (keys, all) = signal_keys();
-                crate::db::blocking::signal_after_command(server, client.db, &keys, all, now);
+                crate::db::blocking::signal_after_command(&**server, client.db, &keys, all, now);
             }
             if own {
                 server.propagation.end_background();

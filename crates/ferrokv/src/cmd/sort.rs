@@ -1013,10 +1013,10 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, readonly: bool) {
     };
     if outputlen > 0 && blocking::any_waiters() {
         let mut deferred: Deferred = Vec::new();
-        blocking::serve(server, &mut locks, db, dst, now, &mut deferred);
+        blocking::serve(&**server, &mut locks, db, dst, now, &mut deferred);
         drop(locks);
         if !deferred.is_empty() {
-            blocking::serve_deferred(server, deferred, now);
+            blocking::serve_deferred(&**server, deferred, now);
         }
     } else {
         drop(locks);

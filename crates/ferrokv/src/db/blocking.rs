@@ -40,7 +40,6 @@
 
 use super::keyspace::{KeyLocks, Shard};
 use super::{hash_key, Keyspace};
-use crate::server::Server;
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -89,10 +88,24 @@ pub trait BlockOp: Send + Sync {
     fn serve(&self, cx: &mut ServeCx<'_, '_>, key: &[u8]) -> Attempt;
 }
 
+/// What serving blocked clients needs from the layers above (the server
+/// implements it), so that this layer depends on nothing above it.
+pub trait Host: Sync {
+    /// The keyspace the waiters are registered in.
+    fn keyspace(&self) -> &super::keyspace::Keyspace;
+    /// Hands the records of a round of locks over as one propagation unit
+    /// (propagate.rs `Stream::cut`).
+    fn cut_unit(&self);
+    /// `list-max-listpack-size`, for pushes to a destination list.
+    fn list_fill(&self) -> i64;
+    /// Counts an error reply (INFO errorstats) given to a served client.
+    fn record_error(&self, msg: &str);
+}
+
 /// What a [`BlockOp`] gets to work with.
 pub struct ServeCx<'l, 'a> {
-    /// Shared server state (configuration, statistics).
-    pub server: &'a Server,
+    /// The layers above (configuration, statistics).
+    pub host: &'a dyn Host,
     /// The shards held; more may be taken with [`KeyLocks::acquire`].
     pub locks: &'l mut KeyLocks<'a>,
     /// The waiter's database.
@@ -297,7 +310,7 @@ pub type Deferred = Vec<(usize, Box<[u8]>)>;
 /// and, transitively, of any key their serving added data to. Keys that
 /// could not be served now are appended to `deferred`.
 pub fn serve<'a>(
-    server: &'a Server,
+    host: &'a dyn Host,
     locks: &mut KeyLocks<'a>,
     db: usize,
     key: &[u8],
@@ -339,7 +352,7 @@ pub fn serve<'a>(
                 Ok(_) => {}
             }
             let mut cx = ServeCx {
-                server,
+                host,
                 locks: &mut *locks,
                 db,
                 now,
@@ -374,7 +387,7 @@ pub fn serve<'a>(
 /// them, while the caller's `locks` (holding their shards) are still held,
 /// then releases the locks and serves any key that had to be deferred.
 pub fn serve_and_release<'a>(
-    server: &'a Server,
+    host: &'a dyn Host,
     mut locks: KeyLocks<'a>,
     db: usize,
     keys: &[&[u8]],
@@ -385,11 +398,11 @@ pub fn serve_and_release<'a>(
     }
     let mut deferred: Deferred = Vec::new();
     for k in keys {
-        serve(server, &mut locks, db, k, now, &mut deferred);
+        serve(host, &mut locks, db, k, now, &mut deferred);
     }
     drop(locks);
     if !deferred.is_empty() {
-        serve_deferred(server, deferred, now);
+        serve_deferred(host, deferred, now);
     }
 }
 
@@ -411,7 +424,7 @@ pub fn take_stashed() -> Deferred {
 /// [`take_stashed`]), and a background context hands each round's locks
 /// over as a unit of its own (`Stream::cut`): a unit takes all its locks at
 /// one time (propagate.rs).
-pub fn serve_deferred(server: &Server, mut deferred: Deferred, now: u64) {
+pub fn serve_deferred(host: &dyn Host, mut deferred: Deferred, now: u64) {
     if crate::propagate::Stream::in_single_command() {
         STASH.with(|s| s.borrow_mut().extend(deferred));
         return;
@@ -421,10 +434,10 @@ pub fn serve_deferred(server: &Server, mut deferred: Deferred, now: u64) {
         let batch = std::mem::take(&mut deferred);
         for (db, key) in batch {
             let h = hash_key(&key);
-            let mut locks = server.keyspace.lock_keys(&[(db, h)]);
-            serve(server, &mut locks, db, &key, now, &mut deferred);
+            let mut locks = host.keyspace().lock_keys(&[(db, h)]);
+            serve(host, &mut locks, db, &key, now, &mut deferred);
             drop(locks);
-            server.propagation.cut();
+            host.cut_unit();
         }
         rounds += 1;
         if !deferred.is_empty() {
@@ -449,20 +462,20 @@ pub fn any_waiters() -> bool {
 /// every database (MOVE, SWAPDB, COPY ... DB, FLUSH*, where data can
 /// appear in another database). Not atomic with the command itself (see
 /// the module documentation).
-pub fn signal_after_command(server: &Server, db: usize, keys: &[&[u8]], all: bool, now: u64) {
+pub fn signal_after_command(host: &dyn Host, db: usize, keys: &[&[u8]], all: bool, now: u64) {
     if !any_waiters() {
         return;
     }
     let mut deferred: Deferred = keys.iter().map(|k| (db, Box::from(*k))).collect();
     if all {
-        for d in 0..server.keyspace.db_count() {
+        for d in 0..host.keyspace().db_count() {
             for i in 0..super::keyspace::SHARDS {
-                let ks = server.keyspace.db(d).shard_at(i).lock().blocked.keys();
+                let ks = host.keyspace().db(d).shard_at(i).lock().blocked.keys();
                 deferred.extend(ks.into_iter().map(|k| (d, k)));
             }
         }
     }
-    serve_deferred(server, deferred, now);
+    serve_deferred(host, deferred, now);
 }
 
 /// Convenience for callers that hold a single shard guard and a key they
