@@ -895,10 +895,10 @@ pub fn empty_all(server: &Server) {
     let ks = &server.keyspace;
     for i in 0..ks.db_count() {
         let db = ks.db(i);
-        for s in 0..SHARDS_PER_DB {
-            let old = db.shard_at(s).lock().take();
-            drop(old);
-        }
+        // Locked as writers lock (a rewrite's point-in-time copy copies
+        // each shard before it is emptied).
+        let old: Vec<Shard> = db.lock_all().iter_mut().map(|g| g.take()).collect();
+        drop(old);
     }
 }
 

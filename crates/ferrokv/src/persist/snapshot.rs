@@ -17,7 +17,6 @@
 use crate::db::keyspace::{Keyspace, Shard, ShardCopier};
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Serialises a locked shard into the buffer; returns the keys written.
@@ -32,15 +31,12 @@ struct Copier {
     serialise: Box<Serialise>,
     /// (database, shard) -> (bytes, keys), copied and not yet walked.
     copied: Mutex<HashMap<(usize, usize), Copied>>,
-    /// Bytes held in `copied`.
-    held: AtomicU64,
 }
 
 impl ShardCopier for Copier {
     fn copy(&self, db: usize, idx: usize, shard: &Shard) {
         let mut b = Vec::new();
         let n = (self.serialise)(shard, &mut b);
-        self.held.fetch_add(b.len() as u64, Ordering::Relaxed);
         self.copied.lock().insert((db, idx), (b, n));
     }
 }
@@ -60,7 +56,6 @@ impl<'a> Snapshot<'a> {
         let copier = Arc::new(Copier {
             serialise,
             copied: Mutex::new(HashMap::new()),
-            held: AtomicU64::new(0),
         });
         let armed: Arc<dyn ShardCopier> = copier.clone();
         ks.arm_copier(&armed);
@@ -76,9 +71,6 @@ impl<'a> Snapshot<'a> {
         self.ks.copy_shard(&self.armed, db, idx);
         match self.copier.copied.lock().remove(&(db, idx)) {
             Some((b, n)) => {
-                self.copier
-                    .held
-                    .fetch_sub(b.len() as u64, Ordering::Relaxed);
                 if out.is_empty() {
                     *out = b;
                 } else {
@@ -88,11 +80,6 @@ impl<'a> Snapshot<'a> {
             }
             None => 0,
         }
-    }
-
-    /// Bytes of shards copied by writers and not yet taken by the walk.
-    pub fn held_bytes(&self) -> u64 {
-        self.copier.held.load(Ordering::Relaxed)
     }
 }
 
