@@ -463,7 +463,7 @@ fn next_victim(server: &Server, st: &mut State, policy: Policy) -> Option<(usize
     let dbs = st.dbs;
     let random = matches!(policy, Policy::AllkeysRandom | Policy::VolatileRandom);
     let samples = SAMPLES.load(Ordering::Relaxed) as usize;
-    let now_t = clock(crate::util::now_ms());
+    let now_t = clock(server.clock.now_ms());
     let count = dbs.count_ones() as u64;
     if random {
         // Round-robin is not needed: a random non-empty database.

@@ -9,6 +9,7 @@
 //! the connection sends all replies of the batch with one write.
 
 pub mod acl;
+pub mod clock;
 pub mod cmd;
 pub mod config;
 pub mod db;
@@ -234,6 +235,25 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The active expiry part of a cron tick (Redis's `activeExpireCycle` in
+/// `databasesCron`): one cycle over every database at the server's clock,
+/// bounded by `budget` of wall time, then the BCAST invalidations of the
+/// keys it expired. Tests call it directly to expire keys without waiting
+/// for the cron.
+pub fn active_expire(server: &Arc<Server>, budget: Duration) {
+    // Expiry DELs are propagated in order with write commands: each step
+    // holds its gate stripe (tx.rs).
+    server
+        .keyspace
+        .active_expire_cycle(server.clock.now_ms(), budget, &mut |f| {
+            tx::background_step(server, f)
+        });
+    tracking::flush_bcast(server);
+    if server.tracking.client_count() > 0 {
+        tracking::limit_used_slots(server);
+    }
+}
+
 /// Background work run `hz` times per second, like Redis's `serverCron`:
 /// the instantaneous-metrics sample (INFO instantaneous_ops_per_sec), the
 /// active expiry cycle (at most 25% of each period) and, once a second,
@@ -245,22 +265,11 @@ async fn cron(server: Arc<Server>) {
         let period = Duration::from_millis(1000 / hz);
         tokio::time::sleep(period).await;
         tick += 1;
-        server.stats.sample(util::now_ms());
+        server.stats.sample(server.clock.now_ms());
         persist::rdb::cron(&server);
         let s = server.clone();
         let budget = period / 4;
-        let _ = tokio::task::spawn_blocking(move || {
-            // Expiry DELs are logged in order with write commands: each
-            // step holds its gate stripe, then the AOF gate (tx.rs).
-            s.keyspace
-                .active_expire_cycle(util::now_ms(), budget, &mut |f| tx::background_step(&s, f));
-            // BCAST invalidations of the keys expired by this cycle.
-            tracking::flush_bcast(&s);
-            if s.tracking.client_count() > 0 {
-                tracking::limit_used_slots(&s);
-            }
-        })
-        .await;
+        let _ = tokio::task::spawn_blocking(move || active_expire(&s, budget)).await;
         if tick.is_multiple_of(hz) {
             memory::release_free_memory();
             let timeout = server.live.timeout.load(Ordering::Relaxed);

@@ -111,6 +111,9 @@ pub struct LatencySeries {
 
 /// Shared server state.
 pub struct Server {
+    /// The clock every part of the server reads "now" from (clock.rs);
+    /// tests can set it.
+    pub clock: crate::clock::Clock,
     /// The effective configuration (CONFIG GET/SET).
     pub config: RwLock<Config>,
     /// Hot-path copies of configuration values.
@@ -175,6 +178,7 @@ impl Server {
         }
         run_id.truncate(40);
         let s = Arc::new(Server {
+            clock: crate::clock::Clock::new(),
             config: RwLock::new(config),
             live: LiveConfig::default(),
             keyspace: Keyspace::new(dbs),
@@ -279,7 +283,7 @@ impl Server {
         if th == 0 || ms < th {
             return;
         }
-        let now = crate::util::now_ms() / 1000;
+        let now = self.clock.now_ms() / 1000;
         let mut l = self.latency.lock();
         let s = l.entry(event.to_string()).or_default();
         if let Some(last) = s.samples.back_mut() {

@@ -845,7 +845,7 @@ fn keys(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let mut out: Vec<&[u8]> = Vec::new();
     for g in guards.iter() {
         for (k, _, at) in g.iter_with_expire() {
-            if (at == 0 || at > now) && (all || glob_match(pat, k, false)) {
+            if (at == 0 || at >= now) && (all || glob_match(pat, k, false)) {
                 out.push(k);
             }
         }
@@ -961,7 +961,7 @@ fn scan(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             loop {
                 dc = g.scan_step_with_expire(dc, |k, e, at| {
                     found += 1;
-                    if at != 0 && at <= now {
+                    if at != 0 && at < now {
                         expired.push(k.to_vec());
                         return;
                     }

@@ -954,7 +954,7 @@ pub fn run(
     (c.handler)(&mut ctx, args);
     let failed = ctx.failed;
     let dirty = ctx.dirty;
-    let end_us = crate::util::now_us();
+    let end_us = server.clock.now_us();
     ctx.client.clock_us = end_us;
     // Keys created by commands outside the list and sorted-set families
     // (which serve their waiters under their own locks): RENAME, COPY,
@@ -1302,7 +1302,7 @@ fn slowlog_push(server: &Server, client: &Client, args: &Args<'_>, us: u64) {
     sl.next_id += 1;
     sl.entries.push_front(SlowlogEntry {
         id,
-        time: crate::util::now_ms() / 1000,
+        time: server.clock.now_ms() / 1000,
         duration_us: us,
         args: v,
         addr: client.handle.addr.clone(),
@@ -1317,7 +1317,7 @@ fn slowlog_push(server: &Server, client: &Client, args: &Args<'_>, us: u64) {
 /// `+<unix.micros> [<db> <addr>] "arg" "arg"` with Redis's escaping
 /// (`sdscatrepr`).
 fn feed_monitors(server: &Server, client: &Client, args: &Args<'_>) {
-    let us = crate::util::now_us();
+    let us = server.clock.now_us();
     let mut line = format!(
         "+{}.{:06} [{} {}]",
         us / 1_000_000,

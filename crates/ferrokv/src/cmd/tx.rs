@@ -133,7 +133,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     // Every other command on every core finishes before this line returns
     // and none starts until `gate` drops.
     let gate = crate::tx::gate_exclusive();
-    let now = crate::util::now_ms();
+    let now = ctx.server.clock.now_ms();
     if crate::tx::watch_failed(ctx.server, &ctx.client.watch, now) {
         crate::tx::unwatch_all(&mut ctx.client.watch);
         drop(gate);

@@ -304,7 +304,7 @@ fn run_copiers(g: &mut Shard) {
 #[inline]
 fn vol_expired(vol: &Volatile, h: u64, key: &[u8], now: u64) -> bool {
     let at = vol.get(h, key);
-    at != 0 && at <= now
+    at != 0 && at < now
 }
 
 impl Shard {
@@ -407,7 +407,7 @@ impl Shard {
     #[inline]
     pub fn is_expired(&self, h: u64, key: &[u8], now: u64) -> bool {
         let at = self.expire_at(h, key);
-        at != 0 && at <= now
+        at != 0 && at < now
     }
 
     /// Stores `entry` under `key` without a TTL, replacing any previous
@@ -557,11 +557,11 @@ impl Shard {
                 .overflow
                 .iter()
                 .nth(i - n)
-                .filter(|(_, &at)| at <= now)
+                .filter(|(_, &at)| at < now)
                 .map(|(k, _)| k.clone());
         }
         let (h, at) = self.volatile.by_hash.sample(r >> 16)?;
-        if at > now {
+        if at >= now {
             return None;
         }
         // The index knows the key by its hash: find the marked node with

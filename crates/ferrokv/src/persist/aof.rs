@@ -811,7 +811,7 @@ pub fn put_shard_commands(buf: &mut Vec<u8>, g: &crate::db::keyspace::Shard) -> 
     let mut ib = itoa::Buffer::new();
     let mut n = 0;
     for (k, e, expire_at) in g.iter_with_expire() {
-        if expire_at != 0 && expire_at <= now {
+        if expire_at != 0 && expire_at < now {
             continue;
         }
         n += 1;

@@ -300,7 +300,7 @@ fn put_shard(b: &mut Vec<u8>, shard: &Shard, opts: &WriteOpts) -> u64 {
     let now = now_ms();
     let mut n = 0;
     for (k, e, expire_at) in shard.iter_with_expire() {
-        if expire_at != 0 && expire_at <= now {
+        if expire_at != 0 && expire_at < now {
             continue;
         }
         put_key(b, k, e, expire_at, opts);
