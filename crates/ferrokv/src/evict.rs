@@ -11,22 +11,19 @@
 //!   [`POOL_SIZE`] best (Redis's `evictionPoolPopulate`): the longest idle
 //!   (LRU), the least frequently used (LFU), the nearest expiry
 //!   (volatile-ttl); the random policies take a random sampled key.
-//! - Each [`Entry`](crate::db::Entry)'s 32-bit `lru` field holds the last
-//!   access time on the [`clock`] (10 ms units, wrapping every 497 days;
-//!   finer than Redis's 1 s LRU clock, so that a fast write flood still
-//!   orders keys) under the other policies, and under an LFU policy
-//!   Redis's 24-bit layout: 16 bits of access time in minutes, then an 8-bit
-//!   logarithmic counter ([`lfu_incr`], [`lfu_decay`]).
+//! - Idleness and frequency come from each key's access record
+//!   (db/lru.rs: the LRU clock, or Redis's LFU counter under an LFU policy).
 //!
 //! Only the thread that finds memory over the limit evicts; others that
 //! find it over the limit at the same time wait on the eviction lock and
 //! re-check. With `maxmemory 0` the cost per command is one atomic load.
 
 use crate::db::dict::hash_key;
+use crate::db::lru::{clock, LruPolicy};
 use crate::server::Server;
 use crate::util::rand_u64;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 /// The OOM error (server.c `shared.oomerr`), without the leading `-`.
@@ -34,9 +31,6 @@ pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// Eviction pool size (Redis's EVPOOL_SIZE).
 pub const POOL_SIZE: usize = 16;
-
-/// Initial LFU counter of a new key (Redis's LFU_INIT_VAL).
-pub const LFU_INIT_VAL: u32 = 5;
 
 /// A maxmemory-policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,63 +120,92 @@ impl Policy {
     }
 }
 
-static MAXMEMORY: AtomicU64 = AtomicU64::new(0);
-static POLICY: AtomicU8 = AtomicU8::new(Policy::NoEviction as u8);
-static LFU: AtomicBool = AtomicBool::new(false);
-static SAMPLES: AtomicU32 = AtomicU32::new(5);
-static TENACITY: AtomicU32 = AtomicU32::new(10);
-static LOG_FACTOR: AtomicU32 = AtomicU32::new(10);
-static DECAY_TIME: AtomicU32 = AtomicU32::new(1);
-static EVICTED: AtomicU64 = AtomicU64::new(0);
-
-/// Applies the maxmemory directives (called by `Server::apply_config`):
-/// `maxmemory` bytes (0 = no limit), the policy name, `maxmemory-samples`,
-/// `maxmemory-eviction-tenacity`, `lfu-log-factor`, `lfu-decay-time`
-/// (minutes).
-pub fn configure(
-    maxmemory: u64,
-    policy: &str,
-    samples: u32,
-    tenacity: u32,
-    log_factor: u32,
-    decay_time: u32,
-) {
-    let p = Policy::parse(policy).unwrap_or(Policy::NoEviction);
-    MAXMEMORY.store(maxmemory, Ordering::Relaxed);
-    POLICY.store(p as u8, Ordering::Relaxed);
-    LFU.store(p.lfu(), Ordering::Relaxed);
-    SAMPLES.store(samples.clamp(1, 1024), Ordering::Relaxed);
-    TENACITY.store(tenacity, Ordering::Relaxed);
-    LOG_FACTOR.store(log_factor, Ordering::Relaxed);
-    DECAY_TIME.store(decay_time, Ordering::Relaxed);
+/// The maxmemory settings and eviction state of one server
+/// (`Server::evict`).
+pub struct Eviction {
+    /// `maxmemory`, bytes (0 = no limit).
+    maxmemory: AtomicU64,
+    /// `maxmemory-policy` ([`Policy`] as u8).
+    policy: AtomicU8,
+    /// `maxmemory-samples`.
+    samples: AtomicU32,
+    /// `maxmemory-eviction-tenacity`.
+    tenacity: AtomicU32,
+    /// Keys evicted since start or CONFIG RESETSTAT (INFO evicted_keys).
+    evicted: AtomicU64,
+    /// The candidate pool and the non-empty databases; held by the one
+    /// thread that evicts.
+    state: Mutex<State>,
 }
 
-/// The memory limit in bytes (0 = none).
-#[inline]
-pub fn maxmemory() -> u64 {
-    MAXMEMORY.load(Ordering::Relaxed)
+impl Default for Eviction {
+    fn default() -> Self {
+        Eviction {
+            maxmemory: AtomicU64::new(0),
+            policy: AtomicU8::new(Policy::NoEviction as u8),
+            samples: AtomicU32::new(5),
+            tenacity: AtomicU32::new(10),
+            evicted: AtomicU64::new(0),
+            state: Mutex::new(State {
+                pool: Vec::new(),
+                dbs: 0,
+                dbs_at: None,
+            }),
+        }
+    }
 }
 
-/// The current policy.
-#[inline]
-pub fn policy() -> Policy {
-    Policy::from_u8(POLICY.load(Ordering::Relaxed))
-}
+impl Eviction {
+    /// Applies the maxmemory directives (called by `Server::apply_config`):
+    /// `maxmemory` bytes (0 = no limit), the policy name,
+    /// `maxmemory-samples`, `maxmemory-eviction-tenacity`. Returns the
+    /// policy (whether it is an LFU one decides the layout of the keys'
+    /// access records, db/lru.rs).
+    pub fn configure(&self, maxmemory: u64, policy: &str, samples: u32, tenacity: u32) -> Policy {
+        let p = Policy::parse(policy).unwrap_or(Policy::NoEviction);
+        self.maxmemory.store(maxmemory, Ordering::Relaxed);
+        self.policy.store(p as u8, Ordering::Relaxed);
+        self.samples
+            .store(samples.clamp(1, 1024), Ordering::Relaxed);
+        self.tenacity.store(tenacity, Ordering::Relaxed);
+        p
+    }
 
-/// True under an LFU policy (the `lru` fields hold LFU data).
-#[inline]
-pub fn lfu() -> bool {
-    LFU.load(Ordering::Relaxed)
-}
+    /// The memory limit in bytes (0 = none).
+    #[inline]
+    pub fn maxmemory(&self) -> u64 {
+        self.maxmemory.load(Ordering::Relaxed)
+    }
 
-/// Keys evicted since start (INFO evicted_keys).
-pub fn evicted_keys() -> u64 {
-    EVICTED.load(Ordering::Relaxed)
-}
+    /// The current policy.
+    #[inline]
+    pub fn policy(&self) -> Policy {
+        Policy::from_u8(self.policy.load(Ordering::Relaxed))
+    }
 
-/// Resets the INFO counter (CONFIG RESETSTAT).
-pub fn reset_stats() {
-    EVICTED.store(0, Ordering::Relaxed);
+    /// Keys evicted since start (INFO evicted_keys).
+    pub fn evicted_keys(&self) -> u64 {
+        self.evicted.load(Ordering::Relaxed)
+    }
+
+    /// Resets the INFO counter (CONFIG RESETSTAT).
+    pub fn reset_stats(&self) {
+        self.evicted.store(0, Ordering::Relaxed);
+    }
+
+    /// Redis's `evictionTimeLimitUs`: the budget of one [`perform`] call.
+    fn time_limit(&self) -> Option<Duration> {
+        let t = self.tenacity.load(Ordering::Relaxed);
+        if t <= 10 {
+            Some(Duration::from_micros(50 * t as u64))
+        } else if t < 100 {
+            Some(Duration::from_micros(
+                (500.0 * 1.15f64.powi(t as i32 - 10)) as u64,
+            ))
+        } else {
+            None
+        }
+    }
 }
 
 /// Used memory as INFO and eviction see it: the counted allocator's
@@ -193,97 +216,6 @@ pub fn used_memory() -> u64 {
     } else {
         crate::cmd::server::rss_bytes()
     }
-}
-
-// ------------------------------------------------------------ LRU / LFU
-
-/// Units of the LRU clock per second.
-pub const CLOCK_HZ: u64 = 100;
-
-/// The LRU clock at `now_ms`: 10 ms units, wrapping.
-#[inline]
-pub fn clock(now_ms: u64) -> u32 {
-    (now_ms / (1000 / CLOCK_HZ)) as u32
-}
-
-/// Seconds since the access recorded as `lru` (LRU policies), at `now_ms`.
-pub fn idle_secs(lru: u32, now_ms: u64) -> u64 {
-    u64::from(clock(now_ms).wrapping_sub(lru)) / CLOCK_HZ
-}
-
-/// The `lru` value of an access `idle_s` seconds before `now_ms`
-/// (RESTORE IDLETIME, RDB IDLE).
-pub fn clock_idle(now_ms: u64, idle_s: u64) -> u32 {
-    clock(now_ms).wrapping_sub((idle_s.min(u32::MAX as u64 / CLOCK_HZ) * CLOCK_HZ) as u32)
-}
-
-#[inline]
-fn minutes(t: u32) -> u32 {
-    (t / (60 * CLOCK_HZ as u32)) & 0xFFFF
-}
-
-/// The `lru` field of a new key created at `now_ms`: the [`clock`], or
-/// under LFU (now in minutes, [`LFU_INIT_VAL`]) (Redis's `createObject`).
-#[inline]
-pub fn initial(now_ms: u64) -> u32 {
-    let t = clock(now_ms);
-    if lfu() {
-        (minutes(t) << 8) | LFU_INIT_VAL
-    } else {
-        t
-    }
-}
-
-/// Records an access at clock time `t` ([`clock`]) in an `lru` field: the
-/// time under LRU; under LFU the decayed, then probabilistically
-/// incremented counter (Redis's `updateLFU`). One branch on a cached flag.
-#[inline]
-pub fn access(lru: &mut u32, t: u32) {
-    if lfu() {
-        let c = lfu_incr(lfu_decay(*lru, t));
-        *lru = (minutes(t) << 8) | c;
-    } else {
-        *lru = t;
-    }
-}
-
-/// The LFU counter of `lru` decayed by one per `lfu-decay-time` minutes
-/// elapsed since its last decrement time (Redis's `LFUDecrAndReturn`); `t`
-/// is the [`clock`] now.
-pub fn lfu_decay(lru: u32, t: u32) -> u32 {
-    let ldt = (lru >> 8) & 0xFFFF;
-    let counter = lru & 0xFF;
-    let now = minutes(t);
-    let elapsed = if now >= ldt {
-        now - ldt
-    } else {
-        65535 - ldt + now
-    };
-    let decay = DECAY_TIME.load(Ordering::Relaxed);
-    let periods = elapsed.checked_div(decay).unwrap_or(0);
-    counter.saturating_sub(periods)
-}
-
-/// Logarithmic increment of an LFU counter (Redis's `LFULogIncr`): the
-/// probability is 1 / ((counter - LFU_INIT_VAL) * lfu-log-factor + 1).
-pub fn lfu_incr(counter: u32) -> u32 {
-    if counter >= 255 {
-        return 255;
-    }
-    let r = (rand_u64() >> 11) as f64 / (1u64 << 53) as f64;
-    let base = counter.saturating_sub(LFU_INIT_VAL) as f64;
-    let p = 1.0 / (base * LOG_FACTOR.load(Ordering::Relaxed) as f64 + 1.0);
-    if r < p {
-        counter + 1
-    } else {
-        counter
-    }
-}
-
-/// The `lru` field for a key restored with `FREQ freq` (RESTORE, RDB):
-/// only meaningful under LFU.
-pub fn with_freq(now_ms: u64, freq: u8) -> u32 {
-    (minutes(clock(now_ms)) << 8) | freq as u32
 }
 
 // ------------------------------------------------------------ eviction
@@ -312,44 +244,25 @@ struct State {
     dbs_at: Option<Instant>,
 }
 
-static STATE: Mutex<State> = Mutex::new(State {
-    pool: Vec::new(),
-    dbs: 0,
-    dbs_at: None,
-});
-
-/// Redis's `evictionTimeLimitUs`: the budget of one [`perform`] call.
-fn time_limit() -> Option<Duration> {
-    let t = TENACITY.load(Ordering::Relaxed);
-    if t <= 10 {
-        Some(Duration::from_micros(50 * t as u64))
-    } else if t < 100 {
-        Some(Duration::from_micros(
-            (500.0 * 1.15f64.powi(t as i32 - 10)) as u64,
-        ))
-    } else {
-        None
-    }
-}
-
 /// Called before every command while `maxmemory` is set: evicts as needed
 /// and returns whether memory is still over the limit with nothing left to
 /// evict (the caller then refuses denyoom commands with [`OOM`]). Must be
 /// called with no shard lock and no transaction gate held.
 pub fn perform(server: &Server) -> Outcome {
-    let max = maxmemory();
+    let ev = &server.evict;
+    let max = ev.maxmemory();
     if max == 0 || used_memory() <= max {
         return Outcome::Ok;
     }
-    let policy = policy();
+    let policy = ev.policy();
     if policy == Policy::NoEviction {
         return Outcome::Fail;
     }
-    let mut st = match STATE.try_lock() {
+    let mut st = match ev.state.try_lock() {
         Some(g) => g,
         None => {
             // Another thread is evicting: wait for it, then re-check.
-            let g = STATE.lock();
+            let g = ev.state.lock();
             if used_memory() <= max {
                 return Outcome::Ok;
             }
@@ -362,7 +275,7 @@ pub fn perform(server: &Server) -> Outcome {
         server.propagation.begin_background();
     }
     let start = Instant::now();
-    let limit = time_limit();
+    let limit = ev.time_limit();
     let mut freed = 0u64;
     let mut outcome = Outcome::Ok;
     while used_memory() > max {
@@ -439,9 +352,9 @@ fn sample_db(server: &Server, db: usize, volatile: bool) -> Option<(Box<[u8]>, u
     None
 }
 
-fn score(policy: Policy, lru: u32, at: u64, t: u32) -> u64 {
+fn score(lru_policy: &LruPolicy, policy: Policy, lru: u32, at: u64, t: u32) -> u64 {
     match policy {
-        Policy::AllkeysLfu | Policy::VolatileLfu => 255 - lfu_decay(lru, t) as u64,
+        Policy::AllkeysLfu | Policy::VolatileLfu => 255 - lru_policy.decay(lru, t) as u64,
         Policy::VolatileTtl => u64::MAX - at,
         _ => t.wrapping_sub(lru) as u64,
     }
@@ -462,7 +375,7 @@ fn next_victim(server: &Server, st: &mut State, policy: Policy) -> Option<(usize
     }
     let dbs = st.dbs;
     let random = matches!(policy, Policy::AllkeysRandom | Policy::VolatileRandom);
-    let samples = SAMPLES.load(Ordering::Relaxed) as usize;
+    let samples = server.evict.samples.load(Ordering::Relaxed) as usize;
     let now_t = clock(server.clock.now_ms());
     let count = dbs.count_ones() as u64;
     if random {
@@ -487,7 +400,7 @@ fn next_victim(server: &Server, st: &mut State, policy: Policy) -> Option<(usize
                 break;
             };
             sampled_any = true;
-            let sc = score(policy, lru, at, now_t);
+            let sc = score(&server.keyspace.lru, policy, lru, at, now_t);
             pool_insert(&mut st.pool, Cand { score: sc, db, key });
         }
     }
@@ -540,6 +453,6 @@ fn evict_key(server: &Server, db: usize, key: &[u8], volatile: bool) -> bool {
     drop(sh);
     drop(old);
     crate::events::evicted(db, key);
-    EVICTED.fetch_add(1, Ordering::Relaxed);
+    server.evict.evicted.fetch_add(1, Ordering::Relaxed);
     true
 }

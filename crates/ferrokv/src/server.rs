@@ -111,6 +111,8 @@ pub struct LatencySeries {
 
 /// Shared server state.
 pub struct Server {
+    /// maxmemory settings and eviction state (evict.rs).
+    pub evict: crate::evict::Eviction,
     /// The clock every part of the server reads "now" from (clock.rs);
     /// tests can set it.
     pub clock: crate::clock::Clock,
@@ -178,6 +180,7 @@ impl Server {
         }
         run_id.truncate(40);
         let s = Arc::new(Server {
+            evict: Default::default(),
             clock: crate::clock::Clock::new(),
             config: RwLock::new(config),
             live: LiveConfig::default(),
@@ -255,11 +258,14 @@ impl Server {
             l.obl[i].store(v, Ordering::Relaxed);
         }
         self.acl.sync_config(&c);
-        crate::evict::configure(
+        let policy = self.evict.configure(
             u("maxmemory"),
             c.get("maxmemory-policy"),
             u("maxmemory-samples") as u32,
             u("maxmemory-eviction-tenacity") as u32,
+        );
+        self.keyspace.lru.configure(
+            policy.lfu(),
             u("lfu-log-factor") as u32,
             u("lfu-decay-time") as u32,
         );

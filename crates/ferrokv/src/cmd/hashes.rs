@@ -206,7 +206,7 @@ fn lookup<'s>(ctx: &Ctx<'_>, shard: &'s mut Shard, h: u64, key: &[u8], read: boo
         None => Look::Missing,
         Some(e) => {
             if let Some(t) = t {
-                crate::evict::access(&mut e.lru, t);
+                t.record(&mut e.lru);
             }
             match &mut e.value {
                 Value::Hash(hv) => Look::Hash(hv),
@@ -219,7 +219,11 @@ fn lookup<'s>(ctx: &Ctx<'_>, shard: &'s mut Shard, h: u64, key: &[u8], read: boo
 /// Stores a hash created by a write, unless it stayed empty.
 fn insert_new(ctx: &Ctx<'_>, shard: &mut Shard, h: u64, key: &[u8], hv: HashValue) {
     if !hv.is_empty() {
-        shard.insert(h, key, Entry::new(Value::Hash(hv), ctx.now));
+        shard.insert(
+            h,
+            key,
+            Entry::new(Value::Hash(hv), ctx.server.keyspace.lru.initial(ctx.now)),
+        );
     }
 }
 

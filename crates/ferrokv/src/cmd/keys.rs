@@ -437,14 +437,14 @@ fn touch(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 fn count_existing(ctx: &mut Ctx<'_>, args: &Args<'_>, do_touch: bool) {
     let db = ctx.client.db;
     let hashes = key_hashes(ctx, args, 1);
-    let now_t = crate::evict::clock(ctx.now);
+    let now_t = crate::db::lru::Access::at(&srv(ctx).keyspace.lru, ctx.now);
     let mut locks = srv(ctx).keyspace.lock_keys(&hashes);
     let (mut hits, mut misses) = (0i64, 0i64);
     for (i, &(_, h)) in hashes.iter().enumerate() {
         match locks.shard(db, h).get(h, args.get(i + 1), ctx.now) {
             Some(e) => {
                 if do_touch {
-                    crate::evict::access(&mut e.lru, now_t);
+                    now_t.record(&mut e.lru);
                 }
                 hits += 1;
             }
@@ -539,7 +539,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, relative: bool, ms: bool) 
         return ctx.out.int(0);
     };
     if let Some(t) = touch {
-        crate::evict::access(&mut e.lru, t);
+        t.record(&mut e.lru);
     }
     let at = shard.expire_at(h, key);
     let current: i64 = if at == 0 { -1 } else { at as i64 };
@@ -637,7 +637,7 @@ fn persist(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let exists = match shard.get(h, key, now) {
         Some(e) => {
             if let Some(t) = touch {
-                crate::evict::access(&mut e.lru, t);
+                t.record(&mut e.lru);
             }
             true
         }
@@ -691,7 +691,7 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, nx: bool) {
         }
         Some(e) => {
             if let Some(t) = touch {
-                crate::evict::access(&mut e.lru, t);
+                t.record(&mut e.lru);
             }
         }
     }
@@ -765,14 +765,14 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         }
         Some(e) => {
             if let Some(t) = touch {
-                crate::evict::access(&mut e.lru, t);
+                t.record(&mut e.lru);
             }
             e.clone()
         }
     };
     let copy_at = src_shard.expire_at(hs, src);
     ctx.hit(src, true);
-    copy.lru = crate::evict::initial(ctx.now);
+    copy.lru = ctx.server.keyspace.lru.initial(ctx.now);
     let shard = locks.shard(dst_db, hd);
     if shard.get(hd, dst, now).is_some() && !replace {
         drop(locks);
@@ -809,7 +809,7 @@ fn move_cmd(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         }
         Some(e) => {
             if let Some(t) = touch {
-                crate::evict::access(&mut e.lru, t);
+                t.record(&mut e.lru);
             }
         }
     }
@@ -1174,8 +1174,8 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 
 /// True when maxmemory-policy is an LFU policy (the directive may not exist
 /// yet: then it is not).
-fn lfu_policy(_ctx: &Ctx<'_>) -> bool {
-    crate::evict::lfu()
+fn lfu_policy(ctx: &Ctx<'_>) -> bool {
+    ctx.server.keyspace.lru.lfu()
 }
 
 /// Looks the key of OBJECT's subcommands up without touching it; returns
@@ -1206,7 +1206,9 @@ fn object_encoding(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// missing.
 fn object_refcount(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let rc = object_lookup(ctx, args, |e| match &e.value {
-        Value::Str(StrValue::Int(n)) if (0..SHARED_INTEGERS).contains(n) && shared_ints() => {
+        Value::Str(StrValue::Int(n))
+            if (0..SHARED_INTEGERS).contains(n) && shared_ints(ctx.server) =>
+        {
             SHARED_REFCOUNT
         }
         #[allow(unreachable_patterns)]
@@ -1219,8 +1221,8 @@ fn object_refcount(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 
 /// Redis shares small integers unless maxmemory is set with an LRU or LFU
 /// policy (object.c tryObjectEncoding, MAXMEMORY_FLAG_NO_SHARED_INTEGERS).
-fn shared_ints() -> bool {
-    crate::evict::maxmemory() == 0 || !crate::evict::policy().no_shared_integers()
+fn shared_ints(server: &Server) -> bool {
+    server.evict.maxmemory() == 0 || !server.evict.policy().no_shared_integers()
 }
 
 /// OBJECT IDLETIME key: integer, seconds since the key was last accessed
@@ -1234,21 +1236,22 @@ fn object_idletime(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if lfu_policy(ctx) {
         return ctx.error(LFU_NO_IDLE);
     }
-    ctx.out.int(crate::evict::idle_secs(lru, now) as i64);
+    ctx.out.int(crate::db::lru::idle_secs(lru, now) as i64);
 }
 
 /// OBJECT FREQ key: the LFU counter (0-255, logarithmic), decayed to now
 /// as object.c does (`LFUDecrAndReturn`). Access frequency is only tracked
 /// under an LFU maxmemory-policy; otherwise Redis's error. Nil when missing.
 fn object_freq(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let t = crate::evict::clock(ctx.now);
+    let t = crate::db::lru::clock(ctx.now);
     let Some(lru) = object_lookup(ctx, args, |e| e.lru) else {
         return;
     };
     if !lfu_policy(ctx) {
         return ctx.error(NO_LFU);
     }
-    ctx.out.int(i64::from(crate::evict::lfu_decay(lru, t)));
+    ctx.out
+        .int(i64::from(ctx.server.keyspace.lru.decay(lru, t)));
 }
 
 /// OBJECT HELP: array of simple strings, Redis's help text.

@@ -19,6 +19,7 @@
 //! families with blocking commands (BZPOPMIN, BZPOPMAX, BZMPOP).
 
 use super::keyspecs;
+use crate::db::lru::{Access, LruPolicy};
 use crate::events::{self, GENERIC, LIST, NEW};
 
 /// The keyspace event of a push at `end` ("lpush" / "rpush").
@@ -215,9 +216,9 @@ fn fill(server: &Server) -> i64 {
 
 /// Refreshes an entry's LRU clock (`t` is [`Ctx::touch_time`]).
 #[inline]
-fn touch(e: &mut Entry, t: Option<u32>) {
+fn touch(e: &mut Entry, t: Option<Access<'_>>) {
     if let Some(t) = t {
-        crate::evict::access(&mut e.lru, t);
+        t.record(&mut e.lru);
     }
 }
 
@@ -369,7 +370,14 @@ fn push_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, end: End, xx: bool) {
                 l.push(end, v, fill);
             }
             let n = l.len();
-            shard.insert(h, key, Entry::new(Value::List(Box::new(l)), now));
+            shard.insert(
+                h,
+                key,
+                Entry::new(
+                    Value::List(Box::new(l)),
+                    ctx.server.keyspace.lru.initial(now),
+                ),
+            );
             ctx.notify(key, NEW, "new");
             n
         }
@@ -897,7 +905,8 @@ fn move_locked(
     to: End,
     now: u64,
     fill: i64,
-    t: Option<u32>,
+    t: Option<Access<'_>>,
+    lru: &LruPolicy,
 ) -> MoveResult {
     let hs = hash_key(src);
     let hd = hash_key(dst);
@@ -928,7 +937,11 @@ fn move_locked(
         _ => {
             let mut l = ListValue::new();
             l.push(to, &v, fill);
-            shard.insert(hd, dst, Entry::new(Value::List(Box::new(l)), now));
+            shard.insert(
+                hd,
+                dst,
+                Entry::new(Value::List(Box::new(l)), lru.initial(now)),
+            );
             events::notify(db, dst, NEW, "new");
         }
     }
@@ -953,7 +966,18 @@ fn lmove_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) 
         .keyspace
         .lock_keys(&[(db, hash_key(src)), (db, hash_key(dst))]);
     let t = ctx.touch_time();
-    match move_locked(&mut locks, db, src, dst, from, to, ctx.now, fill(server), t) {
+    match move_locked(
+        &mut locks,
+        db,
+        src,
+        dst,
+        from,
+        to,
+        ctx.now,
+        fill(server),
+        t,
+        &server.keyspace.lru,
+    ) {
         MoveResult::Missing => {
             drop(locks);
             ctx.out.null()
@@ -1241,9 +1265,10 @@ impl BlockOp for MoveOp {
             buf: Vec::new(),
             resp3: cx.resp3,
         };
-        let t = Some((cx.now / 1000) as u32);
+        let lru = &cx.host.keyspace().lru;
+        let t = Some(Access::at(lru, cx.now));
         match move_locked(
-            cx.locks, cx.db, key, &self.dst, self.from, self.to, cx.now, fill, t,
+            cx.locks, cx.db, key, &self.dst, self.from, self.to, cx.now, fill, t, lru,
         ) {
             MoveResult::Missing => return Attempt::NotReady,
             MoveResult::WrongType => {
@@ -1344,7 +1369,18 @@ fn bmove_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, from: End, to: End, ms: u64
     let hs = hash_key(src);
     let mut locks = server.keyspace.lock_keys(&[(db, hs), (db, hash_key(dst))]);
     let t = ctx.touch_time();
-    match move_locked(&mut locks, db, src, dst, from, to, ctx.now, fill(server), t) {
+    match move_locked(
+        &mut locks,
+        db,
+        src,
+        dst,
+        from,
+        to,
+        ctx.now,
+        fill(server),
+        t,
+        &server.keyspace.lru,
+    ) {
         MoveResult::WrongType => {
             drop(locks);
             ctx.wrongtype()

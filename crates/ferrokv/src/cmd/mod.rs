@@ -712,14 +712,17 @@ impl<'a> Ctx<'a> {
         crate::events::keymiss(self.client.db, key);
     }
 
-    /// The access time to store in an entry's LRU field (evict.rs clock,
-    /// 10 ms units), or None when the client asked for CLIENT NO-TOUCH.
+    /// The access to record in an entry's LRU field (db/lru.rs), or None
+    /// when the client asked for CLIENT NO-TOUCH.
     #[inline]
-    pub fn touch_time(&self) -> Option<u32> {
+    pub fn touch_time(&self) -> Option<crate::db::lru::Access<'a>> {
         if self.client.no_touch {
             None
         } else {
-            Some(crate::evict::clock(self.now))
+            Some(crate::db::lru::Access::at(
+                &self.server.keyspace.lru,
+                self.now,
+            ))
         }
     }
 }
@@ -848,7 +851,7 @@ pub fn execute(
             return;
         }
     }
-    if crate::evict::maxmemory() != 0 && oom_refused(server, client, c, is_exec) {
+    if server.evict.maxmemory() != 0 && oom_refused(server, client, c, is_exec) {
         reject_in_multi(server, client, out, stats, id, crate::evict::OOM, is_exec);
         finish_reply(client, out, reply_start);
         return;

@@ -205,15 +205,15 @@ fn restore(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         }
         return ctx.out.ok();
     }
-    let mut e = Entry::new(value, ctx.now);
+    let mut e = Entry::new(value, ctx.server.keyspace.lru.initial(ctx.now));
     // cluster.c restoreCommand -> objectSetLRUOrLFU: FREQ counts under an
     // LFU policy, IDLETIME under the others.
-    if crate::evict::lfu() {
+    if ctx.server.keyspace.lru.lfu() {
         if let Some(f) = freq {
-            e.lru = crate::evict::with_freq(ctx.now, f.clamp(0, 255) as u8);
+            e.lru = crate::db::lru::with_freq(ctx.now, f.clamp(0, 255) as u8);
         }
     } else if let Some(s) = idle {
-        e.lru = crate::evict::clock_idle(ctx.now, s.max(0) as u64);
+        e.lru = crate::db::lru::clock_idle(ctx.now, s.max(0) as u64);
     }
     g.insert_with_expire(h, key, e, ttl as u64);
     drop(g);

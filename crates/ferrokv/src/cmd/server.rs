@@ -484,7 +484,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 fn config_resetstat(ctx: &mut Ctx<'_>, _: &Args<'_>) {
     let s = ctx.server;
     s.stats.reset();
-    crate::evict::reset_stats();
+    ctx.server.evict.reset_stats();
     s.stats
         .expired_base
         .store(s.keyspace.expired_keys(), Ordering::Relaxed);
@@ -1066,7 +1066,8 @@ fn peak_memory(now: u64) -> u64 {
     PEAK.fetch_max(now, Ordering::Relaxed).max(now)
 }
 
-fn info_memory(_ctx: &Ctx<'_>, s: &mut Section) {
+fn info_memory(ctx: &Ctx<'_>, s: &mut Section) {
+    let server = ctx.server;
     // used_memory: bytes allocated through the counting allocator
     // (memory.rs), as Redis's zmalloc_used_memory; RSS when not counted.
     let rss = rss_bytes();
@@ -1086,10 +1087,10 @@ fn info_memory(_ctx: &Ctx<'_>, s: &mut Section) {
     );
     s.kv("total_system_memory", sys);
     s.kv("total_system_memory_human", bytes_to_human(sys));
-    let max = crate::evict::maxmemory();
+    let max = server.evict.maxmemory();
     s.kv("maxmemory", max);
     s.kv("maxmemory_human", bytes_to_human(max));
-    s.kv("maxmemory_policy", crate::evict::policy().name());
+    s.kv("maxmemory_policy", server.evict.policy().name());
     s.kv(
         "mem_fragmentation_ratio",
         format!("{:.2}", rss as f64 / used.max(1) as f64),
@@ -1196,7 +1197,7 @@ fn info_stats(ctx: &Ctx<'_>, s: &mut Section) {
         "expired_time_cap_reached_count",
         srv.keyspace.expire_time_cap_reached.load(Ordering::Relaxed),
     );
-    s.kv("evicted_keys", crate::evict::evicted_keys());
+    s.kv("evicted_keys", srv.evict.evicted_keys());
     s.kv("evicted_clients", 0);
     s.kv("keyspace_hits", t.hits);
     s.kv("keyspace_misses", t.misses);
@@ -1522,7 +1523,7 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
         _ => (1, e.value.mem_usage() as u64),
     };
     // Redis's 24-bit LRU clock (seconds) of the last access.
-    let idle = crate::evict::idle_secs(e.lru, now);
+    let idle = crate::db::lru::idle_secs(e.lru, now);
     let lru = lru_clock(now).wrapping_sub(idle) & ((1 << 24) - 1);
     let mut line = format!(
         "Value at:{:p} refcount:{} encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",

@@ -18,6 +18,7 @@
 
 use super::keyspecs;
 use super::{acl, cmd, flags::*, Command, Ctx};
+use crate::db::lru::Access;
 use crate::db::set::Member;
 use crate::db::{hash_key, Entry, KeyLocks, SetValue, Shard, Value};
 use crate::events::{GENERIC, NEW, SET};
@@ -184,13 +185,13 @@ fn get_set<'s>(
     h: u64,
     key: &[u8],
     now: u64,
-    touch: Option<u32>,
+    touch: Option<Access<'_>>,
 ) -> Result<Option<&'s mut SetValue>, WrongType> {
     match shard.get(h, key, now) {
         None => Ok(None),
         Some(e) => {
             if let Some(t) = touch {
-                crate::evict::access(&mut e.lru, t);
+                t.record(&mut e.lru);
             }
             match &mut e.value {
                 Value::Set(s) => Ok(Some(s)),
@@ -254,7 +255,14 @@ fn store_result(
     let (old, existed) = if n > 0 {
         // setKey's lookupKeyWrite: an expired destination is expired first.
         let existed = shard.get(hd, dst, now).is_some();
-        let old = shard.insert(hd, dst, Entry::new(Value::Set(Box::new(result)), now));
+        let old = shard.insert(
+            hd,
+            dst,
+            Entry::new(
+                Value::Set(Box::new(result)),
+                ctx.server.keyspace.lru.initial(now),
+            ),
+        );
         (old, existed)
     } else {
         let old = shard.remove(hd, dst);
@@ -293,7 +301,14 @@ fn sadd(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         Ok(None) => {
             let mut s = SetValue::for_member(args.get(2));
             let n = args.iter().skip(2).filter(|m| s.add(m, max)).count();
-            shard.insert(h, key, Entry::new(Value::Set(Box::new(s)), now));
+            shard.insert(
+                h,
+                key,
+                Entry::new(
+                    Value::Set(Box::new(s)),
+                    ctx.server.keyspace.lru.initial(now),
+                ),
+            );
             ctx.notify(key, NEW, "new");
             n
         }
@@ -756,7 +771,14 @@ fn smove(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     } else {
         let mut d = SetValue::for_member(m);
         d.add(m, max);
-        shard.insert(hd, dst, Entry::new(Value::Set(Box::new(d)), now));
+        shard.insert(
+            hd,
+            dst,
+            Entry::new(
+                Value::Set(Box::new(d)),
+                ctx.server.keyspace.lru.initial(now),
+            ),
+        );
         true
     };
     drop(locks);

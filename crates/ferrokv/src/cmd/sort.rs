@@ -69,6 +69,7 @@ use super::{acl, cmd, err, flags::*, Command, Ctx};
 use crate::db::blocking::{self, Deferred};
 use crate::db::keyspace::{SHARDS, SHARD_BITS};
 use crate::db::list::{End, ListValue};
+use crate::db::lru::Access;
 use crate::db::zset::Limits as ZLimits;
 use crate::db::{hash_key, Entry, KeyLocks, Value, ZSetValue};
 use crate::resp::Args;
@@ -675,7 +676,7 @@ fn lookup(
     locks: &mut KeyLocks<'_>,
     pat: &[u8],
     elem: &[u8],
-    touch: Option<u32>,
+    touch: Option<Access<'_>>,
 ) -> Option<Vec<u8>> {
     let (key, field) = match target(pat, elem) {
         Target::Elem => return Some(elem.to_vec()),
@@ -688,7 +689,7 @@ fn lookup(
     ctx.hit(&key, e.is_some());
     let e = e?;
     if let Some(t) = touch {
-        crate::evict::access(&mut e.lru, t);
+        t.record(&mut e.lru);
     }
     match (&e.value, field) {
         (Value::Hash(hv), Some(f)) => hv.get(f).map(<[u8]>::to_vec),
@@ -737,7 +738,7 @@ fn load(
     hs: u64,
     o: &Opts<'_>,
     now: u64,
-    touch: Option<u32>,
+    touch: Option<Access<'_>>,
 ) -> Result<Loaded, ()> {
     let shard = locks.shard(db, hs);
     let mut entry = shard.get(hs, src, now);
@@ -746,7 +747,7 @@ fn load(
         None => Kind::List,
         Some(e) => {
             if let Some(t) = touch {
-                crate::evict::access(&mut e.lru, t);
+                t.record(&mut e.lru);
             }
             match &mut e.value {
                 Value::List(_) => Kind::List,
@@ -998,7 +999,14 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, readonly: bool) {
     // sort.c: setKey + "sortstore" (class l), or dbDelete + "del".
     let old = if outputlen > 0 {
         let existed = shard.get(hd, dst, now).is_some();
-        let old = shard.insert(hd, dst, Entry::new(Value::List(Box::new(list)), now));
+        let old = shard.insert(
+            hd,
+            dst,
+            Entry::new(
+                Value::List(Box::new(list)),
+                ctx.server.keyspace.lru.initial(now),
+            ),
+        );
         if !existed {
             ctx.notify(dst, crate::events::NEW, "new");
         }

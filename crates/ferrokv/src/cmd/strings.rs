@@ -17,6 +17,7 @@
 
 use super::keyspecs;
 use super::{acl, cmd, err, flags::*, Command, Ctx};
+use crate::db::lru::Access;
 use crate::db::{hash_key, Entry, StrValue, Value};
 use crate::events::{GENERIC, NEW, STRING};
 use crate::resp::{Args, Out};
@@ -191,9 +192,9 @@ fn reply_str(out: &mut Out, s: &StrValue) {
 
 /// Refreshes an entry's LRU clock (`touch` is [`Ctx::touch_time`]).
 #[inline]
-fn touch(e: &mut Entry, touch: Option<u32>) {
+fn touch(e: &mut Entry, touch: Option<Access<'_>>) {
     if let Some(t) = touch {
-        crate::evict::access(&mut e.lru, t);
+        t.record(&mut e.lru);
     }
 }
 
@@ -463,7 +464,7 @@ fn set_generic(
         }
         return;
     }
-    let entry = Entry::new(Value::Str(value), now);
+    let entry = Entry::new(Value::Str(value), ctx.server.keyspace.lru.initial(now));
     let at = spec.expire_at.unwrap_or(old_ttl);
     shard.insert_with_expire(h, key, entry, at);
     let has_ttl = spec.expire_at.is_some();
@@ -790,7 +791,11 @@ fn mset_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, nx: bool) {
         // lookup inside setKey does.
         shard.get(h, key, now);
         if shard
-            .insert(h, key, Entry::new(Value::Str(v), now))
+            .insert(
+                h,
+                key,
+                Entry::new(Value::Str(v), ctx.server.keyspace.lru.initial(now)),
+            )
             .is_none()
         {
             ctx.notify(key, NEW, "new");
@@ -833,7 +838,10 @@ fn append(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         shard.insert(
             h,
             key,
-            Entry::new(Value::Str(super::arg_str_value(args, 2)), now),
+            Entry::new(
+                Value::Str(super::arg_str_value(args, 2)),
+                ctx.server.keyspace.lru.initial(now),
+            ),
         );
         drop(shard);
         ctx.notify(key, NEW, "new");
@@ -897,7 +905,14 @@ fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], incr: i64) {
     let now = ctx.now;
     let t = ctx.touch_time();
     let Some(e) = shard.get(h, key, now) else {
-        shard.insert(h, key, Entry::new(Value::Str(StrValue::Int(incr)), now));
+        shard.insert(
+            h,
+            key,
+            Entry::new(
+                Value::Str(StrValue::Int(incr)),
+                ctx.server.keyspace.lru.initial(now),
+            ),
+        );
         drop(shard);
         ctx.notify(key, NEW, "new");
         ctx.modified(key, STRING, "incrby");
@@ -1002,7 +1017,14 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         }
         None => {
             ctx.out.bulk(&sum);
-            shard.insert(h, key, Entry::new(Value::Str(plain_string(sum)), now));
+            shard.insert(
+                h,
+                key,
+                Entry::new(
+                    Value::Str(plain_string(sum)),
+                    ctx.server.keyspace.lru.initial(now),
+                ),
+            );
             ctx.notify(key, NEW, "new");
         }
     }
@@ -1103,7 +1125,14 @@ fn setrange(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         let mut data = vec![0u8; off + v.len()];
         data[off..].copy_from_slice(v);
         let n = data.len();
-        shard.insert(h, key, Entry::new(Value::Str(StrValue::raw(data)), now));
+        shard.insert(
+            h,
+            key,
+            Entry::new(
+                Value::Str(StrValue::raw(data)),
+                ctx.server.keyspace.lru.initial(now),
+            ),
+        );
         drop(shard);
         ctx.notify(key, NEW, "new");
         ctx.modified(key, STRING, "setrange");

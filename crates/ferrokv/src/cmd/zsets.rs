@@ -596,7 +596,7 @@ fn read<R>(
         }
         Some(e) => {
             if let Some(t) = t {
-                crate::evict::access(&mut e.lru, t);
+                t.record(&mut e.lru);
             }
             match &e.value {
                 Value::ZSet(z) => f(z, ctx.out),
@@ -645,14 +645,21 @@ fn modify<R>(
         let Some(create) = create else {
             return Ok(None);
         };
-        shard.insert(h, key, Entry::new(Value::ZSet(Box::new(create())), now));
+        shard.insert(
+            h,
+            key,
+            Entry::new(
+                Value::ZSet(Box::new(create())),
+                ctx.server.keyspace.lru.initial(now),
+            ),
+        );
         ctx.notify(key, NEW, "new");
     }
     let Some(e) = shard.get(h, key, now) else {
         return Ok(None);
     };
     if let Some(t) = t {
-        crate::evict::access(&mut e.lru, t);
+        t.record(&mut e.lru);
     }
     let Value::ZSet(z) = &mut e.value else {
         return Ok(None);
@@ -1114,6 +1121,7 @@ fn store_zset(
     items: &[(Vec<u8>, f64)],
     lim: Limits,
     now: u64,
+    lru: &crate::db::lru::LruPolicy,
 ) -> (Option<Entry>, bool) {
     if items.is_empty() {
         let old = shard.remove(hd, dst);
@@ -1122,7 +1130,11 @@ fn store_zset(
     }
     let existed = shard.get(hd, dst, now).is_some();
     let z = ZSetValue::from_sorted(items, lim);
-    let old = shard.insert(hd, dst, Entry::new(Value::ZSet(Box::new(z)), now));
+    let old = shard.insert(
+        hd,
+        dst,
+        Entry::new(Value::ZSet(Box::new(z)), lru.initial(now)),
+    );
     (old, existed)
 }
 
@@ -1166,7 +1178,7 @@ fn range_store(
         }
         Some(e) => {
             if let Some(t) = t {
-                crate::evict::access(&mut e.lru, t);
+                t.record(&mut e.lru);
             }
             match &e.value {
                 Value::ZSet(z) => {
@@ -1191,7 +1203,7 @@ fn range_store(
     };
     let n = items.len();
     let shard = locks.shard(db, hd);
-    let (old, existed) = store_zset(shard, hd, dst, &items, lim, now);
+    let (old, existed) = store_zset(shard, hd, dst, &items, lim, now, &ctx.server.keyspace.lru);
     store_events(ctx, dst, n, existed, "zrangestore");
     release_serving(ctx.server, locks, db, dst, n > 0, now);
     drop(old);
@@ -1357,7 +1369,7 @@ fn generic_pop(
             continue;
         };
         if let Some(t) = t {
-            crate::evict::access(&mut e.lru, t);
+            t.record(&mut e.lru);
         }
         let Value::ZSet(z) = &mut e.value else {
             drop(locks);
@@ -1510,7 +1522,7 @@ fn bzpop_generic(ctx: &mut Ctx<'_>, keys: &[&[u8]], max: bool, count: Option<usi
             continue;
         };
         if let Some(t) = t {
-            crate::evict::access(&mut e.lru, t);
+            t.record(&mut e.lru);
         }
         let Value::ZSet(z) = &mut e.value else {
             drop(locks);
@@ -1816,7 +1828,7 @@ fn set_op(ctx: &mut Ctx<'_>, args: &Args<'_>, name: &str, op: SetOp, store: bool
             Some(e) => {
                 hits += 1;
                 if let Some(t) = t {
-                    crate::evict::access(&mut e.lru, t);
+                    t.record(&mut e.lru);
                 }
                 if !matches!(e.value, Value::ZSet(_) | Value::Set(_)) {
                     drop(locks);
@@ -1913,7 +1925,8 @@ fn set_op(ctx: &mut Ctx<'_>, args: &Args<'_>, name: &str, op: SetOp, store: bool
     if let (Some(dst), Some(hd)) = (dst, hd) {
         let n = result.len();
         let shard = locks.shard(db, hd);
-        let (old, existed) = store_zset(shard, hd, dst, &result, lim, now);
+        let (old, existed) =
+            store_zset(shard, hd, dst, &result, lim, now, &ctx.server.keyspace.lru);
         let event = match op {
             SetOp::Union => "zunionstore",
             SetOp::Inter => "zinterstore",

@@ -768,6 +768,8 @@ pub struct Keyspace {
     /// expired_time_cap_reached_count).
     pub expire_time_cap_reached: AtomicU64,
     expire_cursor: AtomicU64,
+    /// The layout of the keys' access records and the LFU tuning.
+    pub lru: super::lru::LruPolicy,
 }
 
 impl Keyspace {
@@ -779,6 +781,7 @@ impl Keyspace {
             active_expire_enabled: AtomicBool::new(true),
             expire_time_cap_reached: AtomicU64::new(0),
             expire_cursor: AtomicU64::new(0),
+            lru: Default::default(),
         }
     }
 
@@ -1044,8 +1047,10 @@ mod tests {
         s.insert(ha, a, e());
         assert_eq!((s.volatile_len(), s.expire_at(ha, a)), (1, 0));
         s.set_expire(ha, a, 100);
-        assert!(s.peek(hb, b, 49).is_some());
-        assert!(s.peek(hb, b, 50).is_none());
+        // Alive through its last millisecond (Redis's keyIsExpired:
+        // expired when now > when).
+        assert!(s.peek(hb, b, 50).is_some());
+        assert!(s.peek(hb, b, 51).is_none());
         assert!(s.get(ha, a, 99).is_some());
         assert!(s.get(hb, b, 60).is_none());
         assert_eq!((s.len(), s.volatile_len(), s.take_expired()), (1, 1, 1));

@@ -7,6 +7,7 @@ pub mod dict;
 pub mod hash;
 pub mod keyspace;
 pub mod list;
+pub mod lru;
 pub mod set;
 pub mod smallbytes;
 pub mod value;

@@ -239,13 +239,11 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// A fresh entry, accessed at `now_ms`.
+    /// A fresh entry whose access record is `lru` (a new key's comes from
+    /// the keyspace's [`LruPolicy::initial`](super::lru::LruPolicy::initial)).
     #[inline]
-    pub fn new(value: Value, now_ms: u64) -> Self {
-        Entry {
-            value,
-            lru: crate::evict::initial(now_ms),
-        }
+    pub fn new(value: Value, lru: u32) -> Self {
+        Entry { value, lru }
     }
 }
 

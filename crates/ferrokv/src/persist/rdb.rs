@@ -603,14 +603,14 @@ pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats,
                 st.expired += 1;
                 continue;
             }
-            let mut e = Entry::new(value, now);
+            let mut e = Entry::new(value, ks.lru.initial(now));
             // rdb.c objectSetLRUOrLFU: FREQ counts under LFU, IDLE otherwise.
-            if crate::evict::lfu() {
+            if ks.lru.lfu() {
                 if let Some(f) = frq {
-                    e.lru = crate::evict::with_freq(now, f);
+                    e.lru = crate::db::lru::with_freq(now, f);
                 }
             } else if let Some(s) = idl {
-                e.lru = crate::evict::clock_idle(now, s);
+                e.lru = crate::db::lru::clock_idle(now, s);
             }
             let h = ks.db(db).prefetch(&key);
             pending.push_back((db, h, key, e, exp, at));

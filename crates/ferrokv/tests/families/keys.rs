@@ -249,3 +249,37 @@ fn watch_sees_expiry_and_other_clients() {
     assert_eq!(r.cmd("EXEC"), "*-1\r\n");
     assert_eq!(r.bulk("GET w"), Some("5".into()));
 }
+
+#[test]
+fn lfu_counters_grow_and_decay_with_the_clock() {
+    let mut r = Rig::new();
+    r.cmd("SET k v");
+    assert_eq!(
+        r.cmd("OBJECT FREQ k"),
+        "-ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.\r\n"
+    );
+    assert_eq!(r.cmd("CONFIG SET maxmemory-policy allkeys-lfu"), "+OK\r\n");
+    r.cmd("SET n v");
+    // A new key starts at LFU_INIT_VAL; the first access from there is
+    // certain (probability 1 / ((5 - 5) * lfu-log-factor + 1)).
+    assert_eq!(r.int("OBJECT FREQ n"), 5);
+    r.cmd("GET n");
+    assert_eq!(r.int("OBJECT FREQ n"), 6);
+    assert_eq!(
+        r.cmd("OBJECT IDLETIME n"),
+        "-ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.\r\n"
+    );
+    // One step down per lfu-decay-time minutes without access.
+    r.advance_ms(2 * 60_000);
+    assert_eq!(r.int("OBJECT FREQ n"), 4);
+    r.cmd("CONFIG SET lfu-decay-time 0");
+    assert_eq!(r.int("OBJECT FREQ n"), 6, "0 turns decay off");
+    r.cmd("CONFIG SET lfu-decay-time 1");
+    r.advance_ms(60 * 60_000);
+    assert_eq!(r.int("OBJECT FREQ n"), 0);
+    // Another server in the same process keeps its own policy.
+    let mut other = Rig::new();
+    other.cmd("SET k v");
+    assert!(other.cmd("OBJECT FREQ k").starts_with("-ERR An LFU"));
+    assert_eq!(other.int("OBJECT IDLETIME k"), 0);
+}
