@@ -63,7 +63,7 @@ impl Codec for RespCodec {
         self.queued = 0;
     }
 
-    #[inline]
+    #[inline(always)]
     fn decode(&mut self, s: &Session<'_>, buf: &[u8]) -> Decoded {
         self.parser.unauthenticated =
             !s.client.authenticated && s.server.acl.auth_required.load(Ordering::Relaxed);
@@ -77,7 +77,9 @@ impl Codec for RespCodec {
         }
     }
 
-    #[inline]
+    // Inlined into the loop's batch: one call per request less, and the
+    // prefetch ring stays in registers across the batch.
+    #[inline(always)]
     fn execute(&mut self, s: &mut Session<'_>, buf: &[u8], at: usize, len: usize) {
         {
             let args = self.parser.args(&buf[at..]);
