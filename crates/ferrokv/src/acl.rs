@@ -23,6 +23,7 @@
 //! commands come in table order (Redis: hash order, which varies per run).
 
 use crate::cmd::{self, keyspecs, Command};
+use crate::resp::Args;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -486,23 +487,22 @@ impl Selector {
         &self,
         c: &Command,
         id: usize,
-        args: &[&[u8]],
-        keys: &mut Option<Vec<keyspecs::KeyRef>>,
+        args: &Args<'_>,
+        keys: &mut Option<keyspecs::Keys>,
     ) -> Result<(), Denied> {
         if !self.allcommands && c.flags & cmd::flags::NO_AUTH == 0 && !self.bit(id) {
             let ok = args.len() >= 2
-                && self
-                    .firstargs
-                    .iter()
-                    .any(|(i, v)| *i == id && v.iter().any(|a| a.eq_ignore_ascii_case(args[1])));
+                && self.firstargs.iter().any(|(i, v)| {
+                    *i == id && v.iter().any(|a| a.eq_ignore_ascii_case(args.get(1)))
+                });
             if !ok {
                 return Err(Denied::Command);
             }
         }
         if !self.allkeys && keyspecs::has_keys(c) {
-            let ks = keys.get_or_insert_with(|| keyspecs::get_keys_argv(c, args));
+            let ks = keys.get_or_insert_with(|| keyspecs::get_keys(c, args));
             for k in ks.iter() {
-                if !self.check_key(args[k.pos], k.flags) {
+                if !self.check_key(args.get(k.pos), k.flags) {
                     return Err(Denied::Key(k.pos));
                 }
             }
@@ -765,7 +765,7 @@ impl User {
 
     /// Redis's `ACLCheckAllUserCommandPerm`: Ok, or the most relevant
     /// denial over all selectors.
-    pub fn check(&self, c: &Command, id: usize, args: &[&[u8]]) -> Result<(), Denied> {
+    pub fn check(&self, c: &Command, id: usize, args: &Args<'_>) -> Result<(), Denied> {
         let mut worst = Denied::Command;
         let mut keys = None;
         for s in &self.selectors {
@@ -788,7 +788,7 @@ impl User {
     /// arguments and may read every key (`allkeys`, `~*` or `%R~*`). SORT's
     /// BY and GET patterns name keys that are not arguments, so Redis allows
     /// them only to such users (sort.c).
-    pub fn check_with_unrestricted_read(&self, c: &Command, id: usize, args: &[&[u8]]) -> bool {
+    pub fn check_with_unrestricted_read(&self, c: &Command, id: usize, args: &Args<'_>) -> bool {
         if self.unrestricted() {
             return true;
         }

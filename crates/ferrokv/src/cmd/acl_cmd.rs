@@ -459,7 +459,7 @@ fn acl_dryrun(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         return ctx.error_with("ERR Command '", args.get(3), "' not found");
     };
     let c = t.all[id];
-    let argv: Vec<&[u8]> = (3..args.len()).map(|i| args.get(i)).collect();
+    let argv = args.tail(3);
     let argc = argv.len() as i32;
     if (c.arity > 0 && argc != c.arity) || argc < -c.arity {
         return ctx.error(&format!(
@@ -481,12 +481,12 @@ fn acl_dryrun(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 ),
                 Denied::Key(i) => {
                     msg.extend_from_slice(b"This user has no permissions to access the '");
-                    msg.extend_from_slice(argv[i]);
+                    msg.extend_from_slice(argv.get(i));
                     msg.extend_from_slice(b"' key");
                 }
                 Denied::Channel(i) => {
                     msg.extend_from_slice(b"This user has no permissions to access the '");
-                    msg.extend_from_slice(argv[i]);
+                    msg.extend_from_slice(argv.get(i));
                     msg.extend_from_slice(b"' channel");
                 }
             }

@@ -86,8 +86,9 @@ pub const SPUBLISH: &[KeySpec] = &[key_at(NOT_KEY, 1)];
 /// Key specs of SSUBSCRIBE, SUNSUBSCRIBE (Redis 7.0.15): shard channels.
 pub const SSUBSCRIBE: &[KeySpec] = &[range_at(NOT_KEY, 1, -1, 1, 0)];
 
-/// A command's own key finder over its arguments (args[0] the name).
-pub type KeyFinder = fn(&[&[u8]]) -> Vec<KeyRef>;
+/// A command's own key finder over its arguments (args[0] the name), for
+/// the forms its key specs cannot describe (Redis's `getkeys_proc`).
+pub type KeyFinder = fn(&Args<'_>) -> Keys;
 
 /// One key spec.
 #[derive(Debug, Clone, Copy)]
@@ -229,6 +230,146 @@ pub struct KeyRef {
     pub flags: u16,
 }
 
+/// Most runs of key positions one request's keys form: every command's
+/// resolvable key specs and every key finder fit (a test checks the table).
+pub const MAX_KEY_RUNS: usize = 3;
+
+/// Key positions `first..=last`, every `step`-th, all with `flags`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Run {
+    first: u32,
+    last: u32,
+    step: u32,
+    flags: u16,
+}
+
+impl Run {
+    fn len(&self) -> usize {
+        ((self.last - self.first) / self.step) as usize + 1
+    }
+}
+
+/// The keys of one request, as [`get_keys`] finds them: up to
+/// [`MAX_KEY_RUNS`] runs of argument positions (a key, a range such as
+/// MSET's every other argument from 1, a counted list), held inline, so
+/// finding a request's keys never allocates whatever the command. Iterate
+/// with [`Keys::iter`] (or `for k in keys`) for [`KeyRef`]s in Redis's
+/// order: the order of the key specs, or of the command's own key finder.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Keys {
+    runs: [Run; MAX_KEY_RUNS],
+    n: u8,
+}
+
+impl Keys {
+    /// No key.
+    pub const NONE: Keys = Keys {
+        runs: [Run {
+            first: 0,
+            last: 0,
+            step: 1,
+            flags: 0,
+        }; MAX_KEY_RUNS],
+        n: 0,
+    };
+
+    /// One key at argument `pos`.
+    pub fn one(pos: usize, flags: u16) -> Keys {
+        let mut k = Keys::NONE;
+        k.push(pos, pos, 1, flags);
+        k
+    }
+
+    /// Appends keys `first..=last` every `step`-th (`step` ≥ 1, `first` ≤
+    /// `last`); false when [`MAX_KEY_RUNS`] runs are already held.
+    fn push(&mut self, first: usize, last: usize, step: usize, flags: u16) -> bool {
+        let Some(r) = self.runs.get_mut(self.n as usize) else {
+            return false;
+        };
+        *r = Run {
+            first: first as u32,
+            last: last as u32,
+            step: step as u32,
+            flags,
+        };
+        self.n += 1;
+        true
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.runs[..self.n as usize].iter().map(Run::len).sum()
+    }
+
+    /// True when the request has no key.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The keys in order.
+    pub fn iter(&self) -> KeysIter {
+        self.into_iter()
+    }
+
+    /// The key arguments of `args` (the request these keys were found in),
+    /// in order.
+    pub fn args<'a>(&self, args: &Args<'a>) -> impl Iterator<Item = &'a [u8]> {
+        let args = *args;
+        self.iter().map(move |k| args.get(k.pos))
+    }
+}
+
+/// Iterator over [`Keys`]: [`KeyRef`]s in order.
+#[derive(Debug, Clone)]
+pub struct KeysIter {
+    keys: Keys,
+    run: usize,
+    next: u32,
+}
+
+impl Iterator for KeysIter {
+    type Item = KeyRef;
+
+    #[inline]
+    fn next(&mut self) -> Option<KeyRef> {
+        let r = self.keys.runs[..self.keys.n as usize].get(self.run)?;
+        let k = KeyRef {
+            pos: self.next as usize,
+            flags: r.flags,
+        };
+        match self.next.checked_add(r.step) {
+            Some(n) if n <= r.last => self.next = n,
+            _ => {
+                self.run += 1;
+                self.next = self.keys.runs.get(self.run).map_or(0, |r| r.first);
+            }
+        }
+        Some(k)
+    }
+}
+
+impl IntoIterator for Keys {
+    type Item = KeyRef;
+    type IntoIter = KeysIter;
+
+    fn into_iter(self) -> KeysIter {
+        KeysIter {
+            next: self.runs[0].first,
+            keys: self,
+            run: 0,
+        }
+    }
+}
+
+impl IntoIterator for &Keys {
+    type Item = KeyRef;
+    type IntoIter = KeysIter;
+
+    fn into_iter(self) -> KeysIter {
+        (*self).into_iter()
+    }
+}
+
 /// True when the command has keys (Redis's `doesCommandHaveKeys`).
 pub fn has_keys(c: &Command) -> bool {
     c.key_specs.iter().any(|s| s.flags & NOT_KEY == 0)
@@ -236,29 +377,25 @@ pub fn has_keys(c: &Command) -> bool {
 
 /// The keys of request `args` for command `c` (args[0] is the command name,
 /// or for a subcommand args[1] its name), as Redis's
-/// `getKeysFromCommandWithSpecs(..., GET_KEYSPEC_DEFAULT)`: the key specs
-/// when they resolve, else the command's own key finder.
-pub fn get_keys(c: &Command, args: &Args<'_>) -> Vec<KeyRef> {
-    let argv: Vec<&[u8]> = args.iter().collect();
-    get_keys_argv(c, &argv)
-}
-
-/// [`get_keys`] over an argument slice.
-pub fn get_keys_argv(c: &Command, argv: &[&[u8]]) -> Vec<KeyRef> {
+/// `getKeysFromCommandWithSpecs(..., GET_KEYSPEC_DEFAULT)` (db.c): the key
+/// specs when they resolve, else the command's own key finder. Allocates
+/// nothing: ACL key checks, COMMAND GETKEYS and cluster slot routing call
+/// it on the request path.
+pub fn get_keys(c: &Command, args: &Args<'_>) -> Keys {
     let sp = c.key_specs;
     let varflags = sp.iter().any(|s| s.flags & VARIABLE_FLAGS != 0);
     if !sp.is_empty() && !varflags {
-        if let Some(v) = from_specs(c, sp, argv) {
-            return v;
+        if let Some(k) = from_specs(sp, args) {
+            return k;
         }
     }
-    c.key_finder.map(|f| f(argv)).unwrap_or_default()
+    c.key_finder.map_or(Keys::NONE, |f| f(args))
 }
 
 /// Redis's `getKeysUsingKeySpecs`; None for an unresolvable spec.
-fn from_specs(c: &Command, sp: &[KeySpec], argv: &[&[u8]]) -> Option<Vec<KeyRef>> {
+fn from_specs(sp: &[KeySpec], argv: &Args<'_>) -> Option<Keys> {
     let argc = argv.len() as i64;
-    let mut out = Vec::new();
+    let mut out = Keys::NONE;
     for s in sp {
         if s.flags & NOT_KEY != 0 {
             continue;
@@ -275,7 +412,7 @@ fn from_specs(c: &Command, sp: &[KeySpec], argv: &[&[u8]]) -> Option<Vec<KeyRef>
                     if i >= argc || i < 1 {
                         break;
                     }
-                    if argv[i as usize].eq_ignore_ascii_case(kw) {
+                    if argv.get(i as usize).eq_ignore_ascii_case(kw) {
                         found = i + 1;
                         break;
                     }
@@ -308,29 +445,20 @@ fn from_specs(c: &Command, sp: &[KeySpec], argv: &[&[u8]]) -> Option<Vec<KeyRef>
                 if at >= argc || at < 0 {
                     return None;
                 }
-                let n = crate::util::parse_i64(argv[at as usize]).filter(|&n| n >= 0)?;
+                let n = crate::util::parse_i64(argv.get(at as usize)).filter(|&n| n >= 0)?;
                 first += fk as i64;
-                (first + n - 1, step.max(1) as i64)
+                (first.saturating_add(n) - 1, step.max(1) as i64)
             }
             Find::Unknown => return None,
         };
-        if last >= argc || last < first || first >= argc {
+        // Every position of first..=last is then an argument (Redis's loop
+        // over them, which skips positions past argc only for a variadic
+        // command, never sees one).
+        if last >= argc || last < first || first >= argc || first < 0 {
             return None;
         }
-        let mut i = first;
-        while i <= last {
-            if i >= argc || i < first {
-                if c.arity < 0 {
-                    i += step;
-                    continue;
-                }
-                return None;
-            }
-            out.push(KeyRef {
-                pos: i as usize,
-                flags: s.flags,
-            });
-            i += step;
+        if !out.push(first as usize, last as usize, step as usize, s.flags) {
+            return None;
         }
         if s.flags & INCOMPLETE != 0 {
             return None;
@@ -371,53 +499,46 @@ fn generic(
     count_at: usize,
     first_at: usize,
     step: usize,
-    argv: &[&[u8]],
-) -> Vec<KeyRef> {
-    let Some(a) = argv.get(count_at) else {
-        return Vec::new();
-    };
-    let num = atoi(a);
+    argv: &Args<'_>,
+) -> Keys {
+    if count_at >= argv.len() {
+        return Keys::NONE;
+    }
+    let num = atoi(argv.get(count_at));
     let argc = argv.len() as i64;
     if num < 1 || num > (argc - first_at as i64) / step as i64 {
-        return Vec::new();
+        return Keys::NONE;
     }
-    let mut v: Vec<KeyRef> = (0..num as usize)
-        .map(|i| KeyRef {
-            pos: first_at + i * step,
-            flags: 0,
-        })
-        .collect();
+    let mut k = Keys::NONE;
+    k.push(first_at, first_at + (num as usize - 1) * step, step, 0);
     if store_at != 0 {
-        v.push(KeyRef {
-            pos: store_at,
-            flags: 0,
-        });
+        k.push(store_at, store_at, 1, 0);
     }
-    v
+    k
 }
 
 /// Keys of ZUNION, ZINTER, ZDIFF, SINTERCARD, ZINTERCARD, LMPOP, ZMPOP: a
 /// key count at 1, keys after it (Redis's zunionInterDiffGetKeys & co.).
-pub fn numkeys_at_1(argv: &[&[u8]]) -> Vec<KeyRef> {
+pub fn numkeys_at_1(argv: &Args<'_>) -> Keys {
     generic(0, 1, 2, 1, argv)
 }
 
 /// Keys of ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE: the destination, then a
 /// key count at 2 and keys after it.
-pub fn store_numkeys_at_2(argv: &[&[u8]]) -> Vec<KeyRef> {
+pub fn store_numkeys_at_2(argv: &Args<'_>) -> Keys {
     generic(1, 2, 3, 1, argv)
 }
 
 /// Keys of BLMPOP, BZMPOP: a key count at 2 (after the timeout).
-pub fn numkeys_at_2(argv: &[&[u8]]) -> Vec<KeyRef> {
+pub fn numkeys_at_2(argv: &Args<'_>) -> Keys {
     generic(0, 2, 3, 1, argv)
 }
 
 /// Key of SET: read and updated with GET, else overwritten (Redis's
 /// setGetKeys).
-pub fn set_keys(argv: &[&[u8]]) -> Vec<KeyRef> {
+pub fn set_keys(argv: &Args<'_>) -> Keys {
     if argv.len() < 2 {
-        return Vec::new();
+        return Keys::NONE;
     }
     let get = argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
     let flags = if get {
@@ -425,28 +546,22 @@ pub fn set_keys(argv: &[&[u8]]) -> Vec<KeyRef> {
     } else {
         OW | UPDATE
     };
-    vec![KeyRef { pos: 1, flags }]
+    Keys::one(1, flags)
 }
 
 /// Key of SORT_RO.
-pub fn sort_ro_keys(_argv: &[&[u8]]) -> Vec<KeyRef> {
-    vec![KeyRef {
-        pos: 1,
-        flags: RO | ACCESS,
-    }]
+pub fn sort_ro_keys(_argv: &Args<'_>) -> Keys {
+    Keys::one(1, RO | ACCESS)
 }
 
 /// Keys of SORT: the source and a STORE destination (Redis's sortGetKeys,
 /// which skips LIMIT's two arguments and GET/BY's one).
-pub fn sort_keys(argv: &[&[u8]]) -> Vec<KeyRef> {
-    let mut v = vec![KeyRef {
-        pos: 1,
-        flags: RO | ACCESS,
-    }];
+pub fn sort_keys(argv: &Args<'_>) -> Keys {
+    let mut k = Keys::one(1, RO | ACCESS);
     let mut store = None;
     let mut i = 2;
     while i < argv.len() {
-        let a = argv[i];
+        let a = argv.get(i);
         if a.eq_ignore_ascii_case(b"limit") {
             i += 2;
         } else if a.eq_ignore_ascii_case(b"get") || a.eq_ignore_ascii_case(b"by") {
@@ -457,12 +572,9 @@ pub fn sort_keys(argv: &[&[u8]]) -> Vec<KeyRef> {
         i += 1;
     }
     if let Some(p) = store {
-        v.push(KeyRef {
-            pos: p,
-            flags: OW | UPDATE,
-        });
+        k.push(p, p, 1, OW | UPDATE);
     }
-    v
+    k
 }
 
 /// Key-spec flag names of `flags`, in Redis's order.
@@ -479,12 +591,16 @@ mod tests {
 
     fn keys(argv: &[&str]) -> Vec<(usize, u16)> {
         let t = super::super::table();
-        let a: Vec<&[u8]> = argv.iter().map(|s| s.as_bytes()).collect();
-        let c = t.by_full_name(a[0]).unwrap();
-        get_keys_argv(c, &a)
-            .into_iter()
-            .map(|k| (k.pos, k.flags))
-            .collect()
+        let mut a = crate::resp::OwnedArgs::default();
+        for s in argv {
+            a.push(s.as_bytes());
+        }
+        let c = t.by_full_name(argv[0].as_bytes()).unwrap();
+        let k = get_keys(c, &a.args());
+        let v: Vec<(usize, u16)> = k.iter().map(|k| (k.pos, k.flags)).collect();
+        assert_eq!(v.len(), k.len());
+        assert_eq!(v.is_empty(), k.is_empty());
+        v
     }
 
     /// Every entry with legacy key positions carries its key specs (a new
@@ -497,6 +613,37 @@ mod tests {
                 assert!(!c.key_specs.is_empty(), "{} has no key specs", c.name);
             }
         }
+    }
+
+    /// Every entry's keys fit in [`Keys`] without allocating.
+    #[test]
+    fn specs_fit_inline() {
+        for c in &super::super::table().all {
+            let n = c
+                .key_specs
+                .iter()
+                .filter(|s| s.flags & NOT_KEY == 0)
+                .count();
+            assert!(n <= MAX_KEY_RUNS, "{} has {n} key specs", c.name);
+        }
+    }
+
+    #[test]
+    fn ranges_and_steps() {
+        assert_eq!(
+            keys(&["mset", "a", "1", "b", "2"]),
+            vec![(1, OW | UPDATE), (3, OW | UPDATE)]
+        );
+        assert_eq!(
+            keys(&["sdiffstore", "d", "a", "b"]),
+            vec![(1, OW | UPDATE), (2, RO | ACCESS), (3, RO | ACCESS)]
+        );
+        assert_eq!(
+            keys(&["blpop", "a", "b", "0"]),
+            vec![(1, RW | ACCESS | DELETE), (2, RW | ACCESS | DELETE)]
+        );
+        assert_eq!(keys(&["get", "k"]), vec![(1, RO | ACCESS)]);
+        assert_eq!(keys(&["ping"]), vec![]);
     }
 
     #[test]

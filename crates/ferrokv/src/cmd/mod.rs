@@ -386,12 +386,9 @@ impl Command {
 
     /// Key positions of request `args` for this command, from Redis 7.0's
     /// key specs (numkeys-style commands, SORT ... STORE included; see
-    /// [`keyspecs::get_keys`]).
-    pub fn key_positions(&self, args: &Args<'_>) -> Vec<usize> {
-        keyspecs::get_keys(self, args)
-            .into_iter()
-            .map(|k| k.pos)
-            .collect()
+    /// [`keyspecs::get_keys`]), in order, without allocating.
+    pub fn key_positions(&self, args: &Args<'_>) -> impl Iterator<Item = usize> {
+        keyspecs::get_keys(self, args).into_iter().map(|k| k.pos)
     }
 }
 
@@ -608,8 +605,7 @@ impl<'a> Ctx<'a> {
         let Some(c) = table().all.get(id) else {
             return false;
         };
-        let argv: Vec<&[u8]> = args.iter().collect();
-        user.check_with_unrestricted_read(c, id, &argv)
+        user.check_with_unrestricted_read(c, id, args)
     }
 
     /// Replies with an error (`CODE message`) and counts it in errorstats.
@@ -967,11 +963,7 @@ pub fn run(
         && c.acl & (acl::LIST | acl::SORTEDSET) == 0
         && crate::db::blocking::any_waiters();
     let signal_keys = || {
-        let keys: Vec<&[u8]> = c
-            .key_positions(args)
-            .into_iter()
-            .map(|i| args.get(i))
-            .collect();
+        let keys: Vec<&[u8]> = c.key_positions(args).map(|i| args.get(i)).collect();
         (keys, c.behaviour & behaviour::OTHER_DBS != 0)
     };
     if signal && !prop {
@@ -1161,13 +1153,12 @@ fn acl_check_kind(
     if user.unrestricted() {
         return Ok(());
     }
-    let argv: Vec<&[u8]> = args.iter().collect();
-    let Err(d) = user.check(c, id, &argv) else {
+    let Err(d) = user.check(c, id, args) else {
         return Ok(());
     };
     let object = match d {
         crate::acl::Denied::Command => c.name.as_bytes().to_vec(),
-        crate::acl::Denied::Key(i) | crate::acl::Denied::Channel(i) => argv[i].to_vec(),
+        crate::acl::Denied::Key(i) | crate::acl::Denied::Channel(i) => args.get(i).to_vec(),
     };
     let reason = match d {
         crate::acl::Denied::Command => "command",

@@ -738,13 +738,13 @@ fn command_list(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// replies Redis 7.0's error (commandGetKeys: unknown command, no key specs,
 /// arity, then no key found). Some(empty) = reply an empty array
 /// (a command whose keys are optional).
-fn getkeys_positions(ctx: &mut Ctx<'_>, args: &Args<'_>) -> Option<Vec<super::keyspecs::KeyRef>> {
+fn getkeys_positions(ctx: &mut Ctx<'_>, args: &Args<'_>) -> Option<super::keyspecs::Keys> {
     let t = table();
-    let sub: Vec<&[u8]> = (2..args.len()).map(|i| args.get(i)).collect();
-    let mut c = t.lookup(sub[0]).map(|id| (id, t.all[id]));
+    let sub = args.tail(2);
+    let mut c = t.lookup(sub.get(0)).map(|id| (id, t.all[id]));
     if let Some((id, top)) = c {
         if top.is_container() && sub.len() >= 2 {
-            c = t.lookup_sub(id, sub[1]).map(|s| (s, t.all[s]));
+            c = t.lookup_sub(id, sub.get(1)).map(|s| (s, t.all[s]));
         }
     }
     let Some((_, c)) = c else {
@@ -760,7 +760,7 @@ fn getkeys_positions(ctx: &mut Ctx<'_>, args: &Args<'_>) -> Option<Vec<super::ke
         ctx.error("ERR Invalid number of arguments specified for command");
         return None;
     }
-    let keys = super::keyspecs::get_keys_argv(c, &sub);
+    let keys = super::keyspecs::get_keys(c, &sub);
     if keys.is_empty() && c.flags & flags::NO_MANDATORY_KEYS == 0 {
         ctx.error("ERR Invalid arguments specified for command");
         return None;

@@ -1,13 +1,15 @@
-//! One client connection's loop: read what the socket has, parse and execute
-//! every complete request in the buffer, then send all replies with one
-//! write (pipelining costs one read and one write per batch, not per
-//! command). Protocol errors are answered and the connection is closed, as
-//! Redis does; a query buffer over client-query-buffer-limit closes it too.
+//! One client connection's loop: read what the socket has, decode and
+//! execute every complete request in the buffer, then send all replies with
+//! one write (pipelining costs one read and one write per batch, not per
+//! command). The loop does not know the wire protocol: a [`Codec`] frames
+//! and executes the requests ([`super::resp::RespCodec`] for RESP). Protocol
+//! errors are answered and the connection is closed, as Redis does; a query
+//! buffer over client-query-buffer-limit closes it too.
 
 use super::clients::{ClientHandle, ClientInfo};
+use super::codec::{Codec, Decoded, Session};
 use crate::cmd;
-use crate::resp::parse::peek_key;
-use crate::resp::{Out, Parsed, RequestParser};
+use crate::resp::Out;
 use crate::server::Server;
 use crate::stats::{bump, ThreadStats};
 use bytes::{Buf, BytesMut};
@@ -142,13 +144,13 @@ const IDLE_SHRINK_AFTER: std::time::Duration = std::time::Duration::from_secs(2)
 
 /// Gives back the memory of an idle connection's buffers: the read buffer
 /// keeps only the bytes of a partial request, the reply and outbox buffers
-/// and the parser's argument table go (they are allocated again by the
+/// and the codec's per-request memory go (they are allocated again by the
 /// next request).
-fn shrink_idle_buffers(
+fn shrink_idle_buffers<C: Codec>(
     rbuf: &mut BytesMut,
     out: &mut Out,
     spare: &mut Vec<u8>,
-    parser: &mut RequestParser,
+    codec: &mut C,
 ) {
     *rbuf = if rbuf.is_empty() {
         BytesMut::new()
@@ -161,7 +163,7 @@ fn shrink_idle_buffers(
     if spare.is_empty() {
         *spare = Vec::new();
     }
-    parser.shrink();
+    codec.shrink();
 }
 
 /// Logs a client closed for client-query-buffer-limit as Redis does:
@@ -180,21 +182,28 @@ fn log_query_buffer_limit(handle: &ClientHandle, rbuf: &[u8], big: usize) {
     );
 }
 
-/// How many requests ahead of the executing one a pipelined batch's keys
-/// are prefetched (about the number of cache misses a core keeps in
-/// flight).
-const PREFETCH_AHEAD: usize = 8;
-
-/// Serves one connection until it closes. `stream` is a TCP or unix socket.
+/// Serves one RESP connection until it closes. `stream` is a TCP or unix
+/// socket, or a TLS session over one.
 pub async fn serve<S>(server: Arc<Server>, stream: S, handle: Arc<ClientHandle>)
 where
     S: AsyncRead + AsyncWrite + Unpin,
+{
+    serve_with::<S, super::resp::RespCodec>(server, stream, handle).await
+}
+
+/// Serves one connection speaking codec `C`'s protocol until it closes:
+/// the reads, the batches, the limits and the writes of [`serve`], with
+/// `C` framing, executing and answering the requests.
+pub async fn serve_with<S, C>(server: Arc<Server>, stream: S, handle: Arc<ClientHandle>)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    C: Codec,
 {
     let (mut rd, mut wr) = tokio::io::split(stream);
     let mut client = Client::new(handle.clone());
     client.can_stream = true;
     client.authenticated = !server.acl.auth_required.load(Ordering::Relaxed);
-    let mut parser = RequestParser::new(server.live.proto_max_bulk_len.load(Ordering::Relaxed));
+    let mut codec = C::new(&server);
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = Out::new();
     // Buffer the outbox is swapped into for writing (pub/sub).
@@ -237,8 +246,8 @@ where
                 MonitorEvent::Gone => break,
                 MonitorEvent::Read(r) => r,
             }
-        } else if let Some(fill) = parser.big_read_target(rbuf.len()) {
-            // A big bulk string goes straight into its own allocation.
+        } else if let Some(fill) = codec.read_target(rbuf.len()) {
+            // A big argument goes straight into its own allocation.
             rd.read_buf(fill).await
         } else if minimal
             || !(rbuf_grown || out.buf.capacity() > READ_CHUNK || spare.capacity() > 0)
@@ -254,7 +263,7 @@ where
                     let now = crate::util::now_ms();
                     let due = last_input_ms + IDLE_SHRINK_AFTER.as_millis() as u64;
                     if now >= due {
-                        shrink_idle_buffers(&mut rbuf, &mut out, &mut spare, &mut parser);
+                        shrink_idle_buffers(&mut rbuf, &mut out, &mut spare, &mut codec);
                         rbuf_grown = false;
                         minimal = true;
                     } else {
@@ -271,14 +280,14 @@ where
         }
         minimal = false;
         // client-query-buffer-limit counts every byte received and not yet
-        // executed, big bulk strings included, and is checked right after
-        // the read, before anything runs (Redis's readQueryFromClient).
+        // executed, big arguments included, and is checked right after the
+        // read, before anything runs (Redis's readQueryFromClient).
         let qlimit = server
             .live
             .client_query_buffer_limit
             .load(Ordering::Relaxed) as usize;
-        if rbuf.len() + parser.big_buffered() > qlimit {
-            log_query_buffer_limit(&handle, &rbuf, parser.big_buffered());
+        if rbuf.len() + codec.buffered() > qlimit {
+            log_query_buffer_limit(&handle, &rbuf, codec.buffered());
             break 'conn;
         }
         if handle.killed.load(Ordering::Relaxed) {
@@ -290,73 +299,37 @@ where
         let now = client.clock_us / 1000;
         last_input_ms = now;
         handle.last_ms.store(now, Ordering::Relaxed);
-        parser.max_bulk_len = server.live.proto_max_bulk_len.load(Ordering::Relaxed);
         let mut consumed = 0usize;
-        let mut proto_err = None;
-        let requirepass = &server.acl.auth_required;
+        let mut invalid = false;
         let normal_limit = server.live.obl_limit(crate::server::OblClass::Normal);
-        // Keys of the requests after the one executing are prefetched
-        // (Db::prefetch), PREFETCH_AHEAD requests ahead: a lookup's cache
-        // misses then overlap with the work of the requests before it.
-        // `ahead` is where the next request not yet prefetched starts (set
-        // after the first request, None once the scan stopped).
-        let prefetch_db = server
+        let db = server
             .keyspace
             .db(client.db.min(server.keyspace.db_count() - 1));
-        let mut ahead: Option<usize> = None;
-        let mut first = true;
-        // Hashes of the prefetched requests not yet executed (a ring,
-        // oldest at `front`).
-        let mut hashes = [0u64; PREFETCH_AHEAD];
-        let mut front = 0usize;
-        let mut queued = 0usize;
+        let mut s = Session {
+            server: &server,
+            client: &mut client,
+            out: &mut out,
+            stats,
+            db,
+        };
+        codec.begin_batch(&s);
         loop {
-            parser.unauthenticated = !client.authenticated && requirepass.load(Ordering::Relaxed);
-            match parser.parse(&rbuf[consumed..]) {
-                Ok(Parsed::Request(n)) => {
-                    let tracked = client.tracking;
+            match codec.decode(&s, &rbuf[consumed..]) {
+                Decoded::Request(n) => {
+                    let tracked = s.client.tracking;
                     if tracked {
                         crate::tracking::begin_command(&handle);
                     }
-                    {
-                        let args = parser.args(&rbuf[consumed..]);
-                        if !args.is_empty() {
-                            cmd::execute(&server, &mut client, &mut out, &args, stats);
-                        }
-                    }
-                    parser.release_big();
+                    codec.execute(&mut s, &rbuf, consumed, n);
                     consumed += n;
-                    if std::mem::take(&mut first) {
-                        ahead = Some(consumed);
-                    }
-                    if queued > 0 {
-                        front = (front + 1) % PREFETCH_AHEAD;
-                        queued -= 1;
-                    }
-                    while let Some(at) = ahead.filter(|_| queued < PREFETCH_AHEAD) {
-                        match peek_key(&rbuf[at.max(consumed)..]) {
-                            Some((ks, ke, len)) if at >= consumed => {
-                                let h = prefetch_db.prefetch(&rbuf[at + ks..at + ke]);
-                                hashes[(front + queued) % PREFETCH_AHEAD] = h;
-                                ahead = Some(at + len);
-                                queued += 1;
-                            }
-                            _ => ahead = None,
-                        }
-                    }
-                    // Halfway: the bucket has arrived, fetch its entry.
-                    if queued >= PREFETCH_AHEAD / 2 {
-                        let h = hashes[(front + PREFETCH_AHEAD / 2 - 1) % PREFETCH_AHEAD];
-                        prefetch_db.prefetch_entry(h);
-                    }
-                    if (client.pubsub.is_some()
+                    if (s.client.pubsub.is_some()
                         || tracked
-                        || client.tracking
+                        || s.client.tracking
                         || normal_limit.hard | normal_limit.soft != 0)
                         && after_command(
                             &server,
-                            &client,
-                            &mut out,
+                            s.client,
+                            s.out,
                             normal_limit,
                             &soft_since,
                             tracked,
@@ -364,16 +337,16 @@ where
                     {
                         break 'conn;
                     }
-                    if client.close_after_reply
-                        || client.blocked.is_some()
-                        || !client.streams.is_empty()
+                    if s.client.close_after_reply
+                        || s.client.blocked.is_some()
+                        || !s.client.streams.is_empty()
                     {
                         break;
                     }
                 }
-                Ok(Parsed::Incomplete) => break,
-                Err(e) => {
-                    proto_err = Some(e);
+                Decoded::Incomplete => break,
+                Decoded::Invalid => {
+                    invalid = true;
                     break;
                 }
             }
@@ -387,18 +360,10 @@ where
         super::spin::batch_done();
         // BCAST invalidations of the keys this batch modified.
         crate::tracking::flush_bcast(&server);
-        if let Some(e) = proto_err {
-            // Written as raw bytes: the offending byte is echoed as is.
-            let msg = e.message_bytes();
-            out.buf.push(b'-');
-            out.buf.extend(msg.iter().map(|&b| match b {
-                b'\r' | b'\n' => b' ',
-                b => b,
-            }));
-            out.buf.extend_from_slice(b"\r\n");
-            server.stats.record_error(&e.message());
+        if invalid {
+            codec.reject(&server, &mut out);
             client.close_after_reply = true;
-        } else if let Some(need) = parser.pending_bulk_bytes() {
+        } else if let Some(need) = codec.wanted() {
             // Grow toward the declared bulk as its bytes arrive (at least
             // doubling), rather than reserving it all at once: with
             // transparent huge pages on, a reservation becomes resident in
@@ -411,7 +376,7 @@ where
                 rbuf.reserve((need - rbuf.len()).min(rbuf.len().max(READ_CHUNK)));
             }
         }
-        update_info(&client, &rbuf, &out, parser.big_buffered());
+        update_info(&client, &rbuf, &out, codec.buffered());
         if crate::propagate::on() {
             // The batch's AOF records are written (and with appendfsync
             // always, fsync'd) before its replies leave.
@@ -461,7 +426,7 @@ where
         if let Some(b) = client.blocked.take() {
             match block_wait(&server, &handle, &mut rd, &mut rbuf, b, &mut out).await {
                 true => {
-                    update_info(&client, &rbuf, &out, parser.big_buffered());
+                    update_info(&client, &rbuf, &out, codec.buffered());
                     if crate::propagate::on() {
                         crate::persist::aof::before_served_reply(&server);
                     }

@@ -1,10 +1,13 @@
 //! Networking: listeners ([`listener`]), the per-connection loop
-//! ([`connection`]), the client registry ([`clients`]), TLS ([`tls`]) and
+//! ([`connection`]) and the wire protocols it speaks through a [`codec`]
+//! ([`resp`]), the client registry ([`clients`]), TLS ([`tls`]) and
 //! the open-file limit behind `maxclients` ([`fdlimit`]).
 
 pub mod clients;
+pub mod codec;
 pub mod connection;
 pub mod fdlimit;
 pub mod listener;
+pub mod resp;
 pub mod spin;
 pub mod tls;

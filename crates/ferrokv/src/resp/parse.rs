@@ -228,6 +228,16 @@ impl<'a> Args<'a> {
         }
         &self.base[s as usize..e as usize]
     }
+    /// The arguments from index `from` on (at most [`Self::len`]), as a
+    /// request of their own: ACL DRYRUN and COMMAND GETKEYS inspect the
+    /// request given as their arguments.
+    pub fn tail(&self, from: usize) -> Args<'a> {
+        Args {
+            base: self.base,
+            ranges: &self.ranges[from.min(self.ranges.len())..],
+            big: self.big,
+        }
+    }
     /// Iterates over all arguments.
     pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
         (0..self.len()).map(move |i| self.get(i))
