@@ -8,7 +8,7 @@
 //! its keys (each optionally preceded by EXPIRETIME_MS), EOF and the CRC64
 //! (Jones polynomial, `crc::CRC_64_REDIS`) of everything before it, little
 //! endian; 0 when `rdbchecksum no`. Value encodings written: see
-//! `rdb_write.rs`. The loader reads every type Redis 7.0 writes and the
+//! `write.rs`. The loader reads every type Redis 7.0 writes and the
 //! older ones real dumps hold:
 //!
 //! | type | accepted encodings |
@@ -40,13 +40,9 @@
 //! consuming exactly its bytes (pass a `BufReader`: the bytes after the
 //! checksum stay in its buffer for the caller).
 
-#[path = "rdb_blobs.rs"]
 pub mod blobs;
-#[path = "rdb_lzf.rs"]
 pub mod lzf;
-#[path = "rdb_read.rs"]
 pub mod read;
-#[path = "rdb_write.rs"]
 pub mod write;
 
 use crate::db::keyspace::Shard;
