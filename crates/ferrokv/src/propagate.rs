@@ -95,7 +95,7 @@ impl<'a> Records<'a> {
     }
 }
 
-/// A consumer of the stream: the AOF writer (persist/aof.rs), later the
+/// A consumer of the stream: the AOF writer (persist/aof/writer.rs), later the
 /// replication backlog, and tests.
 pub trait Sink: Send + Sync {
     /// Appends one unit (records in execution order; a sink wraps more than

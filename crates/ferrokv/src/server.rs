@@ -159,7 +159,7 @@ pub struct Server {
     pub executable: String,
     /// RDB persistence state (SAVE, BGSAVE, INFO persistence).
     pub rdb: crate::persist::rdb::RdbState,
-    /// The append-only file (persist/aof.rs), a sink of `propagation`.
+    /// The append-only file (persist/aof/), a sink of `propagation`.
     pub aof: Arc<crate::persist::aof::Aof>,
     /// The stream of effects of write commands (propagate.rs).
     pub propagation: crate::propagate::Stream,
