@@ -136,18 +136,17 @@ static DECAY_TIME: AtomicU32 = AtomicU32::new(1);
 static EVICTED: AtomicU64 = AtomicU64::new(0);
 
 /// Applies the maxmemory directives (called by `Server::apply_config`):
-/// `maxmemory` bytes (0 = no limit), the policy name, `maxmemory-samples`,
+/// `maxmemory` bytes (0 = no limit), the policy, `maxmemory-samples`,
 /// `maxmemory-eviction-tenacity`, `lfu-log-factor`, `lfu-decay-time`
 /// (minutes).
 pub fn configure(
     maxmemory: u64,
-    policy: &str,
+    p: Policy,
     samples: u32,
     tenacity: u32,
     log_factor: u32,
     decay_time: u32,
 ) {
-    let p = Policy::parse(policy).unwrap_or(Policy::NoEviction);
     MAXMEMORY.store(maxmemory, Ordering::Relaxed);
     POLICY.store(p as u8, Ordering::Relaxed);
     LFU.store(p.lfu(), Ordering::Relaxed);

@@ -217,7 +217,7 @@ impl Server {
     pub fn apply_config(&self) {
         let c = self.config.read();
         let l = &self.live;
-        let u = |name: &str| c.get(name).parse::<u64>().unwrap_or(0);
+        let u = |name: &str| c.get_u64(name);
         l.proto_max_bulk_len
             .store(u("proto-max-bulk-len"), Ordering::Relaxed);
         l.client_query_buffer_limit
@@ -257,7 +257,7 @@ impl Server {
         self.acl.sync_config(&c);
         crate::evict::configure(
             u("maxmemory"),
-            c.get("maxmemory-policy"),
+            c.maxmemory_policy(),
             u("maxmemory-samples") as u32,
             u("maxmemory-eviction-tenacity") as u32,
             u("lfu-log-factor") as u32,

@@ -36,8 +36,8 @@ pub fn load_at_startup(server: &Arc<Server>) -> Result<bool, LoadError> {
     let (enabled, truncated_ok, pol) = {
         let c = server.config.read();
         (
-            c.get("appendonly") == "yes",
-            c.get("aof-load-truncated") == "yes",
+            c.get_bool("appendonly"),
+            c.get_bool("aof-load-truncated"),
             policy(c.get("appendfsync")),
         )
     };

@@ -255,7 +255,7 @@ fn policy(s: &str) -> u8 {
 pub fn config_changed(server: &Arc<Server>) {
     let (want, pol) = {
         let c = server.config.read();
-        (c.get("appendonly") == "yes", policy(c.get("appendfsync")))
+        (c.get_bool("appendonly"), policy(c.get("appendfsync")))
     };
     let a = &server.aof;
     a.fsync.store(pol, Ordering::Relaxed);

@@ -345,9 +345,7 @@ pub(super) fn on_tick(server: &Arc<Server>) {
         let c = server.config.read();
         (
             c.get_i64("auto-aof-rewrite-percentage"),
-            c.get("auto-aof-rewrite-min-size")
-                .parse::<u64>()
-                .unwrap_or(0),
+            c.get_u64("auto-aof-rewrite-min-size"),
         )
     };
     let cur = a.current_size.load(Ordering::Relaxed);
@@ -364,7 +362,7 @@ pub(super) fn on_tick(server: &Arc<Server>) {
 /// True when new base files are written in RDB format
 /// (`aof-use-rdb-preamble yes`, Redis's default).
 pub(super) fn use_preamble(server: &Server) -> bool {
-    server.config.read().get("aof-use-rdb-preamble") == "yes"
+    server.config.read().get_bool("aof-use-rdb-preamble")
 }
 
 /// The serialiser of a base's shards: RDB form when `preamble`, else

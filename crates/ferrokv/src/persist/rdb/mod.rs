@@ -239,7 +239,7 @@ pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, bu
 pub fn writes_denied(server: &Server) -> bool {
     server.rdb.last_bgsave_failed.load(Ordering::Relaxed) && {
         let c = server.config.read();
-        c.get("stop-writes-on-bgsave-error") == "yes" && !c.get("save").trim().is_empty()
+        c.get_bool("stop-writes-on-bgsave-error") && !c.get("save").trim().is_empty()
     }
 }
 
@@ -283,10 +283,10 @@ fn write_opts(server: &Server) -> (WriteOpts, bool) {
     let c = server.config.read();
     (
         WriteOpts {
-            compress: c.get("rdbcompression") != "no",
+            compress: c.get_bool("rdbcompression"),
             list_fill: c.get_i64("list-max-listpack-size"),
         },
-        c.get("rdbchecksum") != "no",
+        c.get_bool("rdbchecksum"),
     )
 }
 
