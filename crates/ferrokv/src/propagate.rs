@@ -442,11 +442,6 @@ impl Stream {
         self.sinks.write().push(s);
     }
 
-    /// Removes a consumer (compared by identity).
-    pub fn remove_sink(&self, s: &Arc<dyn Sink>) {
-        self.sinks.write().retain(|x| !Arc::ptr_eq(x, s));
-    }
-
     /// True when this thread is inside a write context.
     pub fn in_write_context() -> bool {
         UNIT.with(|u| u.borrow().depth > 0)

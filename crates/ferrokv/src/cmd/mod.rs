@@ -712,13 +712,6 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Emits the `keymiss` event for `key` of the selected database (a read
-    /// lookup missed; the caller counts the miss itself).
-    #[inline]
-    pub fn keymiss(&self, key: &[u8]) {
-        crate::events::keymiss(self.client.db, key);
-    }
-
     /// The access time to store in an entry's LRU field (evict.rs clock,
     /// 10 ms units), or None when the client asked for CLIENT NO-TOUCH.
     #[inline]
