@@ -556,6 +556,8 @@ pub fn protected_action_allowed(setting: &str, unix: bool, addr: &str) -> bool {
     }
 }
 
+/// The directive called `name` (case-insensitive; aliases such as
+/// `hash-max-ziplist-entries` resolve to their directive), if supported.
 pub fn directive(name: &str) -> Option<&'static Directive> {
     let name = ALIASES
         .iter()
@@ -844,6 +846,46 @@ impl Config {
         self.get(name).parse().unwrap_or(0)
     }
 
+    /// Value of an integer or memory directive (`Kind::Int`, `Kind::Memory`:
+    /// bytes) as an unsigned number; 0 when it is negative (or, for any
+    /// other kind of directive, not a number).
+    pub fn get_u64(&self, name: &str) -> u64 {
+        debug_assert!(
+            matches!(
+                directive(name).map(|d| d.kind),
+                Some(Kind::Int { .. } | Kind::Memory { .. })
+            ),
+            "{name} is not a numeric directive"
+        );
+        self.get(name).parse().unwrap_or(0)
+    }
+
+    /// Value of a yes/no directive (`Kind::Bool`): true for `yes`.
+    pub fn get_bool(&self, name: &str) -> bool {
+        debug_assert!(
+            matches!(directive(name).map(|d| d.kind), Some(Kind::Bool)),
+            "{name} is not a yes/no directive"
+        );
+        self.get(name) == "yes"
+    }
+
+    /// Value of an octal directive (`Kind::Octal`, e.g. `unixsocketperm`):
+    /// the permission bits; 0 when unparsable.
+    pub fn get_octal(&self, name: &str) -> u32 {
+        debug_assert!(
+            matches!(directive(name).map(|d| d.kind), Some(Kind::Octal)),
+            "{name} is not an octal directive"
+        );
+        u32::from_str_radix(self.get(name), 8).unwrap_or(0)
+    }
+
+    /// `maxmemory-policy` as an eviction policy (`noeviction` when the
+    /// stored name is unknown, which normalisation rules out).
+    pub fn maxmemory_policy(&self) -> crate::evict::Policy {
+        crate::evict::Policy::parse(self.get("maxmemory-policy"))
+            .unwrap_or(crate::evict::Policy::NoEviction)
+    }
+
     /// Sets one directive from CONFIG SET arguments; the error is Redis's
     /// reason text.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
@@ -975,6 +1017,21 @@ fn quote_arg(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typed_accessors() {
+        let mut c = Config::default();
+        c.set("maxmemory", "1mb").unwrap();
+        c.set("maxmemory-policy", "ALLKEYS-LFU").unwrap();
+        c.set("appendonly", "YES").unwrap();
+        c.load_str("unixsocketperm 700").unwrap();
+        assert_eq!(c.get_u64("maxmemory"), 1 << 20);
+        assert_eq!(c.get_u64("hz"), 10);
+        assert!(c.get_bool("appendonly"));
+        assert!(!c.get_bool("tls-cluster"));
+        assert_eq!(c.get_octal("unixsocketperm"), 0o700);
+        assert_eq!(c.maxmemory_policy(), crate::evict::Policy::AllkeysLfu);
+    }
 
     #[test]
     fn file_and_args() {

@@ -157,18 +157,16 @@ impl Default for Eviction {
 
 impl Eviction {
     /// Applies the maxmemory directives (called by `Server::apply_config`):
-    /// `maxmemory` bytes (0 = no limit), the policy name,
-    /// `maxmemory-samples`, `maxmemory-eviction-tenacity`. Returns the
-    /// policy (whether it is an LFU one decides the layout of the keys'
-    /// access records, db/lru.rs).
-    pub fn configure(&self, maxmemory: u64, policy: &str, samples: u32, tenacity: u32) -> Policy {
-        let p = Policy::parse(policy).unwrap_or(Policy::NoEviction);
+    /// `maxmemory` bytes (0 = no limit), the policy, `maxmemory-samples`,
+    /// `maxmemory-eviction-tenacity`. Whether the policy is an LFU one
+    /// decides the layout of the keys' access records (db/lru.rs), which
+    /// the caller sets on the keyspace.
+    pub fn configure(&self, maxmemory: u64, p: Policy, samples: u32, tenacity: u32) {
         self.maxmemory.store(maxmemory, Ordering::Relaxed);
         self.policy.store(p as u8, Ordering::Relaxed);
         self.samples
             .store(samples.clamp(1, 1024), Ordering::Relaxed);
         self.tenacity.store(tenacity, Ordering::Relaxed);
-        p
     }
 
     /// The memory limit in bytes (0 = none).

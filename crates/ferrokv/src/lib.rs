@@ -69,7 +69,7 @@ pub fn default_io_threads() -> usize {
 /// Starts the server with `config` and blocks until SHUTDOWN, SIGTERM or
 /// SIGINT. Errors: binding a listener failed.
 pub fn run(mut config: Config) -> std::io::Result<()> {
-    if config.get("disable-thp") == "yes" {
+    if config.get_bool("disable-thp") {
         disable_thp();
     } else {
         memory::set_thp_allowed(true);
@@ -144,7 +144,7 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         .map(str::to_string)
         .collect();
     let unixsocket = config.get("unixsocket").to_string();
-    let unixperm = u32::from_str_radix(config.get("unixsocketperm"), 8).unwrap_or(0);
+    let unixperm = config.get_octal("unixsocketperm");
     let dir = config.get("dir").to_string();
     if dir != "." && !dir.is_empty() {
         std::env::set_current_dir(&dir)

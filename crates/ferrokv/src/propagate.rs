@@ -95,7 +95,7 @@ impl<'a> Records<'a> {
     }
 }
 
-/// A consumer of the stream: the AOF writer (persist/aof.rs), later the
+/// A consumer of the stream: the AOF writer (persist/aof/writer.rs), later the
 /// replication backlog, and tests.
 pub trait Sink: Send + Sync {
     /// Appends one unit (records in execution order; a sink wraps more than
@@ -440,11 +440,6 @@ impl Stream {
     /// Adds a consumer.
     pub fn add_sink(&self, s: Arc<dyn Sink>) {
         self.sinks.write().push(s);
-    }
-
-    /// Removes a consumer (compared by identity).
-    pub fn remove_sink(&self, s: &Arc<dyn Sink>) {
-        self.sinks.write().retain(|x| !Arc::ptr_eq(x, s));
     }
 
     /// True when this thread is inside a write context.

@@ -161,7 +161,7 @@ pub struct Server {
     pub executable: String,
     /// RDB persistence state (SAVE, BGSAVE, INFO persistence).
     pub rdb: crate::persist::rdb::RdbState,
-    /// The append-only file (persist/aof.rs), a sink of `propagation`.
+    /// The append-only file (persist/aof/), a sink of `propagation`.
     pub aof: Arc<crate::persist::aof::Aof>,
     /// The stream of effects of write commands (propagate.rs).
     pub propagation: crate::propagate::Stream,
@@ -220,7 +220,7 @@ impl Server {
     pub fn apply_config(&self) {
         let c = self.config.read();
         let l = &self.live;
-        let u = |name: &str| c.get(name).parse::<u64>().unwrap_or(0);
+        let u = |name: &str| c.get_u64(name);
         l.proto_max_bulk_len
             .store(u("proto-max-bulk-len"), Ordering::Relaxed);
         l.client_query_buffer_limit
@@ -258,9 +258,10 @@ impl Server {
             l.obl[i].store(v, Ordering::Relaxed);
         }
         self.acl.sync_config(&c);
-        let policy = self.evict.configure(
+        let policy = c.maxmemory_policy();
+        self.evict.configure(
             u("maxmemory"),
-            c.get("maxmemory-policy"),
+            policy,
             u("maxmemory-samples") as u32,
             u("maxmemory-eviction-tenacity") as u32,
         );

@@ -1,7 +1,9 @@
 //! The command table and dispatch.
 //!
-//! Every command family (one file each: `strings`, `keys`, `server`,
-//! `connection`) declares its commands in a `COMMANDS` table next to their
+//! Every command family (one file each: `strings`, `keys`, `connection`;
+//! the server commands are a folder, `server/`, of one file per seam:
+//! `config`, `command`, `info`, `debug`, `introspection`, `shutdown`)
+//! declares its commands in a `COMMANDS` table next to their
 //! handlers: name, arity, flags, first/last/step key positions, ACL
 //! categories, documentation and, for container commands such as CONFIG or
 //! CLIENT, subcommands. [`table`] gathers them once at start-up; [`execute`]
@@ -458,7 +460,7 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 13] = [
+        let families: [&'static [Command]; 18] = [
             connection::COMMANDS,
             tx::COMMANDS,
             acl_cmd::COMMANDS,
@@ -469,7 +471,12 @@ pub fn table() -> &'static Table {
             sets::COMMANDS,
             zsets::COMMANDS,
             sort::COMMANDS,
-            server::COMMANDS,
+            server::config::COMMANDS,
+            server::command::COMMANDS,
+            server::info::COMMANDS,
+            server::introspection::COMMANDS,
+            server::debug::COMMANDS,
+            server::shutdown::COMMANDS,
             pubsub::COMMANDS,
             persist::COMMANDS,
         ];
@@ -701,13 +708,6 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Emits the `keymiss` event for `key` of the selected database (a read
-    /// lookup missed; the caller counts the miss itself).
-    #[inline]
-    pub fn keymiss(&self, key: &[u8]) {
-        crate::events::keymiss(self.client.db, key);
-    }
-
     /// The access to record in an entry's LRU field (db/lru.rs), or None
     /// when the client asked for CLIENT NO-TOUCH.
     #[inline]
@@ -894,7 +894,7 @@ pub fn execute(
         finish_exec_reply(client, out, reply_start, mode);
         return;
     }
-    // DEBUG RELOAD stops the world itself (cmd/server.rs); every other
+    // DEBUG RELOAD stops the world itself (cmd/server/debug.rs); every other
     // command runs inside the shared gate.
     let gate = if c.behaviour & behaviour::STOPS_THE_WORLD != 0
         && args.len() >= 2
@@ -932,7 +932,7 @@ pub fn run(
     // batch begins). Redis also times commands with the wall clock (ustime).
     let start_us = client.clock_us;
     let now = start_us / 1000;
-    // AOF propagation (persist/aof.rs): one relaxed load when it is off.
+    // AOF propagation (persist/aof/): one relaxed load when it is off.
     let prop = c.flags & flags::WRITE != 0 && crate::propagate::on();
     let db_at_start = client.db;
     if prop {

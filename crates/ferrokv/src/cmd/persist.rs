@@ -1,5 +1,5 @@
-//! Persistence commands: SAVE, BGSAVE, LASTSAVE (rdb.c) and DUMP, RESTORE
-//! (cluster.c), with Redis 7.0's replies and errors. The file format and the
+//! Persistence commands: SAVE, BGSAVE, LASTSAVE (rdb.c), BGREWRITEAOF
+//! (aof.c) and DUMP, RESTORE (cluster.c), with Redis 7.0's replies and errors. The file format and the
 //! save machinery live in `persist::rdb`.
 //!
 //! Differences from Redis: SAVE blocks only the calling connection's thread
@@ -41,6 +41,20 @@ pub static COMMANDS: &[Command] = &[
         "server",
         "1.0.0",
         "Asynchronously save the dataset to disk",
+        "O(1)",
+    ),
+    cmd(
+        "bgrewriteaof",
+        1,
+        ADMIN | NOSCRIPT | NO_ASYNC_LOADING,
+        (0, 0, 0),
+        0,
+        bgrewriteaof,
+    )
+    .doc(
+        "server",
+        "1.0.0",
+        "Asynchronously rewrites the append-only file to disk",
         "O(1)",
     ),
     cmd(
@@ -104,6 +118,19 @@ fn bgsave(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     match rdb::bgsave(ctx.server) {
         Ok(()) => ctx.out.simple("Background saving started"),
         Err(e) => ctx.error(&format!("ERR {e}")),
+    }
+}
+
+/// Redis 7.0's bgrewriteaofCommand: refused while one is running.
+fn bgrewriteaof(ctx: &mut Ctx<'_>, _: &Args<'_>) {
+    if ctx.server.aof.rewriting.load(Ordering::Acquire) {
+        return ctx.error("ERR Background append only file rewriting already in progress");
+    }
+    if crate::persist::aof::start_rewrite(ctx.server, false) {
+        ctx.out
+            .simple("Background append only file rewriting started");
+    } else {
+        ctx.error("ERR Background append only file rewriting already in progress");
     }
 }
 

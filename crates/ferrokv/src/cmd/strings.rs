@@ -255,19 +255,6 @@ fn get(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     }
 }
 
-/// Expiry option of SET / GETEX.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum ExpireOpt {
-    /// No option.
-    None,
-    /// Absolute ms timestamp.
-    At(u64),
-    /// KEEPTTL.
-    Keep,
-    /// PERSIST (GETEX only).
-    Persist,
-}
-
 /// Parses an EX/PX/EXAT/PXAT argument into an absolute expiry time in ms
 /// since the epoch, as Redis's `getExpireMillisecondsOrReply`:
 /// a non-integer is "ERR value is not an integer or out of range"; a value

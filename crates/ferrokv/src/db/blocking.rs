@@ -38,7 +38,7 @@
 //! created by commands outside the list family (RENAME, COPY, MOVE,
 //! SWAPDB...), through [`signal_after_command`].
 
-use super::keyspace::{KeyLocks, Shard};
+use super::keyspace::KeyLocks;
 use super::{hash_key, Keyspace};
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
@@ -205,11 +205,6 @@ impl Waiter {
             let _ = tx.send(w);
         }
     }
-
-    /// True once served or claimed.
-    pub fn is_done(&self) -> bool {
-        self.state.load(Ordering::Acquire) == DONE
-    }
 }
 
 /// The per-key FIFOs of waiters of one shard. Empty (one null pointer)
@@ -270,11 +265,6 @@ impl BlockedKeys {
         if m.is_empty() {
             self.0 = None;
         }
-    }
-
-    /// Number of keys with waiters.
-    pub fn key_count(&self) -> usize {
-        self.0.as_ref().map_or(0, |m| m.len())
     }
 
     /// Keys with waiters (SWAPDB re-check).
@@ -476,11 +466,4 @@ pub fn signal_after_command(host: &dyn Host, db: usize, keys: &[&[u8]], all: boo
         }
     }
     serve_deferred(host, deferred, now);
-}
-
-/// Convenience for callers that hold a single shard guard and a key they
-/// pushed to: whether any waiter could be interested (cheap check).
-#[inline]
-pub fn shard_has_waiters(shard: &Shard, key: &[u8]) -> bool {
-    shard.blocked.has(key)
 }

@@ -342,11 +342,6 @@ impl<V> Dict<V> {
         None
     }
 
-    /// Inserts a key known to be absent (the caller checked with `get`).
-    pub fn insert_new(&mut self, hash: u64, key: Box<[u8]>, val: V) {
-        self.insert_small(hash, SmallBytes::from_box(key), val);
-    }
-
     fn insert_small(&mut self, hash: u64, key: SmallBytes, val: V) {
         if self.len >= self.table.len() {
             self.resize((self.len + 1).next_power_of_two().max(MIN_SIZE));
@@ -379,11 +374,6 @@ impl<V> Dict<V> {
                 Some(n) => link = &mut n.next,
             }
         }
-    }
-
-    /// Removes `key`, returning its owned key and value.
-    pub fn remove_entry(&mut self, hash: u64, key: &[u8]) -> Option<(Box<[u8]>, V)> {
-        self.remove_marked(hash, key).map(|(k, v, _)| (k, v))
     }
 
     /// Removes `key`, returning its value.

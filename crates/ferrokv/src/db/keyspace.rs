@@ -499,17 +499,6 @@ impl Shard {
         }
     }
 
-    /// Removes every key.
-    pub fn clear(&mut self) {
-        self.dict.clear();
-        self.volatile = Volatile::default();
-    }
-
-    /// Iterates over live and not-yet-reclaimed entries.
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Entry)> {
-        self.dict.iter()
-    }
-
     /// Iterates over live and not-yet-reclaimed entries with their expiry
     /// time (ms since the epoch, 0 = no TTL).
     pub fn iter_with_expire(&self) -> impl Iterator<Item = (&[u8], &Entry, u64)> {
@@ -523,13 +512,8 @@ impl Shard {
         })
     }
 
-    /// One SCAN step over this shard (see [`Dict::scan_step`]).
-    pub fn scan_step(&self, cursor: u64, f: impl FnMut(&[u8], &Entry)) -> u64 {
-        self.dict.scan_step(cursor, f)
-    }
-
-    /// [`Shard::scan_step`] that also passes each key's expiry time (ms since
-    /// the epoch, 0 = no TTL).
+    /// One SCAN step over this shard (see [`Dict::scan_step_marked`]),
+    /// passing each key's expiry time (ms since the epoch, 0 = no TTL).
     pub fn scan_step_with_expire(&self, cursor: u64, mut f: impl FnMut(&[u8], &Entry, u64)) -> u64 {
         self.dict.scan_step_marked(cursor, |k, e, marked| {
             let at = if marked {
@@ -857,11 +841,6 @@ impl Keyspace {
             ids: smallvec::smallvec![(db, shard_index(h))],
             guards: smallvec::smallvec![guard],
         }
-    }
-
-    /// Swaps the contents of two databases atomically (SWAPDB).
-    pub fn swap_dbs(&self, a: usize, b: usize) {
-        self.swap_dbs_with(a, b, |_, _| {});
     }
 
     /// SWAPDB with a hook: `before(lower, higher)` runs with every shard of

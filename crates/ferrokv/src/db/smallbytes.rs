@@ -103,14 +103,6 @@ impl SmallBytes {
             SmallBytes::Heap { bytes, .. } => bytes,
         }
     }
-
-    /// Heap bytes owned beyond the 24-byte value itself.
-    pub fn heap_size(&self) -> usize {
-        match self {
-            SmallBytes::Inline { .. } => 0,
-            SmallBytes::Heap { bytes, .. } => bytes.len(),
-        }
-    }
 }
 
 impl Deref for SmallBytes {

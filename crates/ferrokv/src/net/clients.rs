@@ -159,11 +159,6 @@ impl Outbox {
         self.resp3.load(Ordering::Relaxed)
     }
 
-    /// Sets the protocol messages are encoded in.
-    pub fn set_resp3(&self, on: bool) {
-        self.resp3.store(on, Ordering::Relaxed);
-    }
-
     /// True once the output buffer limits closed the client.
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Relaxed)

@@ -92,7 +92,7 @@ fn set_keepalive(fd: i32, secs: u64) {
 /// Protected mode (Redis 7.0): `protected-mode yes` and a default user
 /// without password refuse TCP clients from non-loopback addresses.
 fn protected_mode_refuses(server: &Server, peer: std::net::IpAddr) -> bool {
-    let protected = server.config.read().get("protected-mode") == "yes";
+    let protected = server.config.read().get_bool("protected-mode");
     protected && crate::acl::protected_mode_denies(true, server.acl.default_user().nopass, peer)
 }
 

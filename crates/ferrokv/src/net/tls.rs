@@ -117,8 +117,8 @@ impl TlsState {
 /// `tls-replication` or `tls-cluster` set).
 pub fn enabled(config: &Config) -> bool {
     config.get_i64("tls-port") != 0
-        || config.get("tls-replication") == "yes"
-        || config.get("tls-cluster") == "yes"
+        || config.get_bool("tls-replication")
+        || config.get_bool("tls-cluster")
 }
 
 /// Directives whose change rebuilds the TLS context (Redis 7.0's configs
@@ -159,8 +159,8 @@ pub fn build(config: &Config) -> Result<Arc<TlsContext>, String> {
     let ca_dir = config.get("tls-ca-cert-dir");
     let auth = AuthClients::parse(config.get("tls-auth-clients"));
     if (auth != AuthClients::No
-        || config.get("tls-cluster") == "yes"
-        || config.get("tls-replication") == "yes")
+        || config.get_bool("tls-cluster")
+        || config.get_bool("tls-replication"))
         && ca_file.is_empty()
         && ca_dir.is_empty()
     {
@@ -194,7 +194,7 @@ pub fn build(config: &Config) -> Result<Arc<TlsContext>, String> {
         Some(Arc::new(load_roots(ca_file, ca_dir)?))
     };
 
-    let cache: Arc<dyn StoresServerSessions> = if config.get("tls-session-caching") == "yes" {
+    let cache: Arc<dyn StoresServerSessions> = if config.get_bool("tls-session-caching") {
         Arc::new(SessionCache::new(
             config.get_i64("tls-session-cache-size").max(0) as usize,
             Duration::from_secs(config.get_i64("tls-session-cache-timeout").max(0) as u64),
@@ -202,8 +202,8 @@ pub fn build(config: &Config) -> Result<Arc<TlsContext>, String> {
     } else {
         Arc::new(rustls::server::NoServerSessionStorage {})
     };
-    let caching = config.get("tls-session-caching") == "yes";
-    let prefer_server = config.get("tls-prefer-server-ciphers") == "yes";
+    let caching = config.get_bool("tls-session-caching");
+    let prefer_server = config.get_bool("tls-prefer-server-ciphers");
 
     let make = |mode: AuthClients| -> Result<Option<Arc<ServerConfig>>, String> {
         let verifier = match (mode, &roots) {

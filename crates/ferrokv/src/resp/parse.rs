@@ -396,11 +396,6 @@ impl RequestParser {
             .filter(|&n| n >= 32 * 1024)
     }
 
-    /// True while a request has been partly received.
-    pub fn in_progress(&self) -> bool {
-        self.remaining > 0
-    }
-
     /// Parses one request from `buf`, which starts at the first unconsumed
     /// byte (the start of the request in progress, if any).
     pub fn parse(&mut self, buf: &[u8]) -> Result<Parsed, ProtocolError> {

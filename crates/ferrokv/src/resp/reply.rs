@@ -197,18 +197,6 @@ impl Out {
             self.bulk(i);
         }
     }
-
-    /// Bytes currently buffered.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.buf.len()
-    }
-
-    /// True when nothing is buffered.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
-    }
 }
 
 #[cfg(test)]

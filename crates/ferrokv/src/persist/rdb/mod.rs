@@ -8,7 +8,7 @@
 //! its keys (each optionally preceded by EXPIRETIME_MS), EOF and the CRC64
 //! (Jones polynomial, `crc::CRC_64_REDIS`) of everything before it, little
 //! endian; 0 when `rdbchecksum no`. Value encodings written: see
-//! `rdb_write.rs`. The loader reads every type Redis 7.0 writes and the
+//! `write.rs`. The loader reads every type Redis 7.0 writes and the
 //! older ones real dumps hold:
 //!
 //! | type | accepted encodings |
@@ -40,13 +40,9 @@
 //! consuming exactly its bytes (pass a `BufReader`: the bytes after the
 //! checksum stay in its buffer for the caller).
 
-#[path = "rdb_blobs.rs"]
 pub mod blobs;
-#[path = "rdb_lzf.rs"]
 pub mod lzf;
-#[path = "rdb_read.rs"]
 pub mod read;
-#[path = "rdb_write.rs"]
 pub mod write;
 
 use crate::db::keyspace::Shard;
@@ -243,7 +239,7 @@ pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, bu
 pub fn writes_denied(server: &Server) -> bool {
     server.rdb.last_bgsave_failed.load(Ordering::Relaxed) && {
         let c = server.config.read();
-        c.get("stop-writes-on-bgsave-error") == "yes" && !c.get("save").trim().is_empty()
+        c.get_bool("stop-writes-on-bgsave-error") && !c.get("save").trim().is_empty()
     }
 }
 
@@ -287,10 +283,10 @@ fn write_opts(server: &Server) -> (WriteOpts, bool) {
     let c = server.config.read();
     (
         WriteOpts {
-            compress: c.get("rdbcompression") != "no",
+            compress: c.get_bool("rdbcompression"),
             list_fill: c.get_i64("list-max-listpack-size"),
         },
-        c.get("rdbchecksum") != "no",
+        c.get_bool("rdbchecksum"),
     )
 }
 

@@ -1,7 +1,7 @@
 //! RDB parsing (Redis's rdbLoad / rdbLoadObject): a streaming reader over
 //! any `Read` that keeps the running CRC64 and byte offset, and the decoder
 //! of every value type Redis 7.0 can write plus the older encodings found
-//! in real dumps (see the table in rdb.rs). Every length is checked against
+//! in real dumps (see the table in mod.rs). Every length is checked against
 //! the data actually present before memory is committed to it: strings are
 //! read in 1 MiB steps, collections never reserve more than a few thousand
 //! slots ahead, an LZF length beyond what the compressed bytes can expand
