@@ -577,7 +577,7 @@ fn run_script(script: &Script) {
         client.handle.outbox.clear();
     }
     for mut c in clients {
-        ferrokv::tx::unwatch_all(&mut c.watch);
+        ferrokv::tx::unwatch_all(&server, &mut c.watch);
         ferrokv::pubsub::unsubscribe_all(&server, &mut c);
         c.leave_monitor(&server);
         server.clients.remove(c.handle.id);

@@ -9,11 +9,13 @@
 //!   is published on `__keyspace@<db>__:<key>` (message: the event name)
 //!   and/or `__keyevent@<db>__:<event>` (message: the key).
 //!
-//! Command handlers report changes with [`modified`], [`notify`] and
-//! [`touch`] (or the `Ctx` wrappers) right where Redis calls
+//! Command handlers report changes to the keyspace's [`Gate`] with
+//! [`Gate::modified`], [`Gate::notify`] and [`Gate::touch`] (or the `Ctx`
+//! wrappers) right where Redis calls
 //! `signalModifiedKey` / `notifyKeyspaceEvent`, usually while they still hold
 //! the key's shard lock. Nothing is done there: the event is appended to a
-//! per-thread queue, and [`drain`] processes the queue after the handler
+//! per-thread queue, and [`drain`] delivers the queue (through the
+//! server's [`Deliver`]: WATCH, tracking, Pub/Sub) after the handler
 //! returned (no shard lock held) but before the command counts as finished
 //! (still inside the exec gate, see tx.rs), so an EXEC can never miss a
 //! touch. Lazy expiry inside `Shard::get` and active expiry queue their
@@ -21,9 +23,8 @@
 //! on access is announced before the event of the command that accessed it.
 //!
 //! Cost when nothing is watched and notifications are off: one relaxed
-//! atomic load per call site ([`on`]).
+//! atomic load per call site ([`Gate::on`]).
 
-use crate::server::Server;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -61,68 +62,182 @@ pub const NEW: u32 = 1 << 14;
 pub const ALL: u32 =
     GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
 
+/// Whether key changes have anything to do, for one server: read on every
+/// key change (one relaxed load), so it lives with the keyspace
+/// (`Keyspace::events`), where lazy and active expiry report too.
+///
 /// Low 32 bits: the notify-keyspace-events flags (bit 31: client-side
 /// caching is active, see tracking.rs); high 32 bits: the number of
 /// (database, key) pairs watched by some client. Zero = nothing to do.
-static STATE: AtomicU64 = AtomicU64::new(0);
+#[derive(Debug, Default)]
+pub struct Gate(AtomicU64);
 
-/// Bit of [`STATE`] set while tracking.rs has work on key changes.
+/// Bit of a [`Gate`] set while tracking.rs has work on key changes.
 const TRACKING: u64 = 1 << 31;
 
-/// True when a key change has anything to do (a key is watched or
-/// notifications are on): one atomic load.
-#[inline]
-pub fn on() -> bool {
-    STATE.load(Ordering::Relaxed) != 0
-}
-
-/// The current notify-keyspace-events flags.
-#[inline]
-pub fn flags() -> u32 {
-    (STATE.load(Ordering::Relaxed) & !TRACKING) as u32
-}
-
-/// True while key changes must reach tracking.rs (some client tracks, or
-/// the tracking table is not empty).
-#[inline]
-pub fn tracking() -> bool {
-    STATE.load(Ordering::Relaxed) & TRACKING != 0
-}
-
-/// Turns the tracking bit on or off (tracking.rs).
-pub(crate) fn set_tracking(on: bool) {
-    if on {
-        STATE.fetch_or(TRACKING, Ordering::AcqRel);
-    } else {
-        STATE.fetch_and(!TRACKING, Ordering::AcqRel);
+impl Gate {
+    /// True when a key change has anything to do (a key is watched,
+    /// notifications are on, or clients track keys): one atomic load.
+    #[inline]
+    pub fn on(&self) -> bool {
+        self.0.load(Ordering::Relaxed) != 0
     }
-}
 
-/// True when some key is watched.
-#[inline]
-pub fn watching() -> bool {
-    STATE.load(Ordering::Relaxed) >> 32 != 0
-}
+    /// The current notify-keyspace-events flags.
+    #[inline]
+    pub fn flags(&self) -> u32 {
+        (self.0.load(Ordering::Relaxed) & !TRACKING) as u32
+    }
 
-/// Sets the notification flags (CONFIG SET / start-up).
-pub fn set_flags(f: u32) {
-    let mut cur = STATE.load(Ordering::Relaxed);
-    loop {
-        let new = (cur & (!0xffff_ffff | TRACKING)) | f as u64;
-        match STATE.compare_exchange_weak(cur, new, Ordering::AcqRel, Ordering::Relaxed) {
-            Ok(_) => return,
-            Err(c) => cur = c,
+    /// True while key changes must reach tracking.rs (some client tracks,
+    /// or the tracking table is not empty).
+    #[inline]
+    pub fn tracking(&self) -> bool {
+        self.0.load(Ordering::Relaxed) & TRACKING != 0
+    }
+
+    /// Turns the tracking bit on or off (tracking.rs).
+    pub fn set_tracking(&self, on: bool) {
+        if on {
+            self.0.fetch_or(TRACKING, Ordering::AcqRel);
+        } else {
+            self.0.fetch_and(!TRACKING, Ordering::AcqRel);
+        }
+    }
+
+    /// True when some key is watched.
+    #[inline]
+    pub fn watching(&self) -> bool {
+        self.0.load(Ordering::Relaxed) >> 32 != 0
+    }
+
+    /// Sets the notification flags (CONFIG SET / start-up).
+    pub fn set_flags(&self, f: u32) {
+        let mut cur = self.0.load(Ordering::Relaxed);
+        loop {
+            let new = (cur & (!0xffff_ffff | TRACKING)) | f as u64;
+            match self
+                .0
+                .compare_exchange_weak(cur, new, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(c) => cur = c,
+            }
+        }
+    }
+
+    /// Adjusts the count of watched (database, key) pairs (tx.rs registry).
+    pub fn add_watched(&self, delta: i64) {
+        if delta >= 0 {
+            self.0.fetch_add((delta as u64) << 32, Ordering::AcqRel);
+        } else {
+            self.0.fetch_sub(((-delta) as u64) << 32, Ordering::AcqRel);
+        }
+    }
+
+    #[inline]
+    fn push(&self, db: usize, touch: bool, class: u32, event: &'static str, key: &[u8]) {
+        let st = self.0.load(Ordering::Relaxed);
+        let track = if touch && st & TRACKING != 0 {
+            1 + u8::from(class == EXPIRED && event == "expired")
+        } else {
+            0
+        };
+        let touch = touch && st >> 32 != 0;
+        let class = if class & (st & !TRACKING) as u32 != 0 {
+            class
+        } else {
+            0
+        };
+        if !touch && class == 0 && track == 0 {
+            return;
+        }
+        PENDING.with(|p| {
+            p.borrow_mut().push(Pending {
+                db: db as u32,
+                touch,
+                track,
+                class,
+                event,
+                key: key.into(),
+            })
+        });
+    }
+
+    /// `key` of database `db` was modified: touches its watchers and emits
+    /// `event` of `class` (signalModifiedKey + notifyKeyspaceEvent).
+    #[inline]
+    pub fn modified(&self, db: usize, key: &[u8], class: u32, event: &'static str) {
+        crate::propagate::mark_dirty();
+        if self.on() {
+            self.push(db, true, class, event, key);
+        }
+    }
+
+    /// Emits `event` of `class` for `key` without touching watchers.
+    #[inline]
+    pub fn notify(&self, db: usize, key: &[u8], class: u32, event: &'static str) {
+        if self.on() {
+            self.push(db, false, class, event, key);
+        }
+    }
+
+    /// Touches the watchers of `key` without a notification.
+    #[inline]
+    pub fn touch(&self, db: usize, key: &[u8]) {
+        crate::propagate::mark_dirty();
+        if self.on() {
+            self.push(db, true, 0, "", key);
+        }
+    }
+
+    /// `key` was deleted because its TTL passed (lazy or active expiry):
+    /// Redis 7.0 notifies `expired` and touches its watchers.
+    #[inline]
+    pub fn expired(&self, db: usize, key: &[u8]) {
+        if self.on() {
+            self.push(db, true, EXPIRED, "expired", key);
+        }
+    }
+
+    /// `key` of database `db` was evicted (maxmemory). As Redis 7.0's
+    /// evict.c `performEvictions`, this touches its watchers
+    /// (signalModifiedKey) and notifies `evicted` (class `e`).
+    #[inline]
+    pub fn evicted(&self, db: usize, key: &[u8]) {
+        if self.on() {
+            self.push(db, true, EVICTED, "evicted", key);
+        }
+    }
+
+    /// A read lookup of `key` of database `db` missed: emits `keymiss`
+    /// (class `m`, Redis 7.0 db.c `lookupKey` unless `LOOKUP_NONOTIFY`).
+    /// Only the letter `m` enables it (`A` does not include it). One
+    /// atomic load when the class is off.
+    #[inline]
+    pub fn keymiss(&self, db: usize, key: &[u8]) {
+        if self.0.load(Ordering::Relaxed) & KEY_MISS as u64 != 0 {
+            self.push(db, false, KEY_MISS, "keymiss", key);
         }
     }
 }
 
-/// Adjusts the count of watched (database, key) pairs (tx.rs registry).
-pub(crate) fn add_watched(delta: i64) {
-    if delta >= 0 {
-        STATE.fetch_add((delta as u64) << 32, Ordering::AcqRel);
-    } else {
-        STATE.fetch_sub(((-delta) as u64) << 32, Ordering::AcqRel);
-    }
+/// Where queued key events are delivered ([`drain`]): the server
+/// implements it with the WATCH registry (tx.rs), client-side caching
+/// (tracking.rs) and Pub/Sub (pubsub.rs), so this module depends on none
+/// of them.
+pub trait Deliver {
+    /// The gate of the server's keyspace (its notification flags).
+    fn gate(&self) -> &Gate;
+    /// Marks the clients watching `key` of database `db` dirty
+    /// (multi.c `touchWatchedKey`).
+    fn touch_watchers(&self, db: usize, key: &[u8]);
+    /// Invalidates `key` for client-side caching; `expired` when its TTL
+    /// passed (tracking.c `trackingInvalidateKey`).
+    fn invalidate(&self, key: &[u8], expired: bool);
+    /// Publishes `message` on `channel` to subscribers and matching
+    /// patterns.
+    fn publish(&self, channel: &[u8], message: &[u8]);
 }
 
 /// Parses a notify-keyspace-events value (notify.c
@@ -228,116 +343,29 @@ thread_local! {
     static PENDING: RefCell<Vec<Pending>> = const { RefCell::new(Vec::new()) };
 }
 
-#[inline]
-fn push(db: usize, touch: bool, class: u32, event: &'static str, key: &[u8]) {
-    let st = STATE.load(Ordering::Relaxed);
-    let track = if touch && st & TRACKING != 0 {
-        1 + u8::from(class == EXPIRED && event == "expired")
-    } else {
-        0
-    };
-    let touch = touch && st >> 32 != 0;
-    let class = if class & (st & !TRACKING) as u32 != 0 {
-        class
-    } else {
-        0
-    };
-    if !touch && class == 0 && track == 0 {
-        return;
-    }
-    PENDING.with(|p| {
-        p.borrow_mut().push(Pending {
-            db: db as u32,
-            touch,
-            track,
-            class,
-            event,
-            key: key.into(),
-        })
-    });
-}
-
-/// `key` of database `db` was modified: touches its watchers and emits
-/// `event` of `class` (signalModifiedKey + notifyKeyspaceEvent).
-#[inline]
-pub fn modified(db: usize, key: &[u8], class: u32, event: &'static str) {
-    crate::propagate::mark_dirty();
-    if on() {
-        push(db, true, class, event, key);
-    }
-}
-
-/// Emits `event` of `class` for `key` without touching watchers.
-#[inline]
-pub fn notify(db: usize, key: &[u8], class: u32, event: &'static str) {
-    if on() {
-        push(db, false, class, event, key);
-    }
-}
-
-/// Touches the watchers of `key` without a notification.
-#[inline]
-pub fn touch(db: usize, key: &[u8]) {
-    crate::propagate::mark_dirty();
-    if on() {
-        push(db, true, 0, "", key);
-    }
-}
-
-/// `key` was deleted because its TTL passed (lazy or active expiry): Redis
-/// 7.0 notifies `expired` and touches its watchers.
-#[inline]
-pub fn expired(db: usize, key: &[u8]) {
-    if on() {
-        push(db, true, EXPIRED, "expired", key);
-    }
-}
-
-/// Hook for maxmemory eviction (not built yet): `key` of database `db` was
-/// evicted. As Redis 7.0's evict.c `performEvictions`, this touches its
-/// watchers (signalModifiedKey) and notifies `evicted` (class `e`). Call it
-/// where the key is removed, like the other events (queued, applied by
-/// [`drain`] with no shard lock held).
-#[inline]
-pub fn evicted(db: usize, key: &[u8]) {
-    if on() {
-        push(db, true, EVICTED, "evicted", key);
-    }
-}
-
-/// A read lookup of `key` of database `db` missed: emits `keymiss` (class
-/// `m`, Redis 7.0 db.c `lookupKey` unless `LOOKUP_NONOTIFY`). Only the
-/// letter `m` enables it (`A` does not include it). One atomic load when
-/// the class is off.
-#[inline]
-pub fn keymiss(db: usize, key: &[u8]) {
-    if STATE.load(Ordering::Relaxed) & KEY_MISS as u64 != 0 {
-        push(db, false, KEY_MISS, "keymiss", key);
-    }
-}
-
 /// True when this thread has queued events.
 #[inline]
 pub fn pending() -> bool {
     PENDING.with(|p| !p.borrow().is_empty())
 }
 
-/// Processes this thread's queued events in order: touches watchers and
-/// publishes notifications. Called with no shard lock held.
-pub fn drain(server: &Server) {
+/// Processes this thread's queued events in order: touches watchers,
+/// invalidates tracked keys and publishes notifications through `to`.
+/// Called with no shard lock held.
+pub fn drain(to: &dyn Deliver) {
     let mut batch = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
     if batch.is_empty() {
         return;
     }
     for ev in batch.iter() {
         if ev.touch {
-            crate::tx::touch_key(server, ev.db as usize, &ev.key);
+            to.touch_watchers(ev.db as usize, &ev.key);
         }
         if ev.track != 0 {
-            crate::tracking::key_modified(server, &ev.key, ev.track == 2);
+            to.invalidate(&ev.key, ev.track == 2);
         }
         if ev.class != 0 {
-            publish_event(server, ev.db as usize, ev.class, ev.event, &ev.key);
+            publish_event(to, ev.db as usize, ev.class, ev.event, &ev.key);
         }
     }
     batch.clear();
@@ -351,8 +379,8 @@ pub fn drain(server: &Server) {
 }
 
 /// Publishes one keyspace event (notify.c `notifyKeyspaceEvent`).
-fn publish_event(server: &Server, db: usize, class: u32, event: &str, key: &[u8]) {
-    let f = flags();
+fn publish_event(to: &dyn Deliver, db: usize, class: u32, event: &str, key: &[u8]) {
+    let f = to.gate().flags();
     if f & class == 0 {
         return;
     }
@@ -364,7 +392,7 @@ fn publish_event(server: &Server, db: usize, class: u32, event: &str, key: &[u8]
         ch.extend_from_slice(dbs);
         ch.extend_from_slice(b"__:");
         ch.extend_from_slice(key);
-        publish(server, &ch, event.as_bytes());
+        to.publish(&ch, event.as_bytes());
     }
     if f & KEYEVENT != 0 {
         let mut ch = Vec::with_capacity(16 + event.len());
@@ -372,15 +400,8 @@ fn publish_event(server: &Server, db: usize, class: u32, event: &str, key: &[u8]
         ch.extend_from_slice(dbs);
         ch.extend_from_slice(b"__:");
         ch.extend_from_slice(event.as_bytes());
-        publish(server, &ch, key);
+        to.publish(&ch, key);
     }
-}
-
-/// Hands a message to Pub/Sub (channel subscribers and matching patterns,
-/// RESP2 or RESP3 frames per subscriber).
-#[inline]
-fn publish(server: &Server, channel: &[u8], message: &[u8]) -> usize {
-    crate::pubsub::publish(server, channel, message)
 }
 
 #[cfg(test)]

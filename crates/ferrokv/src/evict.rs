@@ -267,8 +267,8 @@ pub fn perform(server: &Server) -> Outcome {
             g
         }
     };
-    let gate = crate::tx::gate_shared();
-    let aof = crate::propagate::on();
+    let gate = server.tx.gate_shared();
+    let aof = server.propagation.on();
     if aof {
         server.propagation.begin_background();
     }
@@ -445,12 +445,12 @@ fn evict_key(server: &Server, db: usize, key: &[u8], volatile: bool) -> bool {
         return false;
     }
     let old = sh.remove(h, key);
-    if crate::propagate::on() {
+    if server.propagation.on() {
         crate::propagate::deleted(db, key);
     }
     drop(sh);
     drop(old);
-    crate::events::evicted(db, key);
+    server.keyspace.events().evicted(db, key);
     server.evict.evicted.fetch_add(1, Ordering::Relaxed);
     true
 }

@@ -93,8 +93,7 @@ pub fn run(mut config: Config) -> std::io::Result<()> {
     let _ = config.load_str(&format!("io-threads {threads}"));
     // The main runtime accepts connections and runs the cron and signal
     // handling; clients are served by `threads` worker runtimes (one thread
-    // each, see net::listener::start_workers).
-    net::listener::start_workers(threads)?;
+    // each, started by `serve`, see net::listener::Workers).
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .thread_name("ferrokv-main")
@@ -156,7 +155,12 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         // CONFIG GET dir shows the absolute working directory, as Redis.
         let _ = config.set("dir", &cwd.display().to_string());
     }
+    let idle_poll_us = config.get_u64("io-idle-poll-us");
     let server = Server::new(config, threads);
+    let _ = server
+        .net
+        .workers
+        .set(net::listener::Workers::start(threads, idle_poll_us)?);
     acl::startup(&server).map_err(std::io::Error::other)?;
     // The dataset is loaded before any listener exists, so no client sees
     // a partial keyspace; a bad file stops the start-up with its name.
@@ -215,7 +219,7 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         _ = term.recv() => tracing::info!("Received SIGTERM scheduling shutdown..."),
     }
     server.shutting_down.store(true, Ordering::SeqCst);
-    if propagate::on() {
+    if server.propagation.on() {
         server.aof.flush_all();
     }
     if !server.rdb.shutdown_handled.load(Ordering::SeqCst) {

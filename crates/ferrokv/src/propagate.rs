@@ -41,20 +41,14 @@ use std::sync::Arc;
 type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
-/// True while write commands are propagated to some sink (the AOF is on).
-/// A process-wide flag so that the keyspace's expiry path can test it with
-/// one relaxed load.
-static ON: AtomicBool = AtomicBool::new(false);
-
-/// True while effects are recorded.
+/// True while this thread runs inside a write context of some stream
+/// (between [`Stream::begin_command`] / `begin_block` / `begin_background`
+/// and the matching end): the functions that state effects ([`rewrite`],
+/// [`also`], [`prevent`], [`deleted`], [`ticket`]) do nothing otherwise,
+/// at the cost of one thread-local load.
 #[inline]
-pub fn on() -> bool {
-    ON.load(Ordering::Relaxed)
-}
-
-/// Turns recording on or off (the AOF turning on or off).
-pub fn set_on(v: bool) {
-    ON.store(v, Ordering::SeqCst);
+fn recording() -> bool {
+    RECORDING.with(Cell::get)
 }
 
 /// One record's place in its unit's byte buffer: the database it applies
@@ -128,6 +122,7 @@ pub fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
 thread_local! {
     static UNIT: RefCell<Unit> = RefCell::new(Unit::default());
     static DIRTY: Cell<u64> = const { Cell::new(0) };
+    static RECORDING: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Counts one change of the dataset by the running command (Redis's
@@ -225,7 +220,7 @@ type ExclusiveToken = <RawGate as parking_lot::lock_api::RawRwLock>::ExclusiveGu
 /// Replaces the running command's record with `args` (Redis's
 /// `rewriteClientCommandVector`). Does nothing outside a write context.
 pub fn rewrite(args: &[&[u8]]) {
-    if on() {
+    if recording() {
         UNIT.with(|u| {
             let mut u = u.borrow_mut();
             if u.depth > 0 {
@@ -241,7 +236,7 @@ pub fn rewrite(args: &[&[u8]]) {
 /// Adds `args` to the running command's stated records (the first call
 /// replaces its default record: SPOP with a count logs SREMs in batches).
 pub fn rewrite_more(args: &[&[u8]]) {
-    if on() {
+    if recording() {
         UNIT.with(|u| {
             let mut u = u.borrow_mut();
             if u.depth > 0 {
@@ -259,7 +254,7 @@ pub fn rewrite_more(args: &[&[u8]]) {
 /// The running command records nothing (Redis's
 /// `preventCommandPropagation`).
 pub fn prevent() {
-    if on() {
+    if recording() {
         UNIT.with(|u| {
             let mut u = u.borrow_mut();
             if u.depth > 0 {
@@ -273,7 +268,7 @@ pub fn prevent() {
 /// Records `args` in database `db` after the running command's own record:
 /// the pop of a blocked client it served, in non-blocking form.
 pub fn also(db: usize, args: &[&[u8]]) {
-    if on() {
+    if recording() {
         UNIT.with(|u| {
             let mut u = u.borrow_mut();
             if u.depth > 0 {
@@ -293,6 +288,9 @@ pub fn also(db: usize, args: &[&[u8]]) {
 /// only reported absent and stays until a write context deletes it, so
 /// every deletion is in the stream in order.
 pub fn deleted(db: usize, key: &[u8]) -> bool {
+    if !recording() {
+        return false;
+    }
     UNIT.with(|u| {
         let mut u = u.borrow_mut();
         if u.depth == 0 {
@@ -320,7 +318,7 @@ pub struct ShardSeq {
 /// acquisitions, i.e. of execution). One relaxed load otherwise.
 #[inline]
 pub fn ticket(seq: &mut ShardSeq) {
-    if on() {
+    if recording() {
         UNIT.with(|u| {
             let mut u = u.borrow_mut();
             if u.depth > 0 {
@@ -403,6 +401,9 @@ impl Order {
 /// write context): [`Stream::pause_writes`] takes every stripe to hold all
 /// writers while an AOF rewrite walks the keyspace.
 pub struct Stream {
+    /// Effects are recorded (the AOF is on); shared with the keyspace
+    /// (`Keyspace::propagating`), whose expiry path tests it.
+    on: Arc<AtomicBool>,
     stripes: Box<[parking_lot::RawRwLock]>,
     next_stripe: std::sync::atomic::AtomicUsize,
     sinks: RwLock<Vec<Arc<dyn Sink>>>,
@@ -414,6 +415,7 @@ impl Default for Stream {
     fn default() -> Self {
         use parking_lot::lock_api::RawRwLock as _;
         Stream {
+            on: Arc::default(),
             stripes: (0..16).map(|_| parking_lot::RawRwLock::INIT).collect(),
             next_stripe: Default::default(),
             sinks: RwLock::new(Vec::new()),
@@ -444,7 +446,24 @@ impl Stream {
 
     /// True when this thread is inside a write context.
     pub fn in_write_context() -> bool {
-        UNIT.with(|u| u.borrow().depth > 0)
+        recording()
+    }
+
+    /// True while effects are recorded (the AOF is on): one relaxed load.
+    #[inline]
+    pub fn on(&self) -> bool {
+        self.on.load(Ordering::Relaxed)
+    }
+
+    /// Turns recording on or off (the AOF turning on or off).
+    pub fn set_on(&self, v: bool) {
+        self.on.store(v, Ordering::SeqCst);
+    }
+
+    /// The recording flag, for the keyspace to share
+    /// (`Keyspace::with_propagation_flag`).
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        self.on.clone()
     }
 
     /// True when this thread runs a single command's write context (not
@@ -473,6 +492,7 @@ impl Stream {
         UNIT.with(|u| {
             let mut u = u.borrow_mut();
             if u.depth == 0 {
+                RECORDING.with(|r| r.set(true));
                 u.command = command;
                 let n = self.stripes.len();
                 let i = *u
@@ -492,7 +512,8 @@ impl Stream {
             if u.depth != 0 {
                 return None;
             }
-            self.finish_unit(&mut u, on());
+            RECORDING.with(|r| r.set(false));
+            self.finish_unit(&mut u, self.on());
             Some((u.stripe.unwrap_or(0), u.held.take()))
         });
         if let Some((stripe, Some(t))) = done {
@@ -513,7 +534,7 @@ impl Stream {
         UNIT.with(|u| {
             let mut u = u.borrow_mut();
             if u.depth == 1 && !u.command {
-                self.finish_unit(&mut u, on());
+                self.finish_unit(&mut u, self.on());
             }
         });
     }
@@ -567,7 +588,7 @@ impl Stream {
     /// Starts a block whose records form one unit (EXEC). Returns whether
     /// recording is on; pass it to [`Stream::end_block`].
     pub fn begin_block(&self) -> bool {
-        if !on() {
+        if !self.on() {
             return false;
         }
         self.enter(false);

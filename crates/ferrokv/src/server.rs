@@ -111,6 +111,8 @@ pub struct LatencySeries {
 
 /// Shared server state.
 pub struct Server {
+    /// The exec gate and the WATCH registry (tx.rs).
+    pub tx: crate::tx::Transactions,
     /// maxmemory settings and eviction state (evict.rs).
     pub evict: crate::evict::Eviction,
     /// The clock every part of the server reads "now" from (clock.rs);
@@ -142,6 +144,9 @@ pub struct Server {
     pub monitor_count: AtomicUsize,
     /// 40 hex characters, random per start (INFO run_id).
     pub run_id: String,
+    /// The replication id (INFO master_replid): 40 hex characters, random
+    /// per start; ferrokv has no replication yet, so it never changes.
+    pub replid: String,
     /// When the server started.
     pub started: Instant,
     /// Unix ms at start.
@@ -165,6 +170,8 @@ pub struct Server {
     pub aof: Arc<crate::persist::aof::Aof>,
     /// The stream of effects of write commands (propagate.rs).
     pub propagation: crate::propagate::Stream,
+    /// I/O workers, listeners (net/listener.rs).
+    pub net: crate::net::listener::Net,
     /// The TLS context of the TLS listener (net::tls).
     pub tls: crate::net::tls::TlsState,
 }
@@ -174,17 +181,24 @@ impl Server {
     pub fn new(config: Config, threads: usize) -> Arc<Server> {
         let dbs = config.get_i64("databases").max(1) as usize;
         let now = crate::util::now_ms();
-        let mut run_id = String::with_capacity(40);
-        while run_id.len() < 40 {
-            run_id.push_str(&format!("{:016x}", crate::util::rand_u64()));
-        }
-        run_id.truncate(40);
+        let random_id = || {
+            let mut id = String::with_capacity(48);
+            while id.len() < 40 {
+                id.push_str(&format!("{:016x}", crate::util::rand_u64()));
+            }
+            id.truncate(40);
+            id
+        };
+        let run_id = random_id();
+        let propagation = crate::propagate::Stream::default();
+        let keyspace = Keyspace::with_propagation_flag(dbs, propagation.flag());
         let s = Arc::new(Server {
+            tx: Default::default(),
             evict: Default::default(),
             clock: crate::clock::Clock::new(),
             config: RwLock::new(config),
             live: LiveConfig::default(),
-            keyspace: Keyspace::new(dbs),
+            keyspace,
             clients: ClientRegistry::default(),
             pubsub: Default::default(),
             tracking: Default::default(),
@@ -195,6 +209,7 @@ impl Server {
             monitors: Mutex::new(Vec::new()),
             monitor_count: AtomicUsize::new(0),
             run_id,
+            replid: random_id(),
             started: Instant::now(),
             started_ms: now,
             shutdown: tokio::sync::Notify::new(),
@@ -207,7 +222,8 @@ impl Server {
                 .unwrap_or_default(),
             rdb: Default::default(),
             aof: Default::default(),
-            propagation: Default::default(),
+            propagation,
+            net: Default::default(),
             tls: Default::default(),
         });
         s.propagation.add_sink(s.aof.clone());
@@ -239,7 +255,7 @@ impl Server {
         l.zset_max_listpack_value
             .store(u("zset-max-listpack-value"), Ordering::Relaxed);
         l.timeout.store(u("timeout"), Ordering::Relaxed);
-        crate::net::spin::set_idle_poll_us(u("io-idle-poll-us"));
+        self.net.set_idle_poll_us(u("io-idle-poll-us"));
         self.tracking.set_max_keys(u("tracking-table-max-keys"));
         l.tcp_keepalive.store(u("tcp-keepalive"), Ordering::Relaxed);
         l.slowlog_slower_than
@@ -248,9 +264,9 @@ impl Server {
             .store(u("slowlog-max-len"), Ordering::Relaxed);
         l.latency_threshold
             .store(u("latency-monitor-threshold"), Ordering::Relaxed);
-        crate::events::set_flags(
-            crate::events::parse_flags(c.get("notify-keyspace-events")).unwrap_or(0),
-        );
+        self.keyspace
+            .events()
+            .set_flags(crate::events::parse_flags(c.get("notify-keyspace-events")).unwrap_or(0));
         for (i, v) in crate::config::obl_values(c.get("client-output-buffer-limit"))
             .into_iter()
             .enumerate()
@@ -311,6 +327,26 @@ impl Server {
     pub fn request_shutdown(&self) {
         self.shutting_down.store(true, Ordering::SeqCst);
         self.shutdown.notify_one();
+    }
+}
+
+/// Queued key events (events.rs) are delivered to WATCH, client-side
+/// caching and Pub/Sub through this interface.
+impl crate::events::Deliver for Server {
+    fn gate(&self) -> &crate::events::Gate {
+        self.keyspace.events()
+    }
+
+    fn touch_watchers(&self, db: usize, key: &[u8]) {
+        crate::tx::touch_key(self, db, key);
+    }
+
+    fn invalidate(&self, key: &[u8], expired: bool) {
+        crate::tracking::key_modified(self, key, expired);
+    }
+
+    fn publish(&self, channel: &[u8], message: &[u8]) {
+        crate::pubsub::publish(self, channel, message);
     }
 }
 

@@ -6,7 +6,7 @@
 //! Rare events (errors by code, connections) use shared counters.
 
 use parking_lot::Mutex;
-use std::cell::OnceCell;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -66,12 +66,29 @@ pub fn bump(c: &AtomicU64, n: u64) {
 }
 
 thread_local! {
-    static LOCAL: OnceCell<Arc<ThreadStats>> = const { OnceCell::new() };
+    /// This thread's counter block of each server it served, by
+    /// [`StatsId`] (one entry in a server process; tests may run several
+    /// servers on one thread).
+    static LOCAL: RefCell<Vec<(u64, Arc<ThreadStats>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A process-unique id of a [`Stats`] (a server), so a thread finds its
+/// counter block of that server, and never that of a server dropped
+/// before, even at the same address.
+#[derive(Debug)]
+pub struct StatsId(u64);
+
+impl Default for StatsId {
+    fn default() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        StatsId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
 }
 
 /// All statistics.
 #[derive(Debug, Default)]
 pub struct Stats {
+    id: StatsId,
     threads: Mutex<Vec<Arc<ThreadStats>>>,
     /// Error replies by error code (errorstats), and their total.
     pub errors: Mutex<BTreeMap<String, u64>>,
@@ -93,6 +110,8 @@ pub struct Stats {
     pub dirty_base: AtomicU64,
     /// Samples behind INFO's instantaneous_* fields.
     pub inst: Mutex<InstMetrics>,
+    /// The highest used_memory INFO has seen (used_memory_peak), bytes.
+    pub memory_peak: AtomicU64,
 }
 
 /// Number of samples averaged by the instantaneous metrics (Redis keeps 16,
@@ -144,12 +163,16 @@ impl Stats {
     #[inline]
     pub fn local(&self, ncmds: usize) -> Arc<ThreadStats> {
         LOCAL.with(|c| {
-            c.get_or_init(|| {
-                let t = Arc::new(ThreadStats::new(ncmds));
-                self.threads.lock().push(t.clone());
-                t
-            })
-            .clone()
+            let mut c = c.borrow_mut();
+            if let Some((_, t)) = c.iter().find(|(id, _)| *id == self.id.0) {
+                return t.clone();
+            }
+            let t = Arc::new(ThreadStats::new(ncmds));
+            self.threads.lock().push(t.clone());
+            // Entries of servers that are gone hold only their own block.
+            c.retain(|(_, t)| Arc::strong_count(t) > 1);
+            c.push((self.id.0, t.clone()));
+            t
         })
     }
 

@@ -293,7 +293,7 @@ fn enable(server: &Server, client: &mut Client, o: Options) {
     if cur & ON == 0 {
         t.clients.fetch_add(1, Ordering::AcqRel);
     }
-    crate::events::set_tracking(true);
+    server.keyspace.events().set_tracking(true);
     st.redirect.store(o.redirect, Ordering::Release);
     let mut flags = (cur & CACHING) | ON | (o.flags & (BCAST | OPTIN | OPTOUT | NOLOOP));
     if o.flags & BCAST == 0 {
@@ -354,11 +354,11 @@ pub fn disable(server: &Server, client: &mut Client) {
 fn maybe_idle(server: &Server) {
     let t = &server.tracking;
     if t.clients.load(Ordering::Acquire) == 0 && t.keys.load(Ordering::Acquire) == 0 {
-        crate::events::set_tracking(false);
+        server.keyspace.events().set_tracking(false);
         // A client enabling tracking meanwhile sets the bit again after
         // its count: re-check.
         if t.clients.load(Ordering::Acquire) != 0 {
-            crate::events::set_tracking(true);
+            server.keyspace.events().set_tracking(true);
         }
     }
 }

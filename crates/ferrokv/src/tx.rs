@@ -48,7 +48,24 @@ pub const STRIPES: usize = 16;
 #[repr(align(128))]
 struct Stripe(RwLock<()>);
 
-static GATE: [Stripe; STRIPES] = [const { Stripe(RwLock::new(())) }; STRIPES];
+/// A server's transaction state: the exec gate and the WATCH registry
+/// (`Server::tx`).
+pub struct Transactions {
+    gate: [Stripe; STRIPES],
+    registry: Mutex<Registry>,
+}
+
+impl Default for Transactions {
+    fn default() -> Self {
+        Transactions {
+            gate: [const { Stripe(RwLock::new(())) }; STRIPES],
+            registry: Mutex::new(Registry { dbs: Vec::new() }),
+        }
+    }
+}
+
+/// Stripes are dealt to threads round-robin, once per thread (an index,
+/// the same for every server in the process).
 static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
@@ -68,18 +85,32 @@ fn my_stripe() -> usize {
     })
 }
 
-/// Enters the gate in shared mode for one command (or one step of
-/// background key work) on this thread. Never call it while holding it on
-/// the same thread (a waiting EXEC would deadlock the recursion).
-#[inline]
-pub fn gate_shared() -> RwLockReadGuard<'static, ()> {
-    GATE[my_stripe()].0.read()
-}
+impl Transactions {
+    /// Enters the gate in shared mode for one command (or one step of
+    /// background key work) on this thread. Never call it while holding it
+    /// on the same thread (a waiting EXEC would deadlock the recursion).
+    #[inline]
+    pub fn gate_shared(&self) -> RwLockReadGuard<'_, ()> {
+        self.gate[my_stripe()].0.read()
+    }
 
-/// Takes the whole gate (every stripe, in order): no other command runs on
-/// any core until the guards drop. The caller must not hold a stripe.
-pub fn gate_exclusive() -> Vec<RwLockWriteGuard<'static, ()>> {
-    GATE.iter().map(|s| s.0.write()).collect()
+    /// Takes the whole gate (every stripe, in order): no other command runs
+    /// on any core until the guards drop. The caller must not hold a
+    /// stripe.
+    pub fn gate_exclusive(&self) -> Vec<RwLockWriteGuard<'_, ()>> {
+        self.gate.iter().map(|s| s.0.write()).collect()
+    }
+
+    /// Locks the registry when some key is watched (`events`: the
+    /// keyspace's gate; FLUSHDB, FLUSHALL and SWAPDB take it before their
+    /// shard locks), else None.
+    pub fn lock_registry(&self, events: &events::Gate) -> Option<MutexGuard<'_, Registry>> {
+        if events.watching() {
+            Some(self.registry.lock())
+        } else {
+            None
+        }
+    }
 }
 
 /// A connection's MULTI state: the queued commands (command id, arguments)
@@ -122,8 +153,6 @@ pub struct Registry {
     dbs: Vec<HashMap<Box<[u8]>, Vec<WatchRef>, foldhash::fast::RandomState>>,
 }
 
-static REGISTRY: Mutex<Registry> = Mutex::new(Registry { dbs: Vec::new() });
-
 impl Registry {
     fn db(
         &mut self,
@@ -133,16 +162,6 @@ impl Registry {
             self.dbs.push(HashMap::default());
         }
         &mut self.dbs[db]
-    }
-}
-
-/// Locks the registry when some key is watched (FLUSHDB, FLUSHALL and
-/// SWAPDB take it before their shard locks), else None.
-pub fn lock_registry() -> Option<MutexGuard<'static, Registry>> {
-    if events::watching() {
-        Some(REGISTRY.lock())
-    } else {
-        None
     }
 }
 
@@ -162,10 +181,10 @@ pub fn watch(server: &Server, w: &mut Option<Box<Watching>>, db: usize, keys: &[
         }
         let h = hash_key(key);
         let expired = server.keyspace.db(db).lock(h).raw_expired(h, key, now);
-        let mut reg = REGISTRY.lock();
+        let mut reg = server.tx.registry.lock();
         let refs = reg.db(db).entry(key.into()).or_default();
         if refs.is_empty() {
-            events::add_watched(1);
+            server.keyspace.events().add_watched(1);
         }
         refs.push(WatchRef {
             client: w.state.clone(),
@@ -178,21 +197,21 @@ pub fn watch(server: &Server, w: &mut Option<Box<Watching>>, db: usize, keys: &[
 
 /// Forgets every key the client watches and its dirty flag (UNWATCH, EXEC,
 /// DISCARD, RESET, disconnect).
-pub fn unwatch_all(w: &mut Option<Box<Watching>>) {
+pub fn unwatch_all(server: &Server, w: &mut Option<Box<Watching>>) {
     let Some(w) = w.take() else {
         return;
     };
     if w.keys.is_empty() {
         return;
     }
-    let mut reg = REGISTRY.lock();
+    let mut reg = server.tx.registry.lock();
     for (db, key) in w.keys.iter() {
         let m = reg.db(*db);
         if let Some(refs) = m.get_mut(key) {
             refs.retain(|r| !Arc::ptr_eq(&r.client, &w.state));
             if refs.is_empty() {
                 m.remove(key);
-                events::add_watched(-1);
+                server.keyspace.events().add_watched(-1);
             }
         }
     }
@@ -208,7 +227,7 @@ pub fn watch_failed(server: &Server, w: &Option<Box<Watching>>, now: u64) -> boo
     if w.is_dirty() {
         return true;
     }
-    let mut reg = REGISTRY.lock();
+    let mut reg = server.tx.registry.lock();
     for (db, key) in w.keys.iter() {
         let was_expired = reg
             .db(*db)
@@ -230,7 +249,7 @@ pub fn watch_failed(server: &Server, w: &Option<Box<Watching>>, now: u64) -> boo
 /// `touchWatchedKey`), except watchers that saw the key already expired
 /// while it is still absent (a deleted expired key is no logical change).
 pub fn touch_key(server: &Server, db: usize, key: &[u8]) {
-    let mut reg = REGISTRY.lock();
+    let mut reg = server.tx.registry.lock();
     let Some(refs) = reg.dbs.get_mut(db).and_then(|m| m.get_mut(key)) else {
         return;
     };
@@ -300,8 +319,8 @@ pub fn touch_db(
 /// stripe, the order every command uses) so its expiry `DEL`s are logged in
 /// execution order.
 pub fn background_step(server: &Server, f: &mut dyn FnMut()) {
-    let _g = gate_shared();
-    let prop = crate::propagate::on();
+    let _g = server.tx.gate_shared();
+    let prop = server.propagation.on();
     if prop {
         server.propagation.begin_background();
     }

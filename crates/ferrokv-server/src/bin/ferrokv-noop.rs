@@ -80,7 +80,7 @@ fn main() -> std::io::Result<()> {
         }
         i += 2;
     }
-    ferrokv::net::listener::start_workers(threads)?;
+    let workers = ferrokv::net::listener::Workers::start(threads, 50)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -89,7 +89,7 @@ fn main() -> std::io::Result<()> {
         loop {
             let (s, _) = l.accept().await?;
             let s = s.into_std()?;
-            ferrokv::net::listener::next_worker().spawn(async move {
+            workers.next().spawn(async move {
                 if let Ok(s) = tokio::net::TcpStream::from_std(s) {
                     serve(s).await;
                 }

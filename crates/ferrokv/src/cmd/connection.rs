@@ -397,7 +397,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     let server = ctx.server;
     ctx.client.leave_monitor(server);
     ctx.client.multi = None;
-    crate::tx::unwatch_all(&mut ctx.client.watch);
+    crate::tx::unwatch_all(ctx.server, &mut ctx.client.watch);
     crate::pubsub::unsubscribe_all(server, ctx.client);
     crate::tracking::disable(server, ctx.client);
     ctx.client.db = 0;

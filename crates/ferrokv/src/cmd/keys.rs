@@ -379,7 +379,7 @@ fn remove_keys(ctx: &mut Ctx<'_>, args: &Args<'_>) -> (i64, Vec<Entry>) {
         if shard.get(h, key, ctx.now).is_some() {
             if let Some(e) = shard.remove(h, key) {
                 freed.push(e);
-                crate::events::modified(db, key, GENERIC, "del");
+                ctx.events().modified(db, key, GENERIC, "del");
             }
         }
     }
@@ -450,7 +450,7 @@ fn count_existing(ctx: &mut Ctx<'_>, args: &Args<'_>, do_touch: bool) {
             }
             None => {
                 misses += 1;
-                crate::events::keymiss(db, args.get(i + 1));
+                ctx.events().keymiss(db, args.get(i + 1));
             }
         }
     }
@@ -564,7 +564,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, relative: bool, ms: bool) 
     // absolute time and the same flags (Redis's expireGenericCommand).
     if old.is_some() {
         crate::propagate::rewrite(&[b"DEL", key]);
-    } else if crate::propagate::on() && (relative || !ms) {
+    } else if ctx.server.propagation.on() && (relative || !ms) {
         let t = itoa::Buffer::new().format(when).to_string();
         let mut argv: Vec<&[u8]> = vec![b"PEXPIREAT", key, t.as_bytes()];
         argv.extend((3..args.len()).map(|i| args.get(i)));
@@ -781,8 +781,8 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let old = shard.insert_with_expire(hd, dst, copy, copy_at);
     drop(locks);
     drop(old);
-    crate::events::notify(dst_db, dst, NEW, "new");
-    crate::events::modified(dst_db, dst, GENERIC, "copy_to");
+    ctx.events().notify(dst_db, dst, NEW, "new");
+    ctx.events().modified(dst_db, dst, GENERIC, "copy_to");
     ctx.out.int(1);
 }
 
@@ -823,11 +823,11 @@ fn move_cmd(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     };
     locks.shard(dst_db, h).insert_with_expire(h, key, e, at);
     drop(locks);
-    crate::events::notify(dst_db, key, NEW, "new");
-    crate::events::touch(src_db, key);
-    crate::events::touch(dst_db, key);
-    crate::events::notify(src_db, key, GENERIC, "move_from");
-    crate::events::notify(dst_db, key, GENERIC, "move_to");
+    ctx.events().notify(dst_db, key, NEW, "new");
+    ctx.events().touch(src_db, key);
+    ctx.events().touch(dst_db, key);
+    ctx.events().notify(src_db, key, GENERIC, "move_from");
+    ctx.events().notify(dst_db, key, GENERIC, "move_to");
     ctx.out.int(1);
 }
 
@@ -1069,7 +1069,7 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     };
     let mut taken = Vec::new();
     {
-        let mut reg = crate::tx::lock_registry();
+        let mut reg = ctx.server.tx.lock_registry(ctx.server.keyspace.events());
         let mut guards = ctx.db().lock_all();
         if let Some(r) = reg.as_mut() {
             crate::tx::touch_db(r, ctx.client.db, &guards, None, ctx.now);
@@ -1088,7 +1088,7 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     } else {
         drop(taken);
     }
-    if crate::events::tracking() {
+    if ctx.events().tracking() {
         crate::tracking::flushed(srv(ctx));
     }
     ctx.out.ok();
@@ -1108,7 +1108,7 @@ fn flushall(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let ks = &srv(ctx).keyspace;
     let mut taken = Vec::new();
     {
-        let mut reg = crate::tx::lock_registry();
+        let mut reg = ctx.server.tx.lock_registry(ctx.server.keyspace.events());
         let mut all: Vec<_> = (0..ks.db_count()).map(|d| ks.db(d).lock_all()).collect();
         if let Some(r) = reg.as_mut() {
             for (d, guards) in all.iter().enumerate() {
@@ -1134,7 +1134,7 @@ fn flushall(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     } else {
         drop(taken);
     }
-    if crate::events::tracking() {
+    if ctx.events().tracking() {
         crate::tracking::flushed(srv(ctx));
     }
     ctx.out.ok();
@@ -1156,7 +1156,7 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         return ctx.error(err::DB_RANGE);
     }
     let (a, b, now) = (a as usize, b as usize, ctx.now);
-    let mut reg = crate::tx::lock_registry();
+    let mut reg = ctx.server.tx.lock_registry(ctx.server.keyspace.events());
     srv(ctx).keyspace.swap_dbs_with(a, b, |lo, hi| {
         if let Some(r) = reg.as_mut() {
             let (l, h) = (a.min(b), a.max(b));

@@ -19,8 +19,9 @@
 //! families with blocking commands (BZPOPMIN, BZPOPMAX, BZMPOP).
 
 use super::keyspecs;
-use crate::db::lru::{Access, LruPolicy};
-use crate::events::{self, GENERIC, LIST, NEW};
+use crate::db::lru::Access;
+use crate::db::Keyspace;
+use crate::events::{GENERIC, LIST, NEW};
 
 /// The keyspace event of a push at `end` ("lpush" / "rpush").
 fn push_event(end: End) -> &'static str {
@@ -906,8 +907,9 @@ fn move_locked(
     now: u64,
     fill: i64,
     t: Option<Access<'_>>,
-    lru: &LruPolicy,
+    ks: &Keyspace,
 ) -> MoveResult {
+    let events = ks.events();
     let hs = hash_key(src);
     let hd = hash_key(dst);
     match find(locks.shard(db, hs), hs, src, now) {
@@ -940,19 +942,19 @@ fn move_locked(
             shard.insert(
                 hd,
                 dst,
-                Entry::new(Value::List(Box::new(l)), lru.initial(now)),
+                Entry::new(Value::List(Box::new(l)), ks.lru.initial(now)),
             );
-            events::notify(db, dst, NEW, "new");
+            events.notify(db, dst, NEW, "new");
         }
     }
     // Redis's lmoveGenericCommand order: the push, then the pop, then the
     // deletion of an emptied source.
-    events::modified(db, dst, LIST, push_event(to));
-    events::notify(db, src, LIST, pop_event(from));
+    events.modified(db, dst, LIST, push_event(to));
+    events.notify(db, src, LIST, pop_event(from));
     if emptied {
-        events::notify(db, src, GENERIC, "del");
+        events.notify(db, src, GENERIC, "del");
     }
-    events::touch(db, src);
+    events.touch(db, src);
     MoveResult::Moved(v)
 }
 
@@ -976,7 +978,7 @@ fn lmove_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) 
         ctx.now,
         fill(server),
         t,
-        &server.keyspace.lru,
+        &server.keyspace,
     ) {
         MoveResult::Missing => {
             drop(locks);
@@ -1071,6 +1073,7 @@ fn parse_mpop(ctx: &mut Ctx<'_>, args: &Args<'_>, at: usize) -> Option<MpopArgs>
 /// the key holds a list.
 #[allow(clippy::too_many_arguments)]
 fn mpop_from(
+    events: &crate::events::Gate,
     db: usize,
     shard: &mut crate::db::Shard,
     h: u64,
@@ -1092,12 +1095,12 @@ fn mpop_from(
         let v = l.pop(end).expect("counted");
         out.bulk(&v);
     }
-    events::notify(db, key, LIST, pop_event(end));
+    events.notify(db, key, LIST, pop_event(end));
     if l.is_empty() {
         shard.remove(h, key);
-        events::notify(db, key, GENERIC, "del");
+        events.notify(db, key, GENERIC, "del");
     }
-    events::touch(db, key);
+    events.touch(db, key);
     n
 }
 
@@ -1160,6 +1163,7 @@ fn mpop_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, m: MpopArgs, timeout: Option
         Ok(Some(i)) => {
             let h = hashes[i].1;
             let n = mpop_from(
+                ctx.events(),
                 db,
                 locks.shard(db, h),
                 h,
@@ -1212,7 +1216,17 @@ impl BlockOp for PopOp {
         };
         match self.count {
             Some(n) => {
-                let n = mpop_from(cx.db, shard, h, key, self.end, n, cx.now, &mut out);
+                let n = mpop_from(
+                    cx.host.keyspace().events(),
+                    cx.db,
+                    shard,
+                    h,
+                    key,
+                    self.end,
+                    n,
+                    cx.now,
+                    &mut out,
+                );
                 crate::propagate::also(cx.db, &argv(&pop_record(self.end, key, Some(n))));
             }
             None => {
@@ -1221,12 +1235,13 @@ impl BlockOp for PopOp {
                 };
                 let l = list_mut(e);
                 let v = l.pop(self.end).expect("lists are never empty");
-                events::notify(cx.db, key, LIST, pop_event(self.end));
+                let events = cx.host.keyspace().events();
+                events.notify(cx.db, key, LIST, pop_event(self.end));
                 if l.is_empty() {
                     shard.remove(h, key);
-                    events::notify(cx.db, key, GENERIC, "del");
+                    events.notify(cx.db, key, GENERIC, "del");
                 }
-                events::touch(cx.db, key);
+                events.touch(cx.db, key);
                 crate::propagate::also(cx.db, &argv(&pop_record(self.end, key, None)));
                 out.array(2);
                 out.bulk(key);
@@ -1265,10 +1280,10 @@ impl BlockOp for MoveOp {
             buf: Vec::new(),
             resp3: cx.resp3,
         };
-        let lru = &cx.host.keyspace().lru;
-        let t = Some(Access::at(lru, cx.now));
+        let ks = cx.host.keyspace();
+        let t = Some(Access::at(&ks.lru, cx.now));
         match move_locked(
-            cx.locks, cx.db, key, &self.dst, self.from, self.to, cx.now, fill, t, lru,
+            cx.locks, cx.db, key, &self.dst, self.from, self.to, cx.now, fill, t, ks,
         ) {
             MoveResult::Missing => return Attempt::NotReady,
             MoveResult::WrongType => {
@@ -1379,7 +1394,7 @@ fn bmove_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, from: End, to: End, ms: u64
         ctx.now,
         fill(server),
         t,
-        &server.keyspace.lru,
+        &server.keyspace,
     ) {
         MoveResult::WrongType => {
             drop(locks);

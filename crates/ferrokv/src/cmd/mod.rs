@@ -668,21 +668,21 @@ impl<'a> Ctx<'a> {
     /// atomic load when nothing is watched and notifications are off.
     #[inline]
     pub fn modified(&self, key: &[u8], class: u32, event: &'static str) {
-        crate::events::modified(self.client.db, key, class, event);
+        self.events().modified(self.client.db, key, class, event);
     }
 
     /// Emits keyspace event `event` of `class` for `key` of the selected
     /// database, without touching watchers (`notifyKeyspaceEvent` alone).
     #[inline]
     pub fn notify(&self, key: &[u8], class: u32, event: &'static str) {
-        crate::events::notify(self.client.db, key, class, event);
+        self.events().notify(self.client.db, key, class, event);
     }
 
     /// Touches the watchers of `key` of the selected database without a
     /// notification (`signalModifiedKey` alone).
     #[inline]
     pub fn touch_key(&self, key: &[u8]) {
-        crate::events::touch(self.client.db, key);
+        self.events().touch(self.client.db, key);
     }
 
     /// A read lookup of `key` (Redis's `lookupKeyRead*`): counts a keyspace
@@ -693,7 +693,7 @@ impl<'a> Ctx<'a> {
     pub fn hit(&self, key: &[u8], found: bool) {
         self.count_lookup(found);
         if !found {
-            crate::events::keymiss(self.client.db, key);
+            self.events().keymiss(self.client.db, key);
         }
     }
 
@@ -706,6 +706,14 @@ impl<'a> Ctx<'a> {
         } else {
             bump(&self.stats.misses, 1);
         }
+    }
+
+    /// The key-event gate of the server's keyspace (events.rs), borrowed
+    /// for the server's lifetime (not the context's).
+    #[inline]
+    pub fn events(&self) -> &'a crate::events::Gate {
+        let server: &'a Server = self.server;
+        server.keyspace.events()
     }
 
     /// The access to record in an entry's LRU field (db/lru.rs), or None
@@ -902,7 +910,7 @@ pub fn execute(
     {
         None
     } else {
-        Some(crate::tx::gate_shared())
+        Some(server.tx.gate_shared())
     };
     run(server, client, out, args, stats, id);
     drop(gate);
@@ -933,12 +941,12 @@ pub fn run(
     let start_us = client.clock_us;
     let now = start_us / 1000;
     // AOF propagation (persist/aof/): one relaxed load when it is off.
-    let prop = c.flags & flags::WRITE != 0 && crate::propagate::on();
+    let prop = c.flags & flags::WRITE != 0 && server.propagation.on();
     let db_at_start = client.db;
     if prop {
         server.propagation.begin_command();
     }
-    if crate::events::tracking() {
+    if server.keyspace.events().tracking() {
         track_before(server, client, c, args);
     }
     let mut ctx = Ctx {
@@ -961,7 +969,7 @@ pub fn run(
     let signal = !failed
         && c.flags & flags::WRITE != 0
         && c.acl & (acl::LIST | acl::SORTEDSET) == 0
-        && crate::db::blocking::any_waiters();
+        && server.keyspace.any_waiters();
     let signal_keys = || {
         let keys: Vec<&[u8]> = c.key_positions(args).map(|i| args.get(i)).collect();
         (keys, c.behaviour & behaviour::OTHER_DBS != 0)
@@ -993,7 +1001,7 @@ pub fn run(
         }
     }
     if crate::events::pending() {
-        crate::events::drain(server);
+        crate::events::drain(&**server);
     }
     let us = end_us.saturating_sub(start_us);
     let cs = &stats.cmds[id];
@@ -1088,7 +1096,7 @@ fn reject_in_multi(
 ) {
     if is_exec {
         client.multi = None;
-        crate::tx::unwatch_all(&mut client.watch);
+        crate::tx::unwatch_all(server, &mut client.watch);
         let reason = msg.strip_prefix("ERR ").unwrap_or(msg);
         let full = format!("EXECABORT Transaction discarded because of: {reason}");
         reject(server, out, stats, id, &full);

@@ -496,11 +496,11 @@ struct SremRecords<'k> {
 }
 
 impl<'k> SremRecords<'k> {
-    fn new(key: &'k [u8]) -> Self {
+    fn new(key: &'k [u8], on: bool) -> Self {
         SremRecords {
             key,
             batch: Vec::new(),
-            on: crate::propagate::on(),
+            on,
         }
     }
 
@@ -567,7 +567,7 @@ fn spop_count(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     }
     ctx.out.set(count as usize);
     let remaining = size - count;
-    let mut rec = SremRecords::new(key);
+    let mut rec = SremRecords::new(key, ctx.server.propagation.on());
     if remaining as u128 * SPOP_MOVE_STRATEGY_MUL > count as u128 {
         for _ in 0..count {
             let Some(m) = s.random(rand_u64).map(|m| m.to_vec()) else {
@@ -821,7 +821,7 @@ fn lookup_sources(
                     hits += 1;
                 } else {
                     misses += 1;
-                    crate::events::keymiss(db, k);
+                    ctx.events().keymiss(db, k);
                 }
                 found.push(s.is_some());
             }

@@ -1019,7 +1019,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, readonly: bool) {
         }
         old
     };
-    if outputlen > 0 && blocking::any_waiters() {
+    if outputlen > 0 && server.keyspace.any_waiters() {
         let mut deferred: Deferred = Vec::new();
         blocking::serve(&**server, &mut locks, db, dst, now, &mut deferred);
         drop(locks);

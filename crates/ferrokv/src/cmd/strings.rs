@@ -464,7 +464,7 @@ fn set_generic(
     } else if let Some(args) = drop_get {
         // SET ... GET without an expiry is recorded without its GET words,
         // GETSET as SET (Redis 7.0.15's setGenericCommand / getsetCommand).
-        if crate::propagate::on() {
+        if ctx.server.propagation.on() {
             let mut argv: Vec<&[u8]> = vec![b"SET", key, val];
             argv.extend(
                 (3..args.len())
@@ -726,7 +726,7 @@ fn mget(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         match locks.shard(db, h).get(h, args.get(i + 1), ctx.now) {
             None => {
                 misses += 1;
-                crate::events::keymiss(db, args.get(i + 1));
+                ctx.events().keymiss(db, args.get(i + 1));
                 ctx.out.null();
             }
             Some(e) => {

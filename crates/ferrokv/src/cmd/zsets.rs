@@ -676,7 +676,7 @@ fn modify<R>(
         if changed.is_some() {
             ctx.notify(key, GENERIC, "del");
         }
-    } else if blocking::any_waiters() && shard.blocked.has(key) {
+    } else if ctx.server.keyspace.any_waiters() && shard.blocked.has(key) {
         // Members added (ZADD, ZINCRBY): serve BZPOP* waiters atomically.
         let server: &Server = ctx.server;
         let db = ctx.client.db;
@@ -1173,7 +1173,7 @@ fn range_store(
     let found = match locks.shard(db, hs).get(hs, src, now) {
         None => {
             // Announced at lookup time, before the store's events.
-            crate::events::keymiss(db, src);
+            ctx.events().keymiss(db, src);
             false
         }
         Some(e) => {
@@ -1330,17 +1330,17 @@ fn zpop_cmd(ctx: &mut Ctx<'_>, args: &Args<'_>, max: bool) {
 /// The events of a pop from `key` (t_zset.c `genericZpopCommand`):
 /// `zpopmin` / `zpopmax`, then `del` when the set was emptied; the key is
 /// touched for WATCH.
-fn pop_events(db: usize, key: &[u8], max: bool, emptied: bool) {
-    events::notify(
+fn pop_events(events: &crate::events::Gate, db: usize, key: &[u8], max: bool, emptied: bool) {
+    events.notify(
         db,
         key,
         events::ZSET,
         if max { "zpopmax" } else { "zpopmin" },
     );
     if emptied {
-        events::notify(db, key, GENERIC, "del");
+        events.notify(db, key, GENERIC, "del");
     }
-    events::touch(db, key);
+    events.touch(db, key);
 }
 
 /// Redis's `genericZpopCommand`: pops from the first existing key of
@@ -1386,7 +1386,7 @@ fn generic_pop(
         } else {
             None
         };
-        pop_events(db, key, max, old.is_some());
+        pop_events(ctx.events(), db, key, max, old.is_some());
         drop(locks);
         drop(old);
         if emit_key {
@@ -1534,7 +1534,7 @@ fn bzpop_generic(ctx: &mut Ctx<'_>, keys: &[&[u8]], max: bool, count: Option<usi
         } else {
             None
         };
-        pop_events(db, key, max, old.is_some());
+        pop_events(ctx.events(), db, key, max, old.is_some());
         drop(locks);
         drop(old);
         // Recorded in non-blocking form: ZPOPMIN/ZPOPMAX key [<popped>].
@@ -1592,7 +1592,7 @@ impl BlockOp for ZPopOp {
         if emptied {
             shard.remove(h, key);
         }
-        pop_events(cx.db, key, self.max, emptied);
+        pop_events(cx.host.keyspace().events(), cx.db, key, self.max, emptied);
         let rec = zpop_record(self.max, key, self.count.map(|_| items.len()));
         crate::propagate::also(cx.db, &argv(&rec));
         let mut out = Out {
@@ -1823,7 +1823,7 @@ fn set_op(ctx: &mut Ctx<'_>, args: &Args<'_>, name: &str, op: SetOp, store: bool
         match locks.shard(db, h).get(h, args.get(first + i), now) {
             None => {
                 misses += 1;
-                crate::events::keymiss(db, args.get(first + i));
+                ctx.events().keymiss(db, args.get(first + i));
             }
             Some(e) => {
                 hits += 1;

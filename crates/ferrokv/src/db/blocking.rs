@@ -151,10 +151,6 @@ impl std::fmt::Debug for Waiter {
     }
 }
 
-/// Number of registered waiters in the process (a fast "anyone blocked?"
-/// check for [`signal_after_command`]).
-static WAITERS: AtomicUsize = AtomicUsize::new(0);
-
 impl Waiter {
     /// A new waiter and the receiver its wake-up arrives on. Duplicate keys
     /// are dropped (a client waits once per key, as Redis's blockForKeys).
@@ -222,23 +218,24 @@ impl BlockedKeys {
         self.0.as_ref().is_some_and(|m| m.contains_key(key))
     }
 
-    /// Appends `w` to `key`'s queue.
-    pub fn add(&mut self, key: &[u8], w: Arc<Waiter>) {
+    /// Appends `w` to `key`'s queue; `waiters` counts the keyspace's
+    /// registered waiters.
+    pub fn add(&mut self, key: &[u8], w: Arc<Waiter>, waiters: &AtomicUsize) {
         self.0
             .get_or_insert_with(Default::default)
             .entry(key.into())
             .or_default()
             .push_back(w);
-        WAITERS.fetch_add(1, Ordering::Relaxed);
+        waiters.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Removes `w` from `key`'s queue (if present).
-    pub fn remove(&mut self, key: &[u8], w: &Arc<Waiter>) {
+    pub fn remove(&mut self, key: &[u8], w: &Arc<Waiter>, waiters: &AtomicUsize) {
         let Some(m) = self.0.as_mut() else { return };
         if let Some(q) = m.get_mut(key) {
             let before = q.len();
             q.retain(|x| !Arc::ptr_eq(x, w));
-            WAITERS.fetch_sub(before - q.len(), Ordering::Relaxed);
+            waiters.fetch_sub(before - q.len(), Ordering::Relaxed);
             if q.is_empty() {
                 m.remove(key);
             }
@@ -252,11 +249,11 @@ impl BlockedKeys {
         self.0.as_ref()?.get(key)?.get(i).cloned()
     }
 
-    fn remove_at(&mut self, key: &[u8], i: usize) {
+    fn remove_at(&mut self, key: &[u8], i: usize, waiters: &AtomicUsize) {
         let Some(m) = self.0.as_mut() else { return };
         if let Some(q) = m.get_mut(key) {
             if q.remove(i).is_some() {
-                WAITERS.fetch_sub(1, Ordering::Relaxed);
+                waiters.fetch_sub(1, Ordering::Relaxed);
             }
             if q.is_empty() {
                 m.remove(key);
@@ -281,7 +278,8 @@ impl BlockedKeys {
 pub fn register(locks: &mut KeyLocks<'_>, w: &Arc<Waiter>) {
     for k in &w.keys {
         let h = hash_key(k);
-        locks.shard(w.db, h).blocked.add(k, w.clone());
+        let sh = locks.shard(w.db, h);
+        sh.blocked.add(k, w.clone(), &sh.signals.waiters);
     }
 }
 
@@ -289,7 +287,9 @@ pub fn register(locks: &mut KeyLocks<'_>, w: &Arc<Waiter>) {
 pub fn unregister(ks: &Keyspace, w: &Arc<Waiter>) {
     for k in &w.keys {
         let h = hash_key(k);
-        ks.db(w.db).lock(h).blocked.remove(k, w);
+        let mut sh = ks.db(w.db).lock(h);
+        let sh = &mut *sh;
+        sh.blocked.remove(k, w, &sh.signals.waiters);
     }
 }
 
@@ -307,7 +307,7 @@ pub fn serve<'a>(
     now: u64,
     deferred: &mut Deferred,
 ) {
-    if WAITERS.load(Ordering::Relaxed) == 0 {
+    if !host.keyspace().any_waiters() {
         return;
     }
     let mut work: Vec<(usize, Box<[u8]>)> = vec![(db, key.into())];
@@ -331,7 +331,8 @@ pub fn serve<'a>(
                 Err(DONE) => {
                     // Served from another key, timed out or unblocked: its
                     // connection removes it from the other queues.
-                    locks.shard(db, h).blocked.remove_at(&key, i);
+                    let sh = locks.shard(db, h);
+                    sh.blocked.remove_at(&key, i, &sh.signals.waiters);
                     continue;
                 }
                 Err(_) => {
@@ -352,7 +353,8 @@ pub fn serve<'a>(
             match w.op.serve(&mut cx, &key) {
                 Attempt::Served(reply) => {
                     w.state.store(DONE, Ordering::Release);
-                    locks.shard(db, h).blocked.remove_at(&key, i);
+                    let sh = locks.shard(db, h);
+                    sh.blocked.remove_at(&key, i, &sh.signals.waiters);
                     w.wake(Wake::Served(reply));
                 }
                 Attempt::NotReady => {
@@ -383,7 +385,7 @@ pub fn serve_and_release<'a>(
     keys: &[&[u8]],
     now: u64,
 ) {
-    if !any_waiters() {
+    if !host.keyspace().any_waiters() {
         return;
     }
     let mut deferred: Deferred = Vec::new();
@@ -440,12 +442,6 @@ pub fn serve_deferred(host: &dyn Host, mut deferred: Deferred, now: u64) {
     }
 }
 
-/// True when some client is blocked somewhere in the process.
-#[inline]
-pub fn any_waiters() -> bool {
-    WAITERS.load(Ordering::Relaxed) > 0
-}
-
 /// After a write command outside the blocking-aware families: serves the
 /// waiters of the keys it may have created. `keys` are the command's key
 /// arguments in database `db`; `all` asks for every key with waiters in
@@ -453,7 +449,7 @@ pub fn any_waiters() -> bool {
 /// appear in another database). Not atomic with the command itself (see
 /// the module documentation).
 pub fn signal_after_command(host: &dyn Host, db: usize, keys: &[&[u8]], all: bool, now: u64) {
-    if !any_waiters() {
+    if !host.keyspace().any_waiters() {
         return;
     }
     let mut deferred: Deferred = keys.iter().map(|k| (db, Box::from(*k))).collect();

@@ -258,6 +258,26 @@ pub struct Shard {
     /// Point-in-time copies that have not copied this shard yet
     /// ([`ShardCopier`]; positional like `blocked`).
     copiers: Vec<Arc<dyn ShardCopier>>,
+    /// The keyspace's signals (shared by all its shards).
+    pub(crate) signals: Arc<Signals>,
+}
+
+/// What the shards of one keyspace read or count while they work, shared
+/// by the keyspace and every shard: per server, not per process, so two
+/// servers can live in one process.
+#[derive(Debug, Default)]
+pub struct Signals {
+    /// Whether key changes have anything to do (events.rs): notification
+    /// flags, watched keys, client-side caching.
+    pub events: crate::events::Gate,
+    /// The effects of write commands are recorded (the flag of the
+    /// server's propagation stream, propagate.rs): an expired key is then
+    /// deleted only inside a write context, which propagates its DEL;
+    /// elsewhere it is reported missing.
+    pub propagating: Arc<AtomicBool>,
+    /// Clients blocked on keys of this keyspace (db/blocking.rs), for a
+    /// one-load "anyone blocked?" check.
+    pub waiters: std::sync::atomic::AtomicUsize,
 }
 
 /// A point-in-time copy of the keyspace taken while writers go on (what
@@ -329,6 +349,7 @@ impl Shard {
     pub fn get(&mut self, h: u64, key: &[u8], now: u64) -> Option<&mut Entry> {
         let db = self.db as usize;
         let vol = &self.volatile;
+        let signals = &self.signals;
         // With the AOF on, only a write context may delete (and log a DEL);
         // elsewhere an expired key is just reported absent.
         let mut hidden = false;
@@ -336,7 +357,7 @@ impl Shard {
             if !(marked && vol_expired(vol, h, key, now)) {
                 return false;
             }
-            if crate::propagate::on() && !crate::propagate::deleted(db, key) {
+            if signals.propagating.load(Ordering::Relaxed) && !crate::propagate::deleted(db, key) {
                 hidden = true;
                 return false;
             }
@@ -354,7 +375,7 @@ impl Shard {
             Lookup::Removed(_) => {
                 self.volatile.remove(h, key);
                 self.expired += 1;
-                crate::events::expired(self.db as usize, key);
+                self.signals.events.expired(self.db as usize, key);
                 None
             }
         }
@@ -496,6 +517,7 @@ impl Shard {
             db: self.db,
             seq: Default::default(),
             copiers: Vec::new(),
+            signals: self.signals.clone(),
         }
     }
 
@@ -624,12 +646,13 @@ impl Shard {
                     break;
                 }
                 if let Some(key) = self.sample_expired(rand_u64(), now) {
-                    if crate::propagate::on() && !crate::propagate::deleted(self.db as usize, &key)
+                    if self.signals.propagating.load(Ordering::Relaxed)
+                        && !crate::propagate::deleted(self.db as usize, &key)
                     {
                         continue;
                     }
                     self.remove(hash_key(&key), &key);
-                    crate::events::expired(self.db as usize, &key);
+                    self.signals.events.expired(self.db as usize, &key);
                     round_expired += 1;
                 }
             }
@@ -651,7 +674,7 @@ pub struct Db {
 }
 
 impl Db {
-    fn new(index: usize) -> Self {
+    fn new(index: usize, signals: &Arc<Signals>) -> Self {
         let hints: Box<[Arc<BucketHint>]> = (0..SHARDS).map(|_| Arc::default()).collect();
         Db {
             shards: hints
@@ -660,6 +683,7 @@ impl Db {
                 .map(|(i, h)| {
                     let mut s = Shard {
                         db: index as u32,
+                        signals: signals.clone(),
                         ..Shard::default()
                     };
                     s.seq.gid = (index * SHARDS + i) as u32;
@@ -754,19 +778,51 @@ pub struct Keyspace {
     expire_cursor: AtomicU64,
     /// The layout of the keys' access records and the LFU tuning.
     pub lru: super::lru::LruPolicy,
+    /// Shared with every shard.
+    signals: Arc<Signals>,
 }
 
 impl Keyspace {
     /// `n` empty databases (the `databases` directive).
     pub fn new(n: usize) -> Self {
+        Keyspace::with_propagation_flag(n, Arc::default())
+    }
+
+    /// [`Keyspace::new`] sharing the recording flag of a propagation
+    /// stream (`Stream::flag`).
+    pub fn with_propagation_flag(n: usize, propagating: Arc<AtomicBool>) -> Self {
+        let signals = Arc::new(Signals {
+            propagating,
+            ..Signals::default()
+        });
         Keyspace {
-            dbs: (0..n.max(1)).map(Db::new).collect(),
+            dbs: (0..n.max(1)).map(|i| Db::new(i, &signals)).collect(),
+            signals,
             active_expired: AtomicU64::new(0),
             active_expire_enabled: AtomicBool::new(true),
             expire_time_cap_reached: AtomicU64::new(0),
             expire_cursor: AtomicU64::new(0),
             lru: Default::default(),
         }
+    }
+
+    /// The gate of key events (events.rs) of this keyspace.
+    #[inline]
+    pub fn events(&self) -> &crate::events::Gate {
+        &self.signals.events
+    }
+
+    /// True while the effects of write commands are recorded
+    /// (propagate.rs; the AOF is on).
+    #[inline]
+    pub fn propagating(&self) -> bool {
+        self.signals.propagating.load(Ordering::Relaxed)
+    }
+
+    /// True when some client is blocked on a key of this keyspace.
+    #[inline]
+    pub fn any_waiters(&self) -> bool {
+        self.signals.waiters.load(Ordering::Relaxed) > 0
     }
 
     /// Number of databases.

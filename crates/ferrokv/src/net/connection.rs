@@ -377,7 +377,7 @@ where
             }
         }
         update_info(&client, &rbuf, &out, codec.buffered());
-        if crate::propagate::on() {
+        if server.propagation.on() {
             // The batch's AOF records are written (and with appendfsync
             // always, fsync'd) before its replies leave.
             if let Some(need) = crate::persist::aof::reply_target(&server) {
@@ -427,7 +427,7 @@ where
             match block_wait(&server, &handle, &mut rd, &mut rbuf, b, &mut out).await {
                 true => {
                     update_info(&client, &rbuf, &out, codec.buffered());
-                    if crate::propagate::on() {
+                    if server.propagation.on() {
                         crate::persist::aof::before_served_reply(&server);
                     }
                     bump(&server.stats.local(ncmds).net_out, out.buf.len() as u64);
@@ -447,7 +447,7 @@ where
     }
     let _ = wr.shutdown().await;
     client.leave_monitor(&server);
-    crate::tx::unwatch_all(&mut client.watch);
+    crate::tx::unwatch_all(&server, &mut client.watch);
     crate::pubsub::unsubscribe_all(&server, &mut client);
     crate::tracking::disable(&server, &mut client);
     handle.outbox.clear();

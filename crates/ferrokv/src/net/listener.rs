@@ -6,7 +6,7 @@
 use super::connection::{new_handle, serve};
 use crate::server::Server;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpSocket, UnixListener};
@@ -96,31 +96,82 @@ fn protected_mode_refuses(server: &Server, peer: std::net::IpAddr) -> bool {
     protected && crate::acl::protected_mode_denies(true, server.acl.default_user().nopass, peer)
 }
 
-/// Logs a failed accept (Redis: "Accepting client connection: <error>"),
-/// at most once a second: when descriptors run out (EMFILE), the pending
-/// connection stays queued and every retry fails again.
-fn accept_failed(e: &std::io::Error) {
-    static LAST_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    static SUPPRESSED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let now = crate::util::now_ms();
-    let last = LAST_MS.load(Ordering::Relaxed);
-    if now.saturating_sub(last) < 1000
-        || LAST_MS
-            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-            .is_err()
-    {
-        SUPPRESSED.fetch_add(1, Ordering::Relaxed);
-        return;
+/// The rate limit of the "Accepting client connection" log line: when
+/// descriptors run out (EMFILE), the pending connection stays queued and
+/// every retry fails again, so at most one line a second is logged.
+#[derive(Debug, Default)]
+pub struct AcceptLog {
+    /// When the last line was logged, ms since the Unix epoch.
+    last_ms: AtomicU64,
+    /// Failures not logged since.
+    suppressed: AtomicU64,
+}
+
+impl AcceptLog {
+    /// Logs a failed accept (Redis: "Accepting client connection:
+    /// <error>"), at most once a second.
+    fn failed(&self, e: &std::io::Error) {
+        let now = crate::util::now_ms();
+        let last = self.last_ms.load(Ordering::Relaxed);
+        if now.saturating_sub(last) < 1000
+            || self
+                .last_ms
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            self.suppressed.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let n = self.suppressed.swap(0, Ordering::Relaxed);
+        let e = e.to_string();
+        let e = e.split(" (os error").next().unwrap_or_default();
+        if n > 0 {
+            tracing::warn!(
+                "Accepting client connection: {e} ({n} similar errors in the last second not logged)"
+            );
+        } else {
+            tracing::warn!("Accepting client connection: {e}");
+        }
     }
-    let n = SUPPRESSED.swap(0, Ordering::Relaxed);
-    let e = e.to_string();
-    let e = e.split(" (os error").next().unwrap_or_default();
-    if n > 0 {
-        tracing::warn!(
-            "Accepting client connection: {e} ({n} similar errors in the last second not logged)"
-        );
-    } else {
-        tracing::warn!("Accepting client connection: {e}");
+}
+
+/// A server's network state: its I/O workers, its listeners and the
+/// accept-failure log limit (`Server::net`).
+#[derive(Default)]
+pub struct Net {
+    /// The I/O worker threads, once started ([`Workers::start`]); servers
+    /// embedded in tests have none and run connections on the current
+    /// runtime.
+    pub workers: std::sync::OnceLock<Workers>,
+    listening: parking_lot::Mutex<Option<Listening>>,
+    accept_log: AcceptLog,
+}
+
+impl Net {
+    /// The runtime of the next worker (round-robin), or the current
+    /// runtime when no workers were started.
+    pub fn next_worker(&self) -> tokio::runtime::Handle {
+        match self.workers.get() {
+            Some(w) => w.next(),
+            None => tokio::runtime::Handle::current(),
+        }
+    }
+
+    /// Handles of every I/O worker runtime (empty when none were started):
+    /// a task spawned on one runs between two of its batches (AOF barrier).
+    pub fn worker_handles(&self) -> Vec<tokio::runtime::Handle> {
+        self.workers
+            .get()
+            .map(|w| w.handles.clone())
+            .unwrap_or_default()
+    }
+
+    /// Sets how long the workers keep polling for input after a batch
+    /// (`io-idle-poll-us`, net/spin.rs).
+    pub fn set_idle_poll_us(&self, us: u64) {
+        if let Some(w) = self.workers.get() {
+            w.idle_poll_us.store(us, Ordering::Relaxed);
+        }
     }
 }
 
@@ -134,66 +185,55 @@ fn over_limit(server: &Server) -> bool {
 /// so no request costs a cross-thread wake-up). New connections are dealt
 /// round-robin. Each runtime's `block_on` future is the idle poller
 /// ([`super::spin::run`], `io-idle-poll-us`).
-struct Workers {
+pub struct Workers {
     handles: Vec<tokio::runtime::Handle>,
     next: std::sync::atomic::AtomicUsize,
+    /// `io-idle-poll-us`, read by every worker's poller.
+    idle_poll_us: Arc<AtomicU64>,
 }
 
-static WORKERS: std::sync::OnceLock<Workers> = std::sync::OnceLock::new();
-
-/// Starts `n` I/O worker threads (`io-threads`). Call once before
-/// accepting; later calls do nothing. Errors: a thread or runtime could not
-/// be created.
-pub fn start_workers(n: usize) -> std::io::Result<()> {
-    if WORKERS.get().is_some() {
-        return Ok(());
-    }
-    let mut handles = Vec::with_capacity(n.max(1));
-    for i in 0..n.max(1) {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::Builder::new()
-            .name(format!("ferrokv-io-{i}"))
-            .spawn(move || {
-                let rt = match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
-                    Ok(rt) => rt,
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        return;
-                    }
-                };
-                let _ = tx.send(Ok(rt.handle().clone()));
-                rt.block_on(super::spin::run());
-            })?;
-        let h = rx
-            .recv()
-            .map_err(|_| std::io::Error::other("I/O worker thread exited"))??;
-        handles.push(h);
-    }
-    let _ = WORKERS.set(Workers {
-        handles,
-        next: std::sync::atomic::AtomicUsize::new(0),
-    });
-    Ok(())
-}
-
-/// Handles of every I/O worker runtime (empty when none were started):
-/// a task spawned on one runs between two of its batches (AOF barrier).
-pub fn worker_handles() -> Vec<tokio::runtime::Handle> {
-    WORKERS.get().map(|w| w.handles.clone()).unwrap_or_default()
-}
-
-/// The runtime of the next worker (round-robin), or the current runtime
-/// when no workers were started (tests that embed the server).
-pub fn next_worker() -> tokio::runtime::Handle {
-    match WORKERS.get() {
-        Some(w) => {
-            let i = w.next.fetch_add(1, Ordering::Relaxed) % w.handles.len();
-            w.handles[i].clone()
+impl Workers {
+    /// Starts `n` I/O worker threads (`io-threads`) polling for input up
+    /// to `idle_poll_us` µs after a batch. Errors: a thread or runtime
+    /// could not be created.
+    pub fn start(n: usize, idle_poll_us: u64) -> std::io::Result<Workers> {
+        let poll = Arc::new(AtomicU64::new(idle_poll_us));
+        let mut handles = Vec::with_capacity(n.max(1));
+        for i in 0..n.max(1) {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let poll = poll.clone();
+            std::thread::Builder::new()
+                .name(format!("ferrokv-io-{i}"))
+                .spawn(move || {
+                    let rt = match tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                    {
+                        Ok(rt) => rt,
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                            return;
+                        }
+                    };
+                    let _ = tx.send(Ok(rt.handle().clone()));
+                    rt.block_on(super::spin::run(poll));
+                })?;
+            let h = rx
+                .recv()
+                .map_err(|_| std::io::Error::other("I/O worker thread exited"))??;
+            handles.push(h);
         }
-        None => tokio::runtime::Handle::current(),
+        Ok(Workers {
+            handles,
+            next: std::sync::atomic::AtomicUsize::new(0),
+            idle_poll_us: poll,
+        })
+    }
+
+    /// The runtime of the next worker (round-robin).
+    pub fn next(&self) -> tokio::runtime::Handle {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.handles.len();
+        self.handles[i].clone()
     }
 }
 
@@ -263,7 +303,7 @@ pub async fn accept_tcp(server: Arc<Server>, listener: TcpListener) {
         let (sock, peer) = match listener.accept().await {
             Ok(x) => x,
             Err(e) => {
-                accept_failed(&e);
+                server.net.accept_log.failed(&e);
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 continue;
             }
@@ -272,7 +312,7 @@ pub async fn accept_tcp(server: Arc<Server>, listener: TcpListener) {
             continue;
         };
         let s = server.clone();
-        next_worker().spawn(async move {
+        server.net.next_worker().spawn(async move {
             match tokio::net::TcpStream::from_std(std_sock) {
                 Ok(sock) => serve(s, sock, handle).await,
                 Err(_) => s.clients.remove(handle.id),
@@ -292,7 +332,7 @@ pub async fn accept_tls(server: Arc<Server>, listener: TcpListener) {
         let (sock, peer) = match listener.accept().await {
             Ok(x) => x,
             Err(e) => {
-                accept_failed(&e);
+                server.net.accept_log.failed(&e);
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 continue;
             }
@@ -310,7 +350,7 @@ pub async fn accept_tls(server: Arc<Server>, listener: TcpListener) {
             }
         };
         let s = server.clone();
-        next_worker().spawn(async move {
+        server.net.next_worker().spawn(async move {
             let Ok(sock) = tokio::net::TcpStream::from_std(std_sock) else {
                 s.clients.remove(handle.id);
                 return;
@@ -376,8 +416,6 @@ struct Listening {
     tcp: Vec<AcceptLoop>,
     tls: Vec<AcceptLoop>,
 }
-
-static LISTENING: parking_lot::Mutex<Option<Listening>> = parking_lot::Mutex::new(None);
 
 /// Binds `port` on every bind address. Errors: a mandatory address failed,
 /// or no address could be bound ("Failed listening on any bind address").
@@ -449,7 +487,7 @@ pub fn listen(
         let ls = bind_all(binds, tls_port, backlog)?;
         state.tls = spawn_loops(server, &main, ls, true)?;
     }
-    *LISTENING.lock() = Some(state);
+    *server.net.listening.lock() = Some(state);
     Ok(bound)
 }
 
@@ -459,7 +497,7 @@ pub fn listen(
 /// Connected clients stay. Errors: binding failed (old listeners kept) or
 /// the server was not started by [`listen`].
 pub fn change_port(server: &Arc<Server>, tls: bool, port: u16) -> std::io::Result<()> {
-    let mut guard = LISTENING.lock();
+    let mut guard = server.net.listening.lock();
     let Some(state) = guard.as_mut() else {
         return Err(std::io::Error::other("listeners not started"));
     };
@@ -567,7 +605,7 @@ pub async fn accept_unix(server: Arc<Server>, listener: UnixListener, path: Stri
         let (sock, _) = match listener.accept().await {
             Ok(x) => x,
             Err(e) => {
-                accept_failed(&e);
+                server.net.accept_log.failed(&e);
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 continue;
             }
@@ -594,7 +632,7 @@ pub async fn accept_unix(server: Arc<Server>, listener: UnixListener, path: Stri
             server.clients.remove(handle.id);
             continue;
         };
-        next_worker().spawn(async move {
+        server.net.next_worker().spawn(async move {
             match tokio::net::UnixStream::from_std(std_sock) {
                 Ok(sock) => serve(s, sock, handle).await,
                 Err(_) => s.clients.remove(handle.id),

@@ -32,15 +32,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
-/// `io-idle-poll-us`: the longest spin after a batch, µs (0 = sleep at
-/// once). Set from the configuration (Server::apply_config).
-static IDLE_POLL_US: AtomicU64 = AtomicU64::new(50);
-
-/// Sets the longest spin (`io-idle-poll-us`), µs; 0 turns polling off.
-pub fn set_idle_poll_us(us: u64) {
-    IDLE_POLL_US.store(us, Ordering::Relaxed);
-}
-
 thread_local! {
     /// Batches executed on this thread.
     static BATCHES: Cell<u64> = const { Cell::new(0) };
@@ -119,14 +110,16 @@ impl Budget {
 
 /// The idle poller of one I/O worker thread: the worker runtime's
 /// `block_on` future, for the life of the runtime (never returns).
-pub async fn run() {
+/// `idle_poll_us` is `io-idle-poll-us`: the longest spin after a batch, µs
+/// (0 = sleep at once), changed by CONFIG SET while it runs.
+pub async fn run(idle_poll_us: std::sync::Arc<AtomicU64>) {
     let mut budget = Budget::default();
     NextBatch { seen: batches() }.await;
     loop {
         // A batch just ran: an idle period may begin.
         let seen = batches();
         let t0 = Instant::now();
-        let max = IDLE_POLL_US.load(Ordering::Relaxed);
+        let max = idle_poll_us.load(Ordering::Relaxed);
         let limit = budget.current(max);
         let mut caught = false;
         if limit > 0 {

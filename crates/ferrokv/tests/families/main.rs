@@ -10,4 +10,5 @@ mod harness;
 mod hashes;
 mod keys;
 mod lists;
+mod servers;
 mod strings;

@@ -109,7 +109,7 @@ fn debug_reload(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     }
     // Dispatched without the shared gate (cmd::execute), so this thread
     // may take the whole of it.
-    let _world = (!crate::cmd::tx::in_exec()).then(crate::tx::gate_exclusive);
+    let _world = (!crate::cmd::tx::in_exec()).then(|| ctx.server.tx.gate_exclusive());
     if !nosave {
         if let Err(e) = crate::persist::rdb::save_now(ctx.server) {
             tracing::warn!("DEBUG RELOAD: {e}");

@@ -258,18 +258,17 @@ fn total_system_memory() -> u64 {
         .unwrap_or(0)
 }
 
-fn peak_memory(now: u64) -> u64 {
-    static PEAK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    PEAK.fetch_max(now, Ordering::Relaxed).max(now)
-}
-
 fn info_memory(ctx: &Ctx<'_>, s: &mut Section) {
     let server = ctx.server;
     // used_memory: bytes allocated through the counting allocator
     // (memory.rs), as Redis's zmalloc_used_memory; RSS when not counted.
     let rss = rss_bytes();
     let used = crate::evict::used_memory();
-    let peak = peak_memory(used);
+    let peak = server
+        .stats
+        .memory_peak
+        .fetch_max(used, Ordering::Relaxed)
+        .max(used);
     let sys = total_system_memory();
     s.header("Memory");
     s.kv("used_memory", used);
@@ -416,26 +415,12 @@ fn info_stats(ctx: &Ctx<'_>, s: &mut Section) {
     s.kv("dump_payload_sanitizations", 0);
 }
 
-/// The replication id reported by INFO (random per process; ferrokv has no
-/// replication yet, so it never changes).
-fn master_replid() -> &'static str {
-    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    ID.get_or_init(|| {
-        let mut s = String::new();
-        while s.len() < 40 {
-            let _ = write!(s, "{:016x}", crate::util::rand_u64());
-        }
-        s.truncate(40);
-        s
-    })
-}
-
-fn info_replication(_ctx: &Ctx<'_>, s: &mut Section) {
+fn info_replication(ctx: &Ctx<'_>, s: &mut Section) {
     s.header("Replication");
     s.kv("role", "master");
     s.kv("connected_slaves", 0);
     s.kv("master_failover_state", "no-failover");
-    s.kv("master_replid", master_replid());
+    s.kv("master_replid", &ctx.server.replid);
     s.kv("master_replid2", "0".repeat(40));
     s.kv("master_repl_offset", 0);
     s.kv("second_repl_offset", -1);

@@ -66,7 +66,7 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         .shutdown_handled
         .store(true, Ordering::SeqCst);
     tracing::info!("User requested shutdown...");
-    if crate::propagate::on() {
+    if ctx.server.propagation.on() {
         tracing::info!("Calling fsync() on the AOF file.");
         ctx.server.aof.flush_all();
     }

@@ -171,7 +171,7 @@ pub fn load_at_startup(server: &Arc<Server>) -> Result<bool, LoadError> {
     a.io.lock().file = Some(f);
     a.buf.lock().db = -1;
     a.state.store(STATE_ON, Ordering::Release);
-    crate::propagate::set_on(true);
+    server.propagation.set_on(true);
     Ok(true)
 }
 
@@ -446,7 +446,7 @@ fn run_loaded(
     out.buf.clear();
     if crate::events::pending() {
         // Key events of loaded commands (no subscriber exists yet).
-        crate::events::drain(server);
+        crate::events::drain(&**server);
     }
     if let Some(b) = client.blocked.take() {
         b.waiter.claim();

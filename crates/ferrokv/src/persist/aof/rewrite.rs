@@ -24,9 +24,9 @@ const ITEMS_PER_CMD: usize = 64;
 
 /// Waits until every I/O thread has finished the batch it was executing
 /// (a task queued on each worker runs only between batches), so that
-/// commands started before a change of [`PROPAGATE`] are over.
-fn io_barrier() {
-    for h in crate::net::listener::worker_handles() {
+/// commands started before recording was turned on are over.
+fn io_barrier(server: &Server) {
+    for h in server.net.worker_handles() {
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         h.spawn(async move {
             let _ = tx.send(());
@@ -51,7 +51,7 @@ pub fn start_rewrite(server: &Arc<Server>, barrier: bool) -> bool {
         .name("ferrokv-aofrw".into())
         .spawn(move || {
             if barrier {
-                io_barrier();
+                io_barrier(&s);
             }
             let t0 = Instant::now();
             let r = rewrite(&s);
