@@ -11,7 +11,8 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use ferrokv::config::Config;
-use ferrokv::net::connection::{new_handle, Client, ReplyMode};
+use ferrokv::cmd::client::{Client, ReplyMode};
+use ferrokv::net::clients::new_handle;
 use ferrokv::resp::parse::{Parsed, ProtocolError, RequestParser, PROTO_INLINE_MAX_SIZE};
 use ferrokv::resp::reply::Out;
 use ferrokv::resp::OwnedArgs;

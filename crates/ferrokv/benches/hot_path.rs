@@ -4,8 +4,9 @@
 //! `cargo bench -p ferrokv --bench hot_path`.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use ferrokv::cmd::client::Client;
 use ferrokv::config::Config;
-use ferrokv::net::connection::{new_handle, Client};
+use ferrokv::net::clients::new_handle;
 use ferrokv::resp::{Out, OwnedArgs, Parsed, RequestParser};
 use ferrokv::server::Server;
 use std::hint::black_box;

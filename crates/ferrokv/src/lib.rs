@@ -278,7 +278,7 @@ async fn cron(server: Arc<Server>) {
             memory::release_free_memory();
             let timeout = server.live.timeout.load(Ordering::Relaxed);
             if timeout > 0 {
-                let now = util::now_ms();
+                let now = server.clock.now_ms();
                 for c in server.clients.all() {
                     // Monitors, blocked clients (BLPOP...) and Pub/Sub
                     // subscribers are exempt, as in Redis's

@@ -24,8 +24,8 @@
 //! (insertion order: UNSUBSCRIBE without arguments confirms in that order),
 //! and mirrors their sizes into the handle for CLIENT LIST.
 
+use crate::cmd::client::Client;
 use crate::net::clients::{BufLimit, ClientHandle};
-use crate::net::connection::Client;
 use crate::resp::Out;
 use crate::server::Server;
 use indexmap::{IndexMap, IndexSet};

@@ -35,8 +35,8 @@
 //! racing with the read on another core is never missed: its invalidation
 //! follows the read's reply.
 
+use crate::cmd::client::Client;
 use crate::net::clients::ClientHandle;
-use crate::net::connection::Client;
 use crate::server::Server;
 use indexmap::IndexMap;
 use parking_lot::{Mutex, RwLock};

@@ -10,8 +10,8 @@
 
 use super::behaviour;
 use super::{acl, cmd, container, err, flags::*, Command, Ctx};
+use crate::cmd::client::ReplyMode;
 use crate::net::clients::ClientHandle;
-use crate::net::connection::ReplyMode;
 use crate::resp::Args;
 use std::sync::atomic::Ordering;
 

@@ -324,7 +324,7 @@ pub fn block_on_keys(
     } else {
         Instant::now().checked_add(Duration::from_millis(timeout_ms))
     };
-    ctx.client.blocked = Some(crate::net::connection::Blocked {
+    ctx.client.blocked = Some(crate::cmd::client::Blocked {
         waiter: w,
         rx,
         deadline,

@@ -13,6 +13,7 @@
 //! command documentation (redis.io/commands); the table is ours.
 
 pub mod acl_cmd;
+pub mod client;
 pub mod connection;
 pub mod hashes;
 pub mod keys;
@@ -28,8 +29,8 @@ pub mod strings;
 pub mod tx;
 pub mod zsets;
 
+use crate::cmd::client::Client;
 use crate::db::{hash_key, Db, Shard};
-use crate::net::connection::Client;
 use crate::resp::{Args, Out};
 use crate::server::{Server, SlowlogEntry};
 use crate::stats::{bump, ThreadStats};
@@ -1111,7 +1112,7 @@ fn reject_in_multi(
 /// skips the command after EXEC (Redis resets the skip flags once per
 /// top-level command).
 fn finish_exec_reply(client: &mut Client, out: &mut Out, reply_start: usize, before: ReplyModeT) {
-    use crate::net::connection::ReplyMode;
+    use crate::cmd::client::ReplyMode;
     let after = client.reply_mode;
     match before {
         ReplyMode::On => {
@@ -1131,7 +1132,7 @@ fn finish_exec_reply(client: &mut Client, out: &mut Out, reply_start: usize, bef
     }
 }
 
-type ReplyModeT = crate::net::connection::ReplyMode;
+type ReplyModeT = crate::cmd::client::ReplyMode;
 
 /// The ACL check of a request (Redis's `ACLCheckAllPerm` in
 /// processCommand): Err(NOPERM text) after logging the denial in ACL LOG.
@@ -1250,7 +1251,7 @@ fn reject(server: &Server, out: &mut Out, stats: &ThreadStats, id: usize, msg: &
 /// Applies CLIENT REPLY OFF / SKIP: drops the reply just written.
 #[inline]
 fn finish_reply(client: &mut Client, out: &mut Out, reply_start: usize) {
-    use crate::net::connection::ReplyMode;
+    use crate::cmd::client::ReplyMode;
     match client.reply_mode {
         ReplyMode::On => {}
         ReplyMode::Off => drop_reply(client, out, reply_start),

@@ -8,7 +8,7 @@
 //! Here the command writes the reply header, copies the elements it draws
 //! from into a [`RandomPicks`] (so the reply is a view of the key at the
 //! time of the command, whatever happens to it meanwhile) and leaves it in
-//! [`Client::streams`](crate::net::connection::Client); the connection
+//! [`Client::streams`](crate::cmd::client::Client); the connection
 //! then produces the reply in chunks of [`CHUNK`] bytes, sending each and
 //! yielding to the other connections of its thread between chunks
 //! (`net::connection::drive_streams`). The client's output buffer limits

@@ -1375,8 +1375,9 @@ impl LcsTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cmd::client::Client;
     use crate::config::Config;
-    use crate::net::connection::{new_handle, Client};
+    use crate::net::clients::new_handle;
     use crate::resp::OwnedArgs;
     use crate::server::Server;
     use std::sync::Arc;

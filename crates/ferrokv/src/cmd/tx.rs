@@ -10,7 +10,7 @@
 use super::behaviour;
 use super::keyspecs;
 use super::{acl, cmd, flags::*, Command, Ctx};
-use crate::net::connection::ReplyMode;
+use crate::cmd::client::ReplyMode;
 use crate::resp::Args;
 
 thread_local! {

@@ -401,3 +401,34 @@ impl ClientRegistry {
         self.clients.lock().get(&id).cloned()
     }
 }
+
+/// Creates the shared part of a new client (its registry entry, not yet
+/// added): `addr` and `laddr` as CLIENT LIST shows them, `fd` -1 for a
+/// client without a socket.
+pub fn new_handle(
+    server: &crate::server::Server,
+    addr: String,
+    laddr: String,
+    fd: i32,
+    unix: bool,
+) -> Arc<ClientHandle> {
+    let now = server.clock.now_ms();
+    Arc::new(ClientHandle {
+        id: server.clients.next_id(),
+        addr,
+        laddr,
+        fd,
+        unix,
+        created_ms: now,
+        last_ms: now.into(),
+        killed: false.into(),
+        monitor: false.into(),
+        blocked: parking_lot::Mutex::new(None),
+        outbox: Default::default(),
+        tracking: Default::default(),
+        info: parking_lot::Mutex::new(ClientInfo {
+            resp: 2,
+            ..Default::default()
+        }),
+    })
+}

@@ -19,7 +19,7 @@ use crate::server::Server;
 use crate::stats::ThreadStats;
 use std::sync::Arc;
 
-use super::connection::Client;
+use crate::cmd::client::Client;
 
 /// What a codec sees of its connection while it decodes and executes the
 /// requests of one batch (one read's worth of input). Built once per batch

@@ -6,9 +6,10 @@
 //! errors are answered and the connection is closed, as Redis does; a query
 //! buffer over client-query-buffer-limit closes it too.
 
-use super::clients::{ClientHandle, ClientInfo};
+use super::clients::ClientHandle;
 use super::codec::{Codec, Decoded, Session};
 use crate::cmd;
+use crate::cmd::client::{Blocked, Client};
 use crate::resp::Out;
 use crate::server::Server;
 use crate::stats::{bump, ThreadStats};
@@ -16,118 +17,6 @@ use bytes::{Buf, BytesMut};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-
-/// CLIENT REPLY state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplyMode {
-    /// Replies are sent.
-    On,
-    /// All replies dropped until CLIENT REPLY ON.
-    Off,
-    /// CLIENT REPLY SKIP was just executed (its own reply is dropped).
-    SkipNext,
-    /// The next command's reply is dropped.
-    Skip,
-}
-
-/// A connection's private state, passed to every command handler.
-pub struct Client {
-    /// The shared part (registry entry).
-    pub handle: Arc<ClientHandle>,
-    /// Selected database index.
-    pub db: usize,
-    /// CLIENT REPLY mode.
-    pub reply_mode: ReplyMode,
-    /// True once AUTH succeeded (or when no password is required).
-    pub authenticated: bool,
-    /// The ACL user of the connection.
-    pub acl: crate::acl::ClientAcl,
-    /// Close after the pending replies are written (QUIT, protocol error).
-    pub close_after_reply: bool,
-    /// CLIENT NO-TOUCH.
-    pub no_touch: bool,
-    /// Id of the last command executed (CLIENT LIST cmd=).
-    pub last_cmd: usize,
-    /// Id of the last top-level command looked up (dispatch cache).
-    pub last_top: usize,
-    /// Wall clock in µs at the start of the next command (see cmd::execute).
-    pub clock_us: u64,
-    /// Set by MONITOR: the receiver of the monitor feed.
-    pub monitor_rx: Option<tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>>,
-    /// Set by a blocking command (BLPOP...) that registered a waiter instead
-    /// of replying: the connection stops executing commands and waits for
-    /// the wake-up, the timeout or the socket closing.
-    pub blocked: Option<Blocked>,
-    /// When set (inside MULTI/EXEC, scripts), blocking commands must not
-    /// block: they behave as their non-blocking forms and reply null when
-    /// there is nothing to pop (Redis's CLIENT_DENY_BLOCKING).
-    pub deny_blocking: bool,
-    /// MULTI state: Some between MULTI and EXEC/DISCARD (tx.rs).
-    pub multi: Option<crate::tx::MultiState>,
-    /// Keys watched by WATCH (tx.rs).
-    pub watch: Option<Box<crate::tx::Watching>>,
-    /// The client's channel, pattern and shard-channel subscriptions; Some
-    /// while it has at least one (Redis's CLIENT_PUBSUB: subscribed mode).
-    pub pubsub: Option<Box<crate::pubsub::ClientSubs>>,
-    /// CLIENT TRACKING is on (mirror of the handle's flag for the request
-    /// path; tracking.rs).
-    pub tracking: bool,
-    /// True for a connection that can produce large replies chunk by
-    /// chunk (set by [`serve`]; internal clients build replies at once).
-    pub can_stream: bool,
-    /// Replies left for the connection to produce (cmd/stream.rs), in the
-    /// order they go into the output buffer.
-    pub streams: Vec<crate::cmd::stream::PendingStream>,
-}
-
-/// A client waiting on keys: its waiter, where the wake-up arrives and the
-/// deadline (None = forever).
-pub struct Blocked {
-    /// The registration (in the key queues and in the client handle).
-    pub waiter: Arc<crate::db::blocking::Waiter>,
-    /// Receives the served reply or a CLIENT UNBLOCK.
-    pub rx: tokio::sync::oneshot::Receiver<crate::db::blocking::Wake>,
-    /// When the wait times out.
-    pub deadline: Option<std::time::Instant>,
-}
-
-impl Client {
-    /// A fresh client state for `handle`.
-    pub fn new(handle: Arc<ClientHandle>) -> Self {
-        Client {
-            handle,
-            db: 0,
-            reply_mode: ReplyMode::On,
-            authenticated: false,
-            acl: Default::default(),
-            close_after_reply: false,
-            no_touch: false,
-            last_cmd: usize::MAX,
-            last_top: usize::MAX,
-            clock_us: crate::util::now_us(),
-            monitor_rx: None,
-            blocked: None,
-            deny_blocking: false,
-            multi: None,
-            watch: None,
-            pubsub: None,
-            tracking: false,
-            can_stream: false,
-            streams: Vec::new(),
-        }
-    }
-
-    /// True when a reply may be produced chunk by chunk after the command:
-    /// a connection whose replies go straight to its socket (not through
-    /// the outbox shared with pushed messages of a subscribed or tracking
-    /// client).
-    pub fn streams_replies(&self) -> bool {
-        self.can_stream
-            && self.pubsub.is_none()
-            && !self.tracking
-            && !self.handle.tracking.target.load(Ordering::Relaxed)
-    }
-}
 
 const READ_CHUNK: usize = 16 * 1024;
 
@@ -295,7 +184,7 @@ where
         }
         let stats = server.stats.local(ncmds);
         let stats: &ThreadStats = &stats;
-        client.clock_us = crate::util::now_us();
+        client.clock_us = server.clock.now_us();
         let now = client.clock_us / 1000;
         last_input_ms = now;
         handle.last_ms.store(now, Ordering::Relaxed);
@@ -780,33 +669,4 @@ impl Client {
             self.handle.monitor.store(false, Ordering::Relaxed);
         }
     }
-}
-
-/// Creates the shared part of a new client.
-pub fn new_handle(
-    server: &Server,
-    addr: String,
-    laddr: String,
-    fd: i32,
-    unix: bool,
-) -> Arc<ClientHandle> {
-    let now = crate::util::now_ms();
-    Arc::new(ClientHandle {
-        id: server.clients.next_id(),
-        addr,
-        laddr,
-        fd,
-        unix,
-        created_ms: now,
-        last_ms: now.into(),
-        killed: false.into(),
-        monitor: false.into(),
-        blocked: parking_lot::Mutex::new(None),
-        outbox: Default::default(),
-        tracking: Default::default(),
-        info: parking_lot::Mutex::new(ClientInfo {
-            resp: 2,
-            ..Default::default()
-        }),
-    })
 }

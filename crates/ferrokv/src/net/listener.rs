@@ -3,7 +3,8 @@
 //! (`tcp-keepalive` seconds), as Redis sets them. A connection beyond
 //! `maxclients` gets "-ERR max number of clients reached" and is closed.
 
-use super::connection::{new_handle, serve};
+use super::clients::new_handle;
+use super::connection::serve;
 use crate::server::Server;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};

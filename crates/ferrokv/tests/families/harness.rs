@@ -8,8 +8,9 @@
 //! `String` for readable assertions (`":1\r\n"`, `"$-1\r\n"`), or decoded
 //! ([`Rig::int`], [`Rig::bulk`], [`Rig::array`]).
 
+use ferrokv::cmd::client::Client;
 use ferrokv::config::Config;
-use ferrokv::net::connection::{new_handle, Client};
+use ferrokv::net::clients::new_handle;
 use ferrokv::resp::reply::Out;
 use ferrokv::resp::OwnedArgs;
 use ferrokv::server::Server;

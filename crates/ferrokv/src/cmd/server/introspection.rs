@@ -119,7 +119,7 @@ pub static COMMANDS: &[Command] = &[
 
 /// TIME: [unix seconds, microseconds] as bulk strings.
 fn time(ctx: &mut Ctx<'_>, _: &Args<'_>) {
-    let us = crate::util::now_us();
+    let us = ctx.server.clock.now_us();
     ctx.out.array(2);
     ctx.out.bulk_int((us / 1_000_000) as i64);
     ctx.out.bulk_int((us % 1_000_000) as i64);

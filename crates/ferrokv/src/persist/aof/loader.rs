@@ -11,8 +11,8 @@ use super::manifest::{base_name, file_len, paths, write_manifest, FileInfo, Mani
 use super::policy;
 use super::rewrite::{base_serialiser, use_preamble, write_base};
 use super::STATE_ON;
+use crate::cmd::client::Client;
 use crate::cmd::{self, Ctx};
-use crate::net::connection::Client;
 use crate::resp::{Args, Out, OwnedArgs};
 use crate::server::Server;
 use std::fs::{File, OpenOptions};
@@ -211,7 +211,7 @@ pub fn load_file(
             format!("Error reading the RDB base file {name}, AOF loading aborted: {e}")
         })?;
     }
-    let handle = crate::net::connection::new_handle(server, "aof".into(), String::new(), -1, false);
+    let handle = crate::net::clients::new_handle(server, "aof".into(), String::new(), -1, false);
     let mut client = Client::new(handle);
     client.authenticated = true;
     client.deny_blocking = true;
