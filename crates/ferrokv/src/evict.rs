@@ -212,7 +212,7 @@ pub fn used_memory() -> u64 {
     if crate::memory::counted() {
         crate::memory::used()
     } else {
-        crate::cmd::server::rss_bytes()
+        crate::memory::rss_bytes()
     }
 }
 

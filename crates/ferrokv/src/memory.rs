@@ -149,3 +149,21 @@ pub fn used() -> u64 {
 pub fn counted() -> bool {
     NEXT.load(Ordering::Relaxed) > 0
 }
+
+/// Resident set size of this process in bytes (/proc/self/statm).
+pub fn rss_bytes() -> u64 {
+    let page = {
+        // SAFETY: sysconf has no memory effects.
+        let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        if p > 0 {
+            p as u64
+        } else {
+            4096
+        }
+    };
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map(|pages| pages * page)
+        .unwrap_or(0)
+}

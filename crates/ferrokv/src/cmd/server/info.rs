@@ -1,8 +1,7 @@
 //! INFO (Redis 7.0 server.c `genRedisInfoString`): the server report in
 //! Redis's sections and field names (server, clients, memory, persistence,
 //! stats, replication, cpu, modules, commandstats, errorstats, cluster,
-//! keyspace), and the helpers other modules use (`bytes_to_human`,
-//! `rss_bytes`).
+//! keyspace), and `bytes_to_human`, which other modules use.
 
 use super::{lossy, lru_clock, LS};
 use crate::cmd::{acl, cmd, table, Command, Ctx};
@@ -229,24 +228,6 @@ fn info_clients(ctx: &Ctx<'_>, s: &mut Section) {
     s.kv("clients_in_timeout_table", 0);
 }
 
-/// Resident set size of this process in bytes (/proc/self/statm).
-pub fn rss_bytes() -> u64 {
-    let page = {
-        // SAFETY: sysconf has no memory effects.
-        let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        if p > 0 {
-            p as u64
-        } else {
-            4096
-        }
-    };
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map(|pages| pages * page)
-        .unwrap_or(0)
-}
-
 fn total_system_memory() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
@@ -262,7 +243,7 @@ fn info_memory(ctx: &Ctx<'_>, s: &mut Section) {
     let server = ctx.server;
     // used_memory: bytes allocated through the counting allocator
     // (memory.rs), as Redis's zmalloc_used_memory; RSS when not counted.
-    let rss = rss_bytes();
+    let rss = crate::memory::rss_bytes();
     let used = crate::evict::used_memory();
     let peak = server
         .stats

@@ -20,7 +20,7 @@ pub mod info;
 pub mod introspection;
 pub mod shutdown;
 
-pub use info::{bytes_to_human, info_text, rss_bytes};
+pub use info::{bytes_to_human, info_text};
 pub use shutdown::shutdown_save;
 
 use super::flags::*;

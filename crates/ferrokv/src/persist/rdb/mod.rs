@@ -362,7 +362,7 @@ pub fn write_snapshot_from<W: Write>(
     put_aux(
         &mut b,
         "used-mem",
-        crate::cmd::server::rss_bytes().to_string().as_bytes(),
+        crate::memory::rss_bytes().to_string().as_bytes(),
     );
     put_aux(&mut b, "aof-base", if aof_base { b"1" } else { b"0" });
     out.put(&b)?;
