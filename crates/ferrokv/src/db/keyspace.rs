@@ -258,6 +258,9 @@ pub struct Shard {
     /// Point-in-time copies that have not copied this shard yet
     /// ([`ShardCopier`]; positional like `blocked`).
     copiers: Vec<Arc<dyn ShardCopier>>,
+    /// Keys saved before a write changed them, for the one armed copier
+    /// (see [`ShardCopier`]).
+    saved: Option<Box<SavedKeys>>,
     /// The keyspace's signals (shared by all its shards).
     pub(crate) signals: Arc<Signals>,
 }
@@ -280,22 +283,35 @@ pub struct Signals {
     pub waiters: std::sync::atomic::AtomicUsize,
 }
 
+/// The keys a write was about to change in a shard that a point-in-time
+/// copy has not copied yet, each as the copy serialised it before the
+/// change (None: it did not exist, or had expired, when the copy began).
+pub type SavedKeys = HashMap<Box<[u8]>, Option<Vec<u8>>, foldhash::fast::RandomState>;
+
 /// A point-in-time copy of the keyspace taken while writers go on (what
 /// Redis gets from fork(): the AOF rewrite's base, and a replica's full
-/// sync next). Armed on every shard while writes are paused
-/// ([`Keyspace::arm_copier`]); a shard is then copied either by the first
-/// writer that locks it, before it changes anything, or by the copy's own
-/// walk ([`Keyspace::copy_shard`]), whichever comes first, so every shard
-/// is copied as it was when the copy began.
+/// sync next), copy-on-write per key as fork() is per page. Armed on every
+/// shard while writes are paused ([`Keyspace::arm_copier`]). Until the
+/// copy's walk reaches a shard ([`Keyspace::copy_shard`]), a write that is
+/// about to change a key of it first saves that key as it is
+/// ([`ShardCopier::save_key`], once per key); the walk then serialises the
+/// shard's other keys as they are and adds the saved ones, so every key is
+/// copied as it was when the copy began. A write that changes a whole shard
+/// (FLUSHALL, FLUSHDB, SWAPDB) makes it copy the shard first.
 pub trait ShardCopier: Send + Sync {
-    /// Copies `shard` (locked): database `db`, index `idx` in it.
-    fn copy(&self, db: usize, idx: usize, shard: &Shard);
+    /// Copies `shard` (locked; database `db`, index `idx` in it): its keys
+    /// as they are, but the ones in `saved`, then the saved ones as they
+    /// were.
+    fn copy(&self, db: usize, idx: usize, shard: &Shard, saved: Option<&SavedKeys>);
+    /// Serialises one key as it is now (`expire_at`: ms since the epoch, 0
+    /// = no TTL) into `out`; false when it is left out (expired when the
+    /// copy began).
+    fn save_key(&self, key: &[u8], entry: &Entry, expire_at: u64, out: &mut Vec<u8>) -> bool;
 }
 
 /// Locks `m` and, inside a write context while effects are recorded, takes
 /// the shard's ticket (propagate.rs): every lock a write context takes goes
-/// through here. A point-in-time copy that has not copied the shard yet
-/// copies it first.
+/// through here.
 #[inline]
 fn lock_shard(m: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
     let mut g = m.lock();
@@ -306,18 +322,7 @@ fn lock_shard(m: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
 /// What every lock a write may follow does once taken (see [`lock_shard`]).
 #[inline]
 fn locked(g: &mut Shard) {
-    if !g.copiers.is_empty() {
-        run_copiers(g);
-    }
     crate::propagate::ticket(&mut g.seq);
-}
-
-#[cold]
-fn run_copiers(g: &mut Shard) {
-    let (db, idx) = (g.db as usize, g.seq.gid as usize % SHARDS);
-    for c in std::mem::take(&mut g.copiers) {
-        c.copy(db, idx, g);
-    }
 }
 
 /// True when the marked key `key` has expired at `now`.
@@ -328,6 +333,53 @@ fn vol_expired(vol: &Volatile, h: u64, key: &[u8], now: u64) -> bool {
 }
 
 impl Shard {
+    /// Before a change of `key`: a point-in-time copy that has not copied
+    /// this shard yet saves the key as it is ([`ShardCopier`]). Only writes
+    /// change keys: while effects are recorded, only inside a write
+    /// context (elsewhere lookups are reads: an expired key is hidden, not
+    /// deleted). One load when no copy is armed.
+    #[inline]
+    fn before_write(&mut self, h: u64, key: &[u8]) {
+        if !self.copiers.is_empty() {
+            self.save_before_write(h, key);
+        }
+    }
+
+    #[cold]
+    fn save_before_write(&mut self, h: u64, key: &[u8]) {
+        if self.signals.propagating.load(Ordering::Relaxed)
+            && !crate::propagate::Stream::in_write_context()
+        {
+            return;
+        }
+        let saved = self.saved.get_or_insert_with(Default::default);
+        if saved.contains_key(key) {
+            return;
+        }
+        let bytes = match self.dict.get_marked(h, key) {
+            Some((e, marked)) => {
+                let at = if marked { self.volatile.get(h, key) } else { 0 };
+                let mut b = Vec::new();
+                self.copiers[0].save_key(key, e, at, &mut b).then_some(b)
+            }
+            None => None,
+        };
+        saved.insert(key.into(), bytes);
+    }
+
+    /// Before a change of the whole shard (FLUSH*, SWAPDB): every armed
+    /// copy copies it now.
+    fn copy_now(&mut self) {
+        if self.copiers.is_empty() {
+            return;
+        }
+        let (db, idx) = (self.db as usize, self.seq.gid as usize % SHARDS);
+        let saved = self.saved.take();
+        for c in std::mem::take(&mut self.copiers) {
+            c.copy(db, idx, self, saved.as_deref());
+        }
+    }
+
     /// Number of keys, including expired ones not yet reclaimed.
     #[inline]
     pub fn len(&self) -> usize {
@@ -347,6 +399,7 @@ impl Shard {
     /// Looks a key up, deleting it first when it has expired at `now` (ms).
     #[inline]
     pub fn get(&mut self, h: u64, key: &[u8], now: u64) -> Option<&mut Entry> {
+        self.before_write(h, key);
         let db = self.db as usize;
         let vol = &self.volatile;
         let signals = &self.signals;
@@ -448,6 +501,7 @@ impl Shard {
         entry: Entry,
         at: u64,
     ) -> Option<Entry> {
+        self.before_write(h, key);
         let old = self.dict.insert_marked(h, key, entry, at != 0);
         let had = matches!(old, Some((_, true)));
         self.note_expire(h, key, had, at);
@@ -468,6 +522,7 @@ impl Shard {
     /// Removes `key` (expired or not), returning its entry.
     #[inline]
     pub fn remove(&mut self, h: u64, key: &[u8]) -> Option<Entry> {
+        self.before_write(h, key);
         let (_, e, marked) = self.dict.remove_marked(h, key)?;
         if marked {
             self.volatile.remove(h, key);
@@ -478,6 +533,7 @@ impl Shard {
     /// Removes `key` (expired or not), returning its entry and its expiry
     /// time (ms since the epoch, 0 = no TTL), for RENAME and MOVE.
     pub fn remove_with_expire(&mut self, h: u64, key: &[u8]) -> Option<(Entry, u64)> {
+        self.before_write(h, key);
         let (_, e, marked) = self.dict.remove_marked(h, key)?;
         let at = if marked {
             self.volatile.remove(h, key)
@@ -490,6 +546,7 @@ impl Shard {
     /// Sets (at > 0) or clears (at == 0) the TTL of an existing key. Returns
     /// false when the key does not exist.
     pub fn set_expire(&mut self, h: u64, key: &[u8], at: u64) -> bool {
+        self.before_write(h, key);
         let Some(had) = self.dict.mark(h, key) else {
             return false;
         };
@@ -504,6 +561,7 @@ impl Shard {
     /// so the caller can free them after releasing the lock (FLUSHALL /
     /// FLUSHDB ASYNC). The lazy-expiry counter stays with `self`.
     pub fn take(&mut self) -> Shard {
+        self.copy_now();
         let hint = self.dict.detach_hint();
         let dict = std::mem::take(&mut self.dict);
         if let Some(h) = hint {
@@ -517,6 +575,7 @@ impl Shard {
             db: self.db,
             seq: Default::default(),
             copiers: Vec::new(),
+            saved: None,
             signals: self.signals.clone(),
         }
     }
@@ -837,7 +896,11 @@ impl Keyspace {
     pub fn arm_copier(&self, c: &Arc<dyn ShardCopier>) {
         for db in self.dbs.iter() {
             for s in db.shards.iter() {
-                s.lock().copiers.push(c.clone());
+                let mut g = s.lock();
+                // One copy at a time per shard saves keys: an earlier one
+                // still armed copies the shard first.
+                g.copy_now();
+                g.copiers.push(c.clone());
             }
         }
     }
@@ -851,7 +914,8 @@ impl Keyspace {
             return false;
         };
         g.copiers.swap_remove(i);
-        c.copy(db, idx, &g);
+        let saved = g.saved.take();
+        c.copy(db, idx, &g, saved.as_deref());
         true
     }
 
@@ -859,7 +923,12 @@ impl Keyspace {
     pub fn disarm_copier(&self, c: &Arc<dyn ShardCopier>) {
         for db in self.dbs.iter() {
             for s in db.shards.iter() {
-                s.lock().copiers.retain(|x| !Arc::ptr_eq(x, c));
+                let mut g = s.lock();
+                let before = g.copiers.len();
+                g.copiers.retain(|x| !Arc::ptr_eq(x, c));
+                if g.copiers.len() != before {
+                    g.saved = None;
+                }
             }
         }
     }
@@ -914,6 +983,9 @@ impl Keyspace {
         let (lo, hi) = (a.min(b), a.max(b));
         let mut ga = self.dbs[lo].lock_all();
         let mut gb = self.dbs[hi].lock_all();
+        for g in ga.iter_mut().chain(gb.iter_mut()) {
+            g.copy_now();
+        }
         before(&ga, &gb);
         for (x, y) in ga.iter_mut().zip(gb.iter_mut()) {
             // Data moves, blocked clients (and bucket hints) stay with

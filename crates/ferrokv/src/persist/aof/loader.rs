@@ -141,6 +141,7 @@ pub fn load_at_startup(server: &Arc<Server>) -> Result<bool, LoadError> {
             // Start-up: no writer runs yet.
             let snap = crate::persist::snapshot::Snapshot::begin(
                 &server.keyspace,
+                server.clock.now_ms(),
                 base_serialiser(server, preamble),
             );
             write_base(server, &mut w, preamble, &snap, &AtomicBool::new(false))?;

@@ -131,6 +131,7 @@ fn rewrite(server: &Arc<Server>) -> std::io::Result<()> {
     let preamble = use_preamble(server);
     let snap = crate::persist::snapshot::Snapshot::begin(
         &server.keyspace,
+        server.clock.now_ms(),
         base_serialiser(server, preamble),
     );
     drop(gate);
@@ -210,69 +211,70 @@ fn rewrite(server: &Arc<Server>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Serialises the keys of `shard` (locked) in command form (SET / RPUSH /
-/// SADD / HMSET / ZADD in batches of 64 items, PEXPIREAT), skipping keys
-/// already expired, as Redis's rewriteAppendOnlyFileRio; returns the keys
-/// written.
-fn put_shard_commands(buf: &mut Vec<u8>, g: &crate::db::keyspace::Shard) -> u64 {
+/// Serialises one key in command form (SET / RPUSH / SADD / HMSET / ZADD
+/// in batches of [`ITEMS_PER_CMD`], then PEXPIREAT), as Redis's
+/// rewriteAppendOnlyFileRio; a key already expired at `now` is left out
+/// (returns false).
+fn put_key_commands(
+    buf: &mut Vec<u8>,
+    k: &[u8],
+    e: &crate::db::Entry,
+    expire_at: u64,
+    now: u64,
+) -> bool {
     use crate::db::Value;
-    let now = crate::util::now_ms();
+    if expire_at != 0 && expire_at < now {
+        return false;
+    }
     let mut ib = itoa::Buffer::new();
-    let mut n = 0;
-    for (k, e, expire_at) in g.iter_with_expire() {
-        if expire_at != 0 && expire_at < now {
-            continue;
+    match &e.value {
+        Value::Str(s) => {
+            let mut t = itoa::Buffer::new();
+            enc(buf, &[b"SET", k, s.as_bytes(&mut t)]);
         }
-        n += 1;
-        match &e.value {
-            Value::Str(s) => {
-                let mut t = itoa::Buffer::new();
-                enc(buf, &[b"SET", k, s.as_bytes(&mut t)]);
-            }
-            Value::List(l) => {
-                let items: Vec<Vec<u8>> = l.iter().map(|x| x.to_vec()).collect();
-                batched(buf, b"RPUSH", k, items.iter().map(|x| vec![x.as_slice()]));
-            }
-            Value::Set(s) => {
-                let items: Vec<Vec<u8>> = s
-                    .iter()
-                    .map(|m| match m {
-                        crate::db::set::Member::Int(i) => {
-                            itoa::Buffer::new().format(i).as_bytes().to_vec()
-                        }
-                        crate::db::set::Member::Bytes(b) => b.to_vec(),
-                    })
-                    .collect();
-                batched(buf, b"SADD", k, items.iter().map(|x| vec![x.as_slice()]));
-            }
-            Value::Hash(h) => {
-                batched(buf, b"HMSET", k, h.iter().map(|(f, v)| vec![f, v]));
-            }
-            Value::ZSet(z) => {
-                let mut items: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(z.len());
-                z.range(0, z.len(), false, |m, s| {
-                    let mut sb = Vec::new();
-                    crate::util::fmt_double_17g(s, &mut sb);
-                    items.push((sb, m.to_vec()));
-                });
-                batched(
-                    buf,
-                    b"ZADD",
-                    k,
-                    items.iter().map(|(s, m)| vec![s.as_slice(), m.as_slice()]),
-                );
-            }
+        Value::List(l) => {
+            let items: Vec<Vec<u8>> = l.iter().map(|x| x.to_vec()).collect();
+            batched(buf, b"RPUSH", k, items.iter().map(|x| vec![x.as_slice()]));
         }
-        if expire_at != 0 {
-            enc(buf, &[b"PEXPIREAT", k, ib.format(expire_at).as_bytes()]);
+        Value::Set(s) => {
+            let items: Vec<Vec<u8>> = s
+                .iter()
+                .map(|m| match m {
+                    crate::db::set::Member::Int(i) => {
+                        itoa::Buffer::new().format(i).as_bytes().to_vec()
+                    }
+                    crate::db::set::Member::Bytes(b) => b.to_vec(),
+                })
+                .collect();
+            batched(buf, b"SADD", k, items.iter().map(|x| vec![x.as_slice()]));
+        }
+        Value::Hash(h) => {
+            batched(buf, b"HMSET", k, h.iter().map(|(f, v)| vec![f, v]));
+        }
+        Value::ZSet(z) => {
+            let mut items: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(z.len());
+            z.range(0, z.len(), false, |m, s| {
+                let mut sb = Vec::new();
+                crate::util::fmt_double_17g(s, &mut sb);
+                items.push((sb, m.to_vec()));
+            });
+            batched(
+                buf,
+                b"ZADD",
+                k,
+                items.iter().map(|(s, m)| vec![s.as_slice(), m.as_slice()]),
+            );
         }
     }
-    n
+    if expire_at != 0 {
+        enc(buf, &[b"PEXPIREAT", k, ib.format(expire_at).as_bytes()]);
+    }
+    true
 }
 
 /// Writes a whole keyspace in command form: SELECT before each database's
 /// first key, then each shard's keys from `src(db, shard, buf)` (which
-/// appends [`put_shard_commands`]' output and returns the keys written).
+/// appends keys in command form ([`put_key_commands`]) and returns the keys written).
 fn write_commands_from(
     server: &Server,
     w: &mut impl Write,
@@ -372,9 +374,9 @@ pub(super) fn base_serialiser(
     preamble: bool,
 ) -> Box<crate::persist::snapshot::Serialise> {
     if preamble {
-        crate::persist::rdb::shard_serialiser(server)
+        crate::persist::rdb::key_serialiser(server)
     } else {
-        Box::new(|g, b| put_shard_commands(b, g))
+        Box::new(|k, e, at, now, b| put_key_commands(b, k, e, at, now))
     }
 }
 

@@ -305,11 +305,20 @@ fn put_shard(b: &mut Vec<u8>, shard: &Shard, opts: &WriteOpts) -> u64 {
     n
 }
 
-/// A serialiser of shards in RDB form with `server`'s options, for a
-/// point-in-time copy (persist/snapshot.rs).
-pub fn shard_serialiser(server: &Server) -> Box<crate::persist::snapshot::Serialise> {
+/// A serialiser of keys in RDB form with `server`'s options, for a
+/// point-in-time copy (persist/snapshot.rs): writes nothing and returns
+/// false for a key whose TTL has passed at `now`.
+pub fn key_serialiser(server: &Server) -> Box<crate::persist::snapshot::Serialise> {
     let (opts, _) = write_opts(server);
-    Box::new(move |shard: &Shard, b: &mut Vec<u8>| put_shard(b, shard, &opts))
+    Box::new(
+        move |k: &[u8], e: &Entry, expire_at: u64, now: u64, b: &mut Vec<u8>| {
+            if expire_at != 0 && expire_at < now {
+                return false;
+            }
+            put_key(b, k, e, expire_at, &opts);
+            true
+        },
+    )
 }
 
 /// Writes a complete RDB of every database of `server` into `w` (header,
