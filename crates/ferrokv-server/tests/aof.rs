@@ -1276,7 +1276,8 @@ fn forget_string_encodings(m: &mut BTreeMap<(u8, Vec<u8>), String>) {
 }
 
 /// One random command of the concurrent workload: order-sensitive writes
-/// on a few keys of every type, multi-key moves, expiries (short ones
+/// on a few keys of every type, multi-key moves, moves and copies to
+/// database 1 and SWAPDB 0 1, expiries (short ones
 /// lapse during the run, so active and lazy expiry delete concurrently),
 /// SPOP/INCRBYFLOAT (rewritten when propagated) and blocking pops.
 fn concurrent_command(rng: &mut Rng) -> Vec<String> {
@@ -1285,7 +1286,7 @@ fn concurrent_command(rng: &mut Rng) -> Vec<String> {
     let z = |rng: &mut Rng| format!("z{}", rng.below(3));
     let st = |rng: &mut Rng| format!("t{}", rng.below(3));
     let v = format!("{}", rng.below(1000));
-    let c: Vec<String> = match rng.below(25) {
+    let c: Vec<String> = match rng.below(28) {
         0 => vec!["APPEND".into(), s(rng), v],
         1 => vec!["SET".into(), s(rng), v],
         2 => vec![
@@ -1327,6 +1328,20 @@ fn concurrent_command(rng: &mut Rng) -> Vec<String> {
         // Counters never reset: an increment logged twice (or lost) stays
         // visible to the end.
         23 => vec!["INCR".into(), format!("c{}", rng.below(4))],
+        // Keys moving between databases, and whole databases swapping
+        // (the rewrite's copy saves each key, or each swapped shard, as it
+        // was before the change).
+        25 => vec!["MOVE".into(), s(rng), "1".into()],
+        26 => vec![
+            "COPY".into(),
+            st(rng),
+            st(rng),
+            "DB".into(),
+            "1".into(),
+            "REPLACE".into(),
+        ],
+        27 if rng.below(8) == 0 => vec!["SWAPDB".into(), "0".into(), "1".into()],
+        27 => vec!["INCR".into(), format!("c{}", rng.below(4))],
         _ => vec!["DEL".into(), s(rng), z(rng)],
     };
     c
