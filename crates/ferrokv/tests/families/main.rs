@@ -11,4 +11,5 @@ mod hashes;
 mod keys;
 mod lists;
 mod servers;
+mod snapshot;
 mod strings;
