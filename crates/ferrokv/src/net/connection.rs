@@ -113,6 +113,9 @@ where
     tokio::pin!(idle);
     let mut minimal = false;
     let mut last_input_ms = crate::util::now_ms();
+    // A connection runs on one worker thread for its whole life: its
+    // counter block is found once.
+    let thread_stats = server.stats.local(ncmds);
     'conn: loop {
         if !minimal && rbuf.capacity() - rbuf.len() < 1024 {
             rbuf.reserve(READ_CHUNK);
@@ -182,8 +185,7 @@ where
         if handle.killed.load(Ordering::Relaxed) {
             break;
         }
-        let stats = server.stats.local(ncmds);
-        let stats: &ThreadStats = &stats;
+        let stats: &ThreadStats = &thread_stats;
         client.clock_us = server.clock.now_us();
         let now = client.clock_us / 1000;
         last_input_ms = now;
@@ -319,7 +321,7 @@ where
                     if server.propagation.on() {
                         crate::persist::aof::before_served_reply(&server);
                     }
-                    bump(&server.stats.local(ncmds).net_out, out.buf.len() as u64);
+                    bump(&thread_stats.net_out, out.buf.len() as u64);
                     if !send(&mut wr, &out.buf).await {
                         break 'conn;
                     }
