@@ -449,6 +449,68 @@ fn incr_text(dir: &Path) -> String {
     out
 }
 
+/// RESTORE with a relative TTL is logged as Redis 7.0 propagates it (the
+/// absolute time it became, with ABSTTL), so the key keeps its TTL across
+/// a reload; an already-expired RESTORE ... REPLACE that deleted the old
+/// key is logged as DEL. (Logged verbatim, the TTL was read relative to the
+/// loader's clock and the key was lost.)
+#[test]
+fn restore_with_a_ttl_survives_a_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = start(dir.path(), &["--aof-use-rdb-preamble", "no"]);
+    let mut c = conn(&p);
+    let _: () = q(&mut c, &["SET", "a", "v"]);
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("a").query(&mut c).unwrap();
+    let _: () = redis::cmd("RESTORE")
+        .arg("k")
+        .arg(600_000)
+        .arg(&payload)
+        .query(&mut c)
+        .unwrap();
+    let _: () = q(&mut c, &["SET", "gone", "x"]);
+    let _: () = redis::cmd("RESTORE")
+        .arg("gone")
+        .arg(1_000)
+        .arg(&payload)
+        .arg("REPLACE")
+        .arg("ABSTTL")
+        .query(&mut c)
+        .unwrap();
+    // The incr file's raw bytes (the payload is binary).
+    let mut raw = Vec::new();
+    for e in std::fs::read_dir(dir.path().join("appendonlydir")).unwrap() {
+        let path = e.unwrap().path();
+        if path.to_string_lossy().ends_with(".incr.aof") {
+            raw.extend(std::fs::read(path).unwrap());
+        }
+    }
+    let has = |needle: &[u8]| raw.windows(needle.len()).any(|w| w == needle);
+    assert!(
+        has(b"$6\r\nABSTTL\r\n"),
+        "{}",
+        String::from_utf8_lossy(&raw)
+    );
+    assert!(
+        !has(b"$6\r\n600000\r\n"),
+        "{}",
+        String::from_utf8_lossy(&raw)
+    );
+    assert!(has(b"*2\r\n$3\r\nDEL\r\n$4\r\ngone\r\n"));
+    shutdown(p);
+    let p = start(dir.path(), &[]);
+    let mut c = conn(&p);
+    let pttl: i64 = q(&mut c, &["PTTL", "k"]);
+    assert!(
+        (500_000..=600_000).contains(&pttl),
+        "PTTL k after reload: {pttl}"
+    );
+    let v: String = q(&mut c, &["GET", "k"]);
+    assert_eq!(v, "v");
+    let n: i64 = q(&mut c, &["EXISTS", "gone"]);
+    assert_eq!(n, 0);
+    shutdown(p);
+}
+
 /// The records written for each kind of command (Redis 7.0's
 /// propagation: absolute expiry, SET KEEPTTL for INCRBYFLOAT, SREM for
 /// SPOP, non-blocking forms of served blocking pops, nothing for commands

@@ -229,8 +229,21 @@ fn restore(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         ctx.dirty = Some(deleted as u64);
         if deleted {
             ctx.modified(key, crate::events::GENERIC, "del");
+            // Propagated as the deletion it was (cluster.c restoreCommand).
+            crate::propagate::rewrite(&[b"DEL", key]);
         }
         return ctx.out.ok();
+    }
+    if ttl != 0 && !absttl && ctx.server.propagation.on() {
+        // A relative TTL is propagated as the absolute time it became, with
+        // ABSTTL, so the AOF and replicas expire the key when this server
+        // does (cluster.c restoreCommand's rewriteClientCommandArgument).
+        let mut at = itoa::Buffer::new();
+        let at = at.format(ttl).as_bytes();
+        let mut rec: Vec<&[u8]> = (0..args.len()).map(|i| args.get(i)).collect();
+        rec[2] = at;
+        rec.push(b"ABSTTL");
+        crate::propagate::rewrite(&rec);
     }
     let mut e = Entry::new(value, ctx.server.keyspace.lru.initial(ctx.now));
     // cluster.c restoreCommand -> objectSetLRUOrLFU: FREQ counts under an
