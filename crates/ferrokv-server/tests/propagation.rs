@@ -70,7 +70,7 @@ fn command(rng: &mut Rng) -> String {
                 "XX",
                 "GET",
                 "NX EX 100",
-                "XX PX 5000",
+                "XX PX 500000",
                 "GET EX 100",
                 "EX 0",
                 "EX -5",
