@@ -40,9 +40,9 @@ use crate::net::clients::ClientHandle;
 use crate::server::Server;
 use indexmap::IndexMap;
 use parking_lot::{Mutex, RwLock};
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Tracking is on (CLIENT_TRACKING).
@@ -107,6 +107,13 @@ pub struct Tracking {
     /// Rounds the last eviction ended still above the limit (Redis's
     /// timeout_counter: effort is 100 keys per round more).
     rounds: AtomicU32,
+    /// Keys modified while BCAST prefixes exist, with the client that
+    /// modified them (0 = none: expiry), sent by the next
+    /// [`flush_bcast`] (after the batch that modified them, as Redis
+    /// sends them before its event loop sleeps).
+    bcast_keys: Mutex<Vec<(Box<[u8]>, u64)>>,
+    /// True while `bcast_keys` is not empty (one load per batch).
+    bcast_pending: AtomicBool,
 }
 
 impl Default for Tracking {
@@ -120,6 +127,8 @@ impl Default for Tracking {
             prefix_count: AtomicUsize::new(0),
             max_keys: AtomicU64::new(1_000_000),
             rounds: AtomicU32::new(0),
+            bcast_keys: Mutex::new(Vec::new()),
+            bcast_pending: AtomicBool::new(false),
         }
     }
 }
@@ -155,9 +164,6 @@ thread_local! {
     /// Id of the client whose command runs on this thread (0 = none):
     /// Redis's server.current_client, for NOLOOP.
     static CURRENT: Cell<u64> = const { Cell::new(0) };
-    /// Keys modified in this batch while BCAST prefixes exist, with the
-    /// client that modified them (0 = none: expiry).
-    static BCAST_KEYS: RefCell<Vec<(Box<[u8]>, u64)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Records the client executing a command on this thread (NOLOOP).
@@ -612,7 +618,8 @@ fn invalidate(server: &Server, key: &[u8], bcast: bool, expired: bool) {
     let current = CURRENT.with(Cell::get);
     if bcast && t.prefix_count.load(Ordering::Acquire) > 0 {
         let writer = if expired { 0 } else { current };
-        BCAST_KEYS.with(|b| b.borrow_mut().push((key.into(), writer)));
+        t.bcast_keys.lock().push((key.into(), writer));
+        t.bcast_pending.store(true, Ordering::Release);
     }
     if t.keys.load(Ordering::Acquire) == 0 {
         return;
@@ -669,17 +676,18 @@ pub fn flushed(server: &Server) {
 /// they modified themselves). Called at the end of each batch of commands
 /// and after active expiry steps.
 pub fn flush_bcast(server: &Server) {
-    let pending = BCAST_KEYS.with(|b| {
-        let mut b = b.borrow_mut();
-        if b.is_empty() {
-            None
-        } else {
-            Some(std::mem::take(&mut *b))
-        }
-    });
-    let Some(pending) = pending else {
+    let t = &server.tracking;
+    if !t.bcast_pending.load(Ordering::Acquire) {
         return;
+    }
+    let pending = {
+        let mut b = t.bcast_keys.lock();
+        t.bcast_pending.store(false, Ordering::Release);
+        std::mem::take(&mut *b)
     };
+    if pending.is_empty() {
+        return;
+    }
     let g = server.tracking.prefixes.read();
     for (prefix, clients) in g.iter() {
         let mut keys: BTreeMap<&[u8], u64> = BTreeMap::new();

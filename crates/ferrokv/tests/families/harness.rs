@@ -93,6 +93,8 @@ impl Rig {
         c.clock_us = self.server.clock.now_us();
         let mut out = Out::new();
         ferrokv::cmd::execute(&self.server, c, &mut out, &o.args(), &self.stats);
+        // The end of a batch: BCAST invalidations go out.
+        ferrokv::tracking::flush_bcast(&self.server);
         let mut bytes = out.buf;
         // Pushed frames (pub/sub, invalidations) wait in the outbox.
         let mut outbox = Vec::new();

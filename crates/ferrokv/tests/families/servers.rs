@@ -47,3 +47,33 @@ fn two_servers_keep_their_own_state() {
     );
     a.cmd("CONFIG SET maxmemory 0");
 }
+
+#[test]
+fn bcast_invalidations_stay_with_their_server() {
+    let mut a = Rig::new();
+    let mut b = Rig::new();
+    let ta = a.add_client();
+    let tb = b.add_client();
+    a.cmd_on(ta, "HELLO 3");
+    b.cmd_on(tb, "HELLO 3");
+    assert_eq!(
+        a.cmd_on(ta, "CLIENT TRACKING on BCAST PREFIX foo"),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        b.cmd_on(tb, "CLIENT TRACKING on BCAST PREFIX foo"),
+        "+OK\r\n"
+    );
+    a.cmd("SET foo1 x");
+    b.active_expire();
+    let got_b = b.cmd_on(tb, "PING");
+    let got_a = a.cmd_on(ta, "PING");
+    assert!(
+        !got_b.contains("foo1"),
+        "b's client told about a's key: {got_b:?}"
+    );
+    assert!(
+        got_a.contains("invalidate") && got_a.contains("foo1"),
+        "a's client: {got_a:?}"
+    );
+}
