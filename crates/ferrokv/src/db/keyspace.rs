@@ -871,13 +871,6 @@ impl Keyspace {
         &self.signals.events
     }
 
-    /// True while the effects of write commands are recorded
-    /// (propagate.rs; the AOF is on).
-    #[inline]
-    pub fn propagating(&self) -> bool {
-        self.signals.propagating.load(Ordering::Relaxed)
-    }
-
     /// True when some client is blocked on a key of this keyspace.
     #[inline]
     pub fn any_waiters(&self) -> bool {
