@@ -191,6 +191,10 @@ fn key_patterns_shape_the_keyspace() {
         "100000",
         "--key-pattern",
         "R",
+        // A fixed seed: with a clock seed, 3,000 uniform draws out of
+        // 100,000 hit key 0 (checked below) about 3% of the time.
+        "--seed",
+        "1",
         "-q",
     ]);
     assert!(o.status.success());

@@ -104,15 +104,55 @@ fn ferrokv_server_bin() -> PathBuf {
 
 /// Starts ferrokv-server on a free port.
 pub fn ferrokv() -> Proc {
-    let port = free_port();
-    let child = Command::new(ferrokv_server_bin())
-        .args(["--port", &port.to_string(), "--save", ""])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn ferrokv-server");
-    wait_port(port);
-    Proc { child, port }
+    start_on_free_port(|port| {
+        Command::new(ferrokv_server_bin())
+            .args(["--port", &port.to_string(), "--save", ""])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn ferrokv-server")
+    })
+}
+
+/// Starts a server with `spawn(port)` on a port that was free a moment
+/// ago, and makes sure the process answering there is that server (its
+/// INFO `process_id`): another test may take the same port between
+/// `free_port` and the server's bind (the server then exits, and whoever
+/// holds the port answers). Tries again on a new port when that happens.
+pub fn start_on_free_port(mut spawn: impl FnMut(u16) -> Child) -> Proc {
+    for _ in 0..20 {
+        let port = free_port();
+        let mut child = spawn(port);
+        if wait_own(port, &mut child) {
+            return Proc { child, port };
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    panic!("could not start a server on a free port");
+}
+
+/// True once `child` answers on `port`; false when it exited or someone
+/// else answers there.
+fn wait_own(port: u16, child: &mut Child) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let want = format!("process_id:{}", child.id());
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return false;
+        }
+        if let Some(info) = try_cmd(port, &["INFO", "server"]) {
+            if info.lines().any(|l| l.trim() == want) {
+                return true;
+            }
+            if info.contains("process_id:") {
+                // Another server holds the port: ours failed to bind.
+                return false;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
 }
 
 /// True when a program is on the PATH.
@@ -132,46 +172,52 @@ pub fn redis() -> Option<(Proc, PathBuf)> {
         eprintln!("redis-server not installed: skipping that part");
         return None;
     }
-    let port = free_port();
-    let sock = std::env::temp_dir().join(format!("fkb-redis-{port}.sock"));
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--unixsocket",
-            sock.to_str().unwrap(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn redis-server");
-    wait_port(port);
-    Some((Proc { child, port }, sock))
+    let mut sock = PathBuf::new();
+    let proc = start_on_free_port(|port| {
+        sock = std::env::temp_dir().join(format!("fkb-redis-{port}.sock"));
+        Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--unixsocket",
+                sock.to_str().unwrap(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn redis-server")
+    });
+    Some((proc, sock))
 }
 
 /// Sends one command over a fresh connection, returns the raw reply text.
 pub fn cmd(port: u16, args: &[&str]) -> String {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    try_cmd(port, args).expect("no reply")
+}
+
+/// [`cmd`], or None when the connection or the reply fails.
+pub fn try_cmd(port: u16, args: &[&str]) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     let mut req = format!("*{}\r\n", args.len());
     for a in args {
         req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
     }
-    s.write_all(req.as_bytes()).unwrap();
+    s.write_all(req.as_bytes()).ok()?;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 65536];
     loop {
-        let n = s.read(&mut chunk).unwrap();
+        let n = s.read(&mut chunk).ok()?;
         buf.extend_from_slice(&chunk[..n]);
-        if n == 0 || ferrokv_benchmark::resp::skip_reply(&buf).unwrap().is_some() {
+        if n == 0 || ferrokv_benchmark::resp::skip_reply(&buf).ok()?.is_some() {
             break;
         }
     }
-    String::from_utf8_lossy(&buf).into_owned()
+    Some(String::from_utf8_lossy(&buf).into_owned())
 }
 
 /// `calls=` of one command in `INFO commandstats`.
