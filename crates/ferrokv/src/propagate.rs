@@ -33,7 +33,7 @@
 //! propagation off each costs one relaxed load.
 
 use crate::resp::Args;
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -100,7 +100,10 @@ pub trait Sink: Send + Sync {
 }
 
 /// Appends the `n` arguments `args` to `out` as a RESP multibulk.
-fn encode_iter<'x>(out: &mut Vec<u8>, n: usize, args: impl Iterator<Item = &'x [u8]>) {
+fn encode_iter<'x>(out: &mut Vec<u8>, n: usize, args: impl Iterator<Item = &'x [u8]> + Clone) {
+    // One reservation: the header and each argument's `$len\r\n..\r\n`
+    // (at most 20 digits + 5 bytes of framing).
+    out.reserve(16 + args.clone().map(|a| a.len() + 25).sum::<usize>());
     let mut b = itoa::Buffer::new();
     out.push(b'*');
     out.extend_from_slice(b.format(n).as_bytes());
@@ -120,7 +123,7 @@ pub fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
 }
 
 thread_local! {
-    static UNIT: RefCell<Unit> = RefCell::new(Unit::default());
+    static UNIT: RefCell<Unit> = const { RefCell::new(Unit::new()) };
     static DIRTY: Cell<u64> = const { Cell::new(0) };
     static RECORDING: Cell<bool> = const { Cell::new(false) };
 }
@@ -183,6 +186,27 @@ struct Unit {
 }
 
 impl Unit {
+    /// An empty unit (const, for the thread-local's initialiser).
+    const fn new() -> Unit {
+        Unit {
+            depth: 0,
+            command: false,
+            bytes: Vec::new(),
+            spans: Vec::new(),
+            own: Vec::new(),
+            own_set: false,
+            own_at: None,
+            dirty_at: 0,
+            need: 0,
+            tickets: Vec::new(),
+            positions: Vec::new(),
+            skips: Vec::new(),
+            delayed: Vec::new(),
+            stripe: None,
+            held: None,
+        }
+    }
+
     /// Encodes `args` into the buffer; its span (database 0).
     fn push_record(&mut self, args: &[&[u8]]) -> Span {
         let start = self.bytes.len();
@@ -367,6 +391,9 @@ struct Order {
     waiting: FastMap<(u32, u64), usize>,
     units: Vec<Option<Waiting>>,
     free: Vec<usize>,
+    /// The stream's consumers. Units are emitted with this lock held, so
+    /// the sinks live under it (no second lock per unit).
+    sinks: Vec<Arc<dyn Sink>>,
 }
 
 impl Order {
@@ -380,6 +407,15 @@ impl Order {
 
     fn is_due(&mut self, (g, t): (u32, u64)) -> bool {
         self.next_of(g) == t
+    }
+
+    /// Hands `records` to every sink; the highest position returned.
+    fn emit(&self, records: Records<'_>) -> u64 {
+        let mut need = 0;
+        for s in &self.sinks {
+            need = need.max(s.append_unit(records));
+        }
+        need
     }
 }
 
@@ -406,7 +442,6 @@ pub struct Stream {
     on: Arc<AtomicBool>,
     stripes: Box<[parking_lot::RawRwLock]>,
     next_stripe: std::sync::atomic::AtomicUsize,
-    sinks: RwLock<Vec<Arc<dyn Sink>>>,
     order: Mutex<Order>,
     released: Condvar,
 }
@@ -418,7 +453,6 @@ impl Default for Stream {
             on: Arc::default(),
             stripes: (0..16).map(|_| parking_lot::RawRwLock::INIT).collect(),
             next_stripe: Default::default(),
-            sinks: RwLock::new(Vec::new()),
             order: Mutex::new(Order::default()),
             released: Condvar::new(),
         }
@@ -441,7 +475,7 @@ impl Drop for Paused<'_> {
 impl Stream {
     /// Adds a consumer.
     pub fn add_sink(&self, s: Arc<dyn Sink>) {
-        self.sinks.write().push(s);
+        self.order.lock().sinks.push(s);
     }
 
     /// True when this thread is inside a write context.
@@ -488,38 +522,43 @@ impl Stream {
     }
 
     fn enter(&self, command: bool) {
+        UNIT.with(|u| self.enter_unit(&mut u.borrow_mut(), command));
+    }
+
+    /// [`Stream::enter`] on this thread's unit, borrowed by the caller.
+    #[inline]
+    fn enter_unit(&self, u: &mut Unit, command: bool) {
         use parking_lot::lock_api::RawRwLock as _;
-        UNIT.with(|u| {
-            let mut u = u.borrow_mut();
-            if u.depth == 0 {
-                RECORDING.with(|r| r.set(true));
-                u.command = command;
-                let n = self.stripes.len();
-                let i = *u
-                    .stripe
-                    .get_or_insert_with(|| self.next_stripe.fetch_add(1, Ordering::Relaxed) % n);
-                u.held = Some(self.stripes[i].lock_shared());
-            }
-            u.depth += 1;
-        });
+        if u.depth == 0 {
+            RECORDING.with(|r| r.set(true));
+            u.command = command;
+            let n = self.stripes.len();
+            let i = *u
+                .stripe
+                .get_or_insert_with(|| self.next_stripe.fetch_add(1, Ordering::Relaxed) % n);
+            u.held = Some(self.stripes[i].lock_shared());
+        }
+        u.depth += 1;
     }
 
     fn leave(&self) {
+        UNIT.with(|u| self.leave_unit(&mut u.borrow_mut()));
+    }
+
+    /// [`Stream::leave`] on this thread's unit, borrowed by the caller.
+    #[inline]
+    fn leave_unit(&self, u: &mut Unit) {
         use parking_lot::lock_api::RawRwLock as _;
-        let done = UNIT.with(|u| {
-            let mut u = u.borrow_mut();
-            u.depth -= 1;
-            if u.depth != 0 {
-                return None;
-            }
-            RECORDING.with(|r| r.set(false));
-            self.finish_unit(&mut u, self.on());
-            Some((u.stripe.unwrap_or(0), u.held.take()))
-        });
-        if let Some((stripe, Some(t))) = done {
+        u.depth -= 1;
+        if u.depth != 0 {
+            return;
+        }
+        RECORDING.with(|r| r.set(false));
+        self.finish_unit(u, self.on());
+        if let Some(t) = u.held.take() {
             // SAFETY: `t` is the shared hold the matching `enter` took on
             // this stripe, on this thread.
-            unsafe { self.stripes[stripe].unlock_shared(t) };
+            unsafe { self.stripes[u.stripe.unwrap_or(0)].unlock_shared(t) };
         }
     }
 
@@ -542,10 +581,10 @@ impl Stream {
     /// Starts a write command (call only when [`on`]; always pair with
     /// [`Stream::end_command`]).
     pub fn begin_command(&self) {
-        self.enter(true);
         let d = dirty();
         UNIT.with(|u| {
-            let mut u = u.borrow_mut();
+            let u = &mut *u.borrow_mut();
+            self.enter_unit(u, true);
             u.own.clear();
             u.own_set = false;
             u.own_at = None;
@@ -557,12 +596,12 @@ impl Stream {
     /// records (stated by its handler, else its arguments when it changed
     /// the dataset) go before the records of the blocked clients it served.
     pub fn end_command(&self, db: usize, args: &Args<'_>) {
-        let changed = dirty() != UNIT.with(|u| u.borrow().dirty_at);
+        let d = dirty();
         UNIT.with(|u| {
             let u = &mut *u.borrow_mut();
             if !u.own_set {
                 u.own.clear();
-                if changed {
+                if d != u.dirty_at {
                     let start = u.bytes.len();
                     encode_iter(&mut u.bytes, args.len(), args.iter());
                     u.own.push(Span {
@@ -581,8 +620,8 @@ impl Stream {
             }
             u.own.clear();
             u.own_set = false;
+            self.leave_unit(u);
         });
-        self.leave();
     }
 
     /// Starts a block whose records form one unit (EXEC). Returns whether
@@ -629,6 +668,20 @@ impl Stream {
             return;
         }
         let has = !u.spans.is_empty();
+        if has && u.tickets.len() == 1 {
+            // The common case: one command on one shard, its turn there,
+            // nothing waiting.
+            let (g, t) = u.tickets[0];
+            let mut o = self.order.lock();
+            if o.waiting.is_empty() && o.skips.is_empty() && o.is_due((g, t)) {
+                let need = o.emit(u.records());
+                o.next[g as usize] = t + 1;
+                drop(o);
+                u.need = u.need.max(need);
+                u.clear();
+                return;
+            }
+        }
         // A unit's place on a shard is its last ticket there; the earlier
         // ones, and all of them when it recorded nothing, are skips.
         u.positions.clear();
@@ -670,7 +723,7 @@ impl Stream {
         }
         if unmet == 0 {
             if has {
-                let need = self.emit(u.records());
+                let need = o.emit(u.records());
                 u.need = u.need.max(need);
             }
             for &(g, t) in &u.positions {
@@ -740,7 +793,7 @@ impl Stream {
                 }
                 let w = o.units[idx].take().expect("waiting unit");
                 o.free.push(idx);
-                let need = self.emit(w.records());
+                let need = o.emit(w.records());
                 w.done.need.store(need, Ordering::Release);
                 released = true;
                 for &(g2, t2) in &w.positions {
@@ -806,16 +859,8 @@ impl Stream {
             }
             work.push(g);
         }
-        let need = self.emit(w.records());
+        let need = o.emit(w.records());
         w.done.need.store(need, Ordering::Release);
-    }
-
-    fn emit(&self, records: Records<'_>) -> u64 {
-        let mut need = 0;
-        for s in self.sinks.read().iter() {
-            need = need.max(s.append_unit(records));
-        }
-        need
     }
 
     /// The sink position this thread's units must reach before its replies

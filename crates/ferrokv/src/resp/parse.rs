@@ -239,7 +239,7 @@ impl<'a> Args<'a> {
         }
     }
     /// Iterates over all arguments.
-    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + Clone + '_ {
         (0..self.len()).map(move |i| self.get(i))
     }
     /// Copies the arguments into owned vectors (MULTI queue, MONITOR).
