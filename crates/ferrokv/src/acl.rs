@@ -758,7 +758,7 @@ impl User {
         let h = hash_password(pass);
         let mut ok = false;
         for p in &self.passwords {
-            ok |= crate::cmd::connection::constant_time_eq(p.as_bytes(), h.as_bytes());
+            ok |= crate::util::constant_time_eq(p.as_bytes(), h.as_bytes());
         }
         ok
     }
@@ -966,16 +966,14 @@ impl Acl {
     /// Applies the ACL-related directives after a configuration change:
     /// acl-pubsub-default, acllog-max-len and, when it changed, requirepass
     /// (the default user's only password, or nopass when empty).
-    pub fn sync_config(&self, cfg: &crate::config::Config) {
-        self.pubsub_allchannels.store(
-            cfg.get("acl-pubsub-default") == "allchannels",
-            Ordering::Relaxed,
-        );
-        self.log_max_len.store(
-            cfg.get_i64("acllog-max-len").max(0) as u64,
-            Ordering::Relaxed,
-        );
-        let rp = cfg.get("requirepass").to_string();
+    /// `pubsub_default` is acl-pubsub-default's value, `log_max_len`
+    /// acllog-max-len's, `requirepass` requirepass's.
+    pub fn sync_config(&self, pubsub_default: &str, log_max_len: i64, requirepass: &str) {
+        self.pubsub_allchannels
+            .store(pubsub_default == "allchannels", Ordering::Relaxed);
+        self.log_max_len
+            .store(log_max_len.max(0) as u64, Ordering::Relaxed);
+        let rp = requirepass.to_string();
         let mut last = self.last_requirepass.lock();
         if last.as_deref() != Some(rp.as_str()) {
             let mut pw = b">".to_vec();
@@ -1154,26 +1152,25 @@ pub fn validate_user_line(argv: &[String], seen: &[Vec<String>]) -> Result<(), (
 /// Loads the users declared in the configuration (`user` lines) and the
 /// ACL file at start-up (Redis's `ACLLoadUsersAtStartup`). Errors stop the
 /// server.
-pub fn startup(server: &crate::server::Server) -> Result<(), String> {
-    let (aclfile, lines) = {
-        let c = server.config.read();
-        (c.get("aclfile").to_string(), c.users.clone())
-    };
+///
+/// `aclfile` is the aclfile directive ("" when unset), `lines` the
+/// configuration's `user` lines (each split into its words).
+pub fn startup(acl: &Acl, aclfile: &str, lines: &[Vec<String>]) -> Result<(), String> {
     if !aclfile.is_empty() && !lines.is_empty() {
         return Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into());
     }
-    for l in &lines {
+    for l in lines {
         let name = l[0].as_bytes();
         if has_spaces(name) {
             return Err("Spaces not allowed in ACL usernames".into());
         }
         let mut ops = Vec::new();
-        if server.acl.get(name).is_some() {
+        if acl.get(name).is_some() {
             ops.push(b"reset".to_vec());
         }
         let rules: Vec<&[u8]> = l[1..].iter().map(|s| s.as_bytes()).collect();
         ops.extend(merge_selector_args(&rules).unwrap_or_default());
-        if let Err((op, e)) = server.acl.set_user(name, &ops) {
+        if let Err((op, e)) = acl.set_user(name, &ops) {
             return Err(format!(
                 "Error loading ACL rule '{}' for the user named '{}': {}",
                 String::from_utf8_lossy(&op),
@@ -1183,9 +1180,7 @@ pub fn startup(server: &crate::server::Server) -> Result<(), String> {
         }
     }
     if !aclfile.is_empty() {
-        server
-            .acl
-            .load_file(&aclfile)
+        acl.load_file(aclfile)
             .map_err(|e| format!("Aborting Redis startup because of ACL errors: {e}"))?;
     }
     Ok(())

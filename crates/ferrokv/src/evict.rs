@@ -20,11 +20,25 @@
 
 use crate::db::dict::hash_key;
 use crate::db::lru::{clock, LruPolicy};
-use crate::server::Server;
 use crate::util::rand_u64;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
+
+/// What eviction works on: the parts of a server it reads and changes
+/// (built by `Server::evict_env`; the fields are named as the server's).
+pub struct Env<'a> {
+    /// The databases keys are evicted from.
+    pub keyspace: &'a crate::db::Keyspace,
+    /// maxmemory settings and eviction state.
+    pub evict: &'a Eviction,
+    /// The exec gate, held shared while evicting.
+    pub tx: &'a crate::tx::Transactions,
+    /// The propagation stream evictions are recorded in (as `DEL`).
+    pub propagation: &'a crate::propagate::Stream,
+    /// The server's clock (LRU/LFU ageing).
+    pub clock: &'a crate::clock::Clock,
+}
 
 /// The OOM error (server.c `shared.oomerr`), without the leading `-`.
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
@@ -246,7 +260,7 @@ struct State {
 /// and returns whether memory is still over the limit with nothing left to
 /// evict (the caller then refuses denyoom commands with [`OOM`]). Must be
 /// called with no shard lock and no transaction gate held.
-pub fn perform(server: &Server) -> Outcome {
+pub fn perform(server: &Env<'_>) -> Outcome {
     let ev = &server.evict;
     let max = ev.maxmemory();
     if max == 0 || used_memory() <= max {
@@ -307,7 +321,7 @@ pub fn perform(server: &Server) -> Outcome {
 }
 
 /// Refreshes the set of non-empty databases at most every 100 ms.
-fn refresh_dbs(server: &Server, st: &mut State, volatile: bool) {
+fn refresh_dbs(server: &Env<'_>, st: &mut State, volatile: bool) {
     if st
         .dbs_at
         .is_some_and(|t| t.elapsed() < Duration::from_millis(100))
@@ -336,7 +350,7 @@ fn refresh_dbs(server: &Server, st: &mut State, volatile: bool) {
 
 /// Draws one sample from database `db`: a random shard, probing onward
 /// past empty ones.
-fn sample_db(server: &Server, db: usize, volatile: bool) -> Option<(Box<[u8]>, u32, u64)> {
+fn sample_db(server: &Env<'_>, db: usize, volatile: bool) -> Option<(Box<[u8]>, u32, u64)> {
     let d = server.keyspace.db(db);
     let n = crate::db::keyspace::SHARDS;
     let r = rand_u64();
@@ -359,7 +373,7 @@ fn score(lru_policy: &LruPolicy, policy: Policy, lru: u32, at: u64, t: u32) -> u
 }
 
 /// Picks the next key to evict, or None when nothing is evictable.
-fn next_victim(server: &Server, st: &mut State, policy: Policy) -> Option<(usize, Box<[u8]>)> {
+fn next_victim(server: &Env<'_>, st: &mut State, policy: Policy) -> Option<(usize, Box<[u8]>)> {
     let volatile = policy.volatile();
     refresh_dbs(server, st, volatile);
     let dbs = st.dbs;
@@ -437,7 +451,7 @@ fn pool_insert(pool: &mut Vec<Cand>, c: Cand) {
 /// Deletes `key` of database `db` as an eviction: notifies `evicted`
 /// (touching watchers and tracking), logs a DEL to the AOF, counts it.
 /// False when the key is gone (or, for `volatile`, lost its TTL).
-fn evict_key(server: &Server, db: usize, key: &[u8], volatile: bool) -> bool {
+fn evict_key(server: &Env<'_>, db: usize, key: &[u8], volatile: bool) -> bool {
     let h = hash_key(key);
     let d = server.keyspace.db(db);
     let mut sh = d.lock(h);

@@ -161,7 +161,13 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         .net
         .workers
         .set(net::listener::Workers::start(threads, idle_poll_us)?);
-    acl::startup(&server).map_err(std::io::Error::other)?;
+    {
+        let (aclfile, lines) = {
+            let c = server.config.read();
+            (c.get("aclfile").to_string(), c.users.clone())
+        };
+        acl::startup(&server.acl, &aclfile, &lines).map_err(std::io::Error::other)?;
+    }
     // The dataset is loaded before any listener exists, so no client sees
     // a partial keyspace; a bad file stops the start-up with its name.
     // The AOF when appendonly is yes (Redis's loadDataFromDisk), else the RDB.
@@ -250,7 +256,7 @@ pub fn active_expire(server: &Arc<Server>, budget: Duration) {
     server
         .keyspace
         .active_expire_cycle(server.clock.now_ms(), budget, &mut |f| {
-            tx::background_step(server, f)
+            tx::background_step(&server.tx_env(), &**server, f)
         });
     tracking::flush_bcast(server);
     if server.tracking.client_count() > 0 {

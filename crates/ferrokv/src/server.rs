@@ -177,6 +177,26 @@ pub struct Server {
 }
 
 impl Server {
+    /// The parts of the server eviction works on (evict.rs).
+    pub fn evict_env(&self) -> crate::evict::Env<'_> {
+        crate::evict::Env {
+            keyspace: &self.keyspace,
+            evict: &self.evict,
+            tx: &self.tx,
+            propagation: &self.propagation,
+            clock: &self.clock,
+        }
+    }
+
+    /// The parts of the server WATCH and background steps work on (tx.rs).
+    pub fn tx_env(&self) -> crate::tx::Env<'_> {
+        crate::tx::Env {
+            keyspace: &self.keyspace,
+            tx: &self.tx,
+            propagation: &self.propagation,
+        }
+    }
+
     /// Builds the shared state from a loaded configuration.
     pub fn new(config: Config, threads: usize) -> Arc<Server> {
         let dbs = config.get_i64("databases").max(1) as usize;
@@ -273,7 +293,11 @@ impl Server {
         {
             l.obl[i].store(v, Ordering::Relaxed);
         }
-        self.acl.sync_config(&c);
+        self.acl.sync_config(
+            c.get("acl-pubsub-default"),
+            c.get_i64("acllog-max-len"),
+            c.get("requirepass"),
+        );
         let policy = c.maxmemory_policy();
         self.evict.configure(
             u("maxmemory"),
@@ -338,7 +362,7 @@ impl crate::events::Deliver for Server {
     }
 
     fn touch_watchers(&self, db: usize, key: &[u8]) {
-        crate::tx::touch_key(self, db, key);
+        crate::tx::touch_key(&self.tx_env(), db, key);
     }
 
     fn invalidate(&self, key: &[u8], expired: bool) {

@@ -33,7 +33,6 @@
 use crate::db::{hash_key, shard_index, Shard};
 use crate::events;
 use crate::resp::parse::OwnedArgs;
-use crate::server::Server;
 use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -47,6 +46,17 @@ pub const STRIPES: usize = 16;
 /// One stripe, on its own cache lines.
 #[repr(align(128))]
 struct Stripe(RwLock<()>);
+
+/// What WATCH and the background steps work on: the parts of a server
+/// (built by `Server::tx_env`; the fields are named as the server's).
+pub struct Env<'a> {
+    /// The databases whose keys are watched.
+    pub keyspace: &'a crate::db::Keyspace,
+    /// The exec gate and the WATCH registry.
+    pub tx: &'a Transactions,
+    /// The propagation stream a background step records in.
+    pub propagation: &'a crate::propagate::Stream,
+}
 
 /// A server's transaction state: the exec gate and the WATCH registry
 /// (`Server::tx`).
@@ -168,7 +178,7 @@ impl Registry {
 /// WATCH key...: adds the keys of database `db` to the client's watch list
 /// (a key already watched in that database is skipped), recording whether
 /// each was already expired at `now`.
-pub fn watch(server: &Server, w: &mut Option<Box<Watching>>, db: usize, keys: &[&[u8]], now: u64) {
+pub fn watch(server: &Env<'_>, w: &mut Option<Box<Watching>>, db: usize, keys: &[&[u8]], now: u64) {
     let w = w.get_or_insert_with(|| {
         Box::new(Watching {
             state: Arc::new(WatchState::default()),
@@ -197,7 +207,7 @@ pub fn watch(server: &Server, w: &mut Option<Box<Watching>>, db: usize, keys: &[
 
 /// Forgets every key the client watches and its dirty flag (UNWATCH, EXEC,
 /// DISCARD, RESET, disconnect).
-pub fn unwatch_all(server: &Server, w: &mut Option<Box<Watching>>) {
+pub fn unwatch_all(server: &Env<'_>, w: &mut Option<Box<Watching>>) {
     let Some(w) = w.take() else {
         return;
     };
@@ -220,7 +230,7 @@ pub fn unwatch_all(server: &Server, w: &mut Option<Box<Watching>>) {
 /// True when EXEC must fail because of WATCH: a watched key was touched, or
 /// one that was alive when watched has expired since (multi.c
 /// `isWatchedKeyExpired`). Call under the exclusive gate.
-pub fn watch_failed(server: &Server, w: &Option<Box<Watching>>, now: u64) -> bool {
+pub fn watch_failed(server: &Env<'_>, w: &Option<Box<Watching>>, now: u64) -> bool {
     let Some(w) = w else {
         return false;
     };
@@ -248,7 +258,7 @@ pub fn watch_failed(server: &Server, w: &Option<Box<Watching>>, now: u64) -> boo
 /// Marks every client watching `key` of `db` dirty (multi.c
 /// `touchWatchedKey`), except watchers that saw the key already expired
 /// while it is still absent (a deleted expired key is no logical change).
-pub fn touch_key(server: &Server, db: usize, key: &[u8]) {
+pub fn touch_key(server: &Env<'_>, db: usize, key: &[u8]) {
     let mut reg = server.tx.registry.lock();
     let Some(refs) = reg.dbs.get_mut(db).and_then(|m| m.get_mut(key)) else {
         return;
@@ -318,7 +328,7 @@ pub fn touch_db(
 /// With the AOF on, the step also holds the AOF gate (taken after the
 /// stripe, the order every command uses) so its expiry `DEL`s are logged in
 /// execution order.
-pub fn background_step(server: &Server, f: &mut dyn FnMut()) {
+pub fn background_step(server: &Env<'_>, deliver: &dyn events::Deliver, f: &mut dyn FnMut()) {
     let _g = server.tx.gate_shared();
     let prop = server.propagation.on();
     if prop {
@@ -329,6 +339,6 @@ pub fn background_step(server: &Server, f: &mut dyn FnMut()) {
         server.propagation.end_background();
     }
     if events::pending() {
-        events::drain(server);
+        events::drain(deliver);
     }
 }

@@ -355,6 +355,19 @@ pub fn lower_into<'a>(src: &[u8], buf: &'a mut [u8]) -> Option<&'a [u8]> {
     Some(&buf[..src.len()])
 }
 
+/// Compares two byte strings in time that depends only on their lengths,
+/// not on where they differ (password checks).
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len().max(b.len());
+    let mut diff = (a.len() ^ b.len()) as u64;
+    for i in 0..n {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= (x ^ y) as u64;
+    }
+    std::hint::black_box(diff) == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

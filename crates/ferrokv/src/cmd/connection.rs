@@ -240,19 +240,6 @@ fn select(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
-/// Compares two byte strings in time that depends only on their lengths,
-/// not on where they differ (password checks).
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let n = a.len().max(b.len());
-    let mut diff = (a.len() ^ b.len()) as u64;
-    for i in 0..n {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= (x ^ y) as u64;
-    }
-    std::hint::black_box(diff) == 0
-}
-
 /// Authenticates the connection as `user` with `pass` (Redis's
 /// `ACLAuthenticateUser`): on success the connection's user changes; on
 /// failure the attempt is logged in ACL LOG (reason auth, object = the
@@ -397,7 +384,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     let server = ctx.server;
     ctx.client.leave_monitor(server);
     ctx.client.multi = None;
-    crate::tx::unwatch_all(ctx.server, &mut ctx.client.watch);
+    crate::tx::unwatch_all(&ctx.server.tx_env(), &mut ctx.client.watch);
     crate::pubsub::unsubscribe_all(server, ctx.client);
     crate::tracking::disable(server, ctx.client);
     ctx.client.db = 0;
@@ -890,6 +877,7 @@ mod tests {
 
     #[test]
     fn constant_time_compare() {
+        use crate::util::constant_time_eq;
         assert!(constant_time_eq(b"secret", b"secret"));
         assert!(!constant_time_eq(b"secret", b"secreT"));
         assert!(!constant_time_eq(b"secret", b"secret1"));

@@ -1068,7 +1068,7 @@ fn flag_transaction(client: &mut Client) {
 /// command queued inside MULTI (except EXEC, DISCARD, MULTI, WATCH, QUIT,
 /// RESET). Called only when maxmemory is set, with no lock held.
 fn oom_refused(server: &Server, client: &Client, c: &Command, is_exec: bool) -> bool {
-    if crate::evict::perform(server) != crate::evict::Outcome::Fail {
+    if crate::evict::perform(&server.evict_env()) != crate::evict::Outcome::Fail {
         return false;
     }
     if c.flags & flags::DENYOOM != 0 {
@@ -1097,7 +1097,7 @@ fn reject_in_multi(
 ) {
     if is_exec {
         client.multi = None;
-        crate::tx::unwatch_all(server, &mut client.watch);
+        crate::tx::unwatch_all(&server.tx_env(), &mut client.watch);
         let reason = msg.strip_prefix("ERR ").unwrap_or(msg);
         let full = format!("EXECABORT Transaction discarded because of: {reason}");
         reject(server, out, stats, id, &full);

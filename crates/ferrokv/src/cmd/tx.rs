@@ -92,7 +92,7 @@ fn discard(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     if ctx.client.multi.take().is_none() {
         return ctx.error("ERR DISCARD without MULTI");
     }
-    crate::tx::unwatch_all(ctx.server, &mut ctx.client.watch);
+    crate::tx::unwatch_all(&ctx.server.tx_env(), &mut ctx.client.watch);
     ctx.out.ok();
 }
 
@@ -103,13 +103,19 @@ fn watch(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     }
     let keys: Vec<&[u8]> = args.iter().skip(1).collect();
     let db = ctx.client.db;
-    crate::tx::watch(ctx.server, &mut ctx.client.watch, db, &keys, ctx.now);
+    crate::tx::watch(
+        &ctx.server.tx_env(),
+        &mut ctx.client.watch,
+        db,
+        &keys,
+        ctx.now,
+    );
     ctx.out.ok();
 }
 
 /// UNWATCH: +OK, forgets every watched key.
 fn unwatch(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
-    crate::tx::unwatch_all(ctx.server, &mut ctx.client.watch);
+    crate::tx::unwatch_all(&ctx.server.tx_env(), &mut ctx.client.watch);
     ctx.out.ok();
 }
 
@@ -127,20 +133,20 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
         return ctx.error("ERR EXEC without MULTI");
     };
     if m.dirty_exec {
-        crate::tx::unwatch_all(ctx.server, &mut ctx.client.watch);
+        crate::tx::unwatch_all(&ctx.server.tx_env(), &mut ctx.client.watch);
         return ctx.error("EXECABORT Transaction discarded because of previous errors.");
     }
     // Every other command on every core finishes before this line returns
     // and none starts until `gate` drops.
     let gate = ctx.server.tx.gate_exclusive();
     let now = ctx.server.clock.now_ms();
-    if crate::tx::watch_failed(ctx.server, &ctx.client.watch, now) {
-        crate::tx::unwatch_all(ctx.server, &mut ctx.client.watch);
+    if crate::tx::watch_failed(&ctx.server.tx_env(), &ctx.client.watch, now) {
+        crate::tx::unwatch_all(&ctx.server.tx_env(), &mut ctx.client.watch);
         drop(gate);
         ctx.out.null_array();
         return;
     }
-    crate::tx::unwatch_all(ctx.server, &mut ctx.client.watch);
+    crate::tx::unwatch_all(&ctx.server.tx_env(), &mut ctx.client.watch);
     ctx.out.array(m.queued.len());
     let deny = std::mem::replace(&mut ctx.client.deny_blocking, true);
     let mut skip_after = false;

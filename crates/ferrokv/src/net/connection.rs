@@ -338,7 +338,7 @@ where
     }
     let _ = wr.shutdown().await;
     client.leave_monitor(&server);
-    crate::tx::unwatch_all(&server, &mut client.watch);
+    crate::tx::unwatch_all(&server.tx_env(), &mut client.watch);
     crate::pubsub::unsubscribe_all(&server, &mut client);
     crate::tracking::disable(&server, &mut client);
     handle.outbox.clear();

@@ -170,7 +170,7 @@ impl Rig {
 impl Drop for Rig {
     fn drop(&mut self) {
         for mut c in std::mem::take(&mut self.clients) {
-            ferrokv::tx::unwatch_all(&self.server, &mut c.watch);
+            ferrokv::tx::unwatch_all(&self.server.tx_env(), &mut c.watch);
             ferrokv::pubsub::unsubscribe_all(&self.server, &mut c);
             self.server.clients.remove(c.handle.id);
         }
