@@ -4,9 +4,9 @@
 //! `cargo bench -p ferrokv --bench hot_path`.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use ferrokv::clients::new_handle;
 use ferrokv::cmd::client::Client;
 use ferrokv::config::Config;
-use ferrokv::net::clients::new_handle;
 use ferrokv::resp::{Out, OwnedArgs, Parsed, RequestParser};
 use ferrokv::server::Server;
 use std::hint::black_box;
@@ -78,7 +78,8 @@ fn encoder(c: &mut Criterion) {
 fn execution(c: &mut Criterion) {
     let server = Server::new(Config::default(), 1);
     let handle = new_handle(
-        &server,
+        &server.clients,
+        server.clock.now_ms(),
         "127.0.0.1:1".into(),
         "127.0.0.1:2".into(),
         -1,

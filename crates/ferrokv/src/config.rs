@@ -6,6 +6,7 @@
 use crate::resp::parse::split_args;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 /// How a directive's value is parsed and printed.
 #[derive(Debug, Clone, Copy)]
@@ -1012,6 +1013,67 @@ fn quote_arg(v: &str) -> String {
     }
     s.push('"');
     s
+}
+
+/// Configuration values read on the request path, mirrored from [`Config`]
+/// into atomics so that no lock is taken per command. Updated by
+/// `Server::apply_config` after every CONFIG SET.
+#[derive(Debug, Default)]
+pub struct LiveConfig {
+    /// list-max-listpack-size (entries when > 0, size class when < 0).
+    pub list_max_listpack_size: AtomicI64,
+    /// hash-max-listpack-entries.
+    pub hash_max_listpack_entries: AtomicU64,
+    /// hash-max-listpack-value, bytes.
+    pub hash_max_listpack_value: AtomicU64,
+    /// set-max-intset-entries.
+    pub set_max_intset_entries: AtomicU64,
+    /// zset-max-listpack-entries.
+    pub zset_max_listpack_entries: AtomicU64,
+    /// zset-max-listpack-value, bytes.
+    pub zset_max_listpack_value: AtomicU64,
+    /// proto-max-bulk-len, bytes.
+    pub proto_max_bulk_len: AtomicU64,
+    /// client-query-buffer-limit, bytes.
+    pub client_query_buffer_limit: AtomicU64,
+    /// maxclients.
+    pub maxclients: AtomicU64,
+    /// timeout, seconds (0 = never).
+    pub timeout: AtomicU64,
+    /// tcp-keepalive, seconds.
+    pub tcp_keepalive: AtomicU64,
+    /// slowlog-log-slower-than, microseconds (-1 disables, 0 logs all).
+    pub slowlog_slower_than: AtomicI64,
+    /// slowlog-max-len, entries.
+    pub slowlog_max_len: AtomicU64,
+    /// latency-monitor-threshold, milliseconds (0 = off).
+    pub latency_threshold: AtomicU64,
+    /// client-output-buffer-limit: (hard, soft, soft-seconds) for each
+    /// [`OblClass`], in that order.
+    pub obl: [AtomicU64; 9],
+}
+
+/// A client class of client-output-buffer-limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OblClass {
+    /// Ordinary clients.
+    Normal = 0,
+    /// Replicas (`replica`, alias `slave`).
+    Replica = 1,
+    /// Clients subscribed to channels, patterns or shard channels.
+    PubSub = 2,
+}
+
+impl LiveConfig {
+    /// The current limit of `class`.
+    pub fn obl_limit(&self, class: OblClass) -> crate::clients::BufLimit {
+        let i = class as usize * 3;
+        crate::clients::BufLimit {
+            hard: self.obl[i].load(Ordering::Relaxed),
+            soft: self.obl[i + 1].load(Ordering::Relaxed),
+            soft_secs: self.obl[i + 2].load(Ordering::Relaxed),
+        }
+    }
 }
 
 #[cfg(test)]

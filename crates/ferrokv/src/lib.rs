@@ -9,6 +9,7 @@
 //! the connection sends all replies of the batch with one write.
 
 pub mod acl;
+pub mod clients;
 pub mod clock;
 pub mod cmd;
 pub mod config;

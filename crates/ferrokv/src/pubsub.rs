@@ -6,7 +6,7 @@
 //! the keyspace as in Redis's `server.pubsub_channels` /
 //! `pubsub_patterns` / `pubsubshard_channels` (pubsub.c). Publishers take
 //! the read lock and append the encoded frame to each subscriber's
-//! [`Outbox`](crate::net::clients::Outbox); the subscriber's own connection
+//! [`Outbox`](crate::clients::Outbox); the subscriber's own connection
 //! task, on whatever I/O thread it lives, writes the outbox to its socket.
 //! Appending never waits for the subscriber, and a subscriber that falls
 //! behind is closed by the output buffer limits.
@@ -24,8 +24,8 @@
 //! (insertion order: UNSUBSCRIBE without arguments confirms in that order),
 //! and mirrors their sizes into the handle for CLIENT LIST.
 
+use crate::clients::{BufLimit, ClientHandle};
 use crate::cmd::client::Client;
-use crate::net::clients::{BufLimit, ClientHandle};
 use crate::resp::Out;
 use crate::server::Server;
 use indexmap::{IndexMap, IndexSet};
@@ -166,9 +166,9 @@ impl ClientSubs {
 /// it is subscribed, the normal class otherwise (Redis's getClientType).
 pub fn limit_for(server: &Server, h: &ClientHandle) -> BufLimit {
     if h.outbox.subscriptions() > 0 {
-        server.live.obl_limit(crate::server::OblClass::PubSub)
+        server.live.obl_limit(crate::config::OblClass::PubSub)
     } else {
-        server.live.obl_limit(crate::server::OblClass::Normal)
+        server.live.obl_limit(crate::config::OblClass::Normal)
     }
 }
 

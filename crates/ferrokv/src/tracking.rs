@@ -35,8 +35,8 @@
 //! racing with the read on another core is never missed: its invalidation
 //! follows the read's reply.
 
+use crate::clients::ClientHandle;
 use crate::cmd::client::Client;
-use crate::net::clients::ClientHandle;
 use crate::server::Server;
 use indexmap::IndexMap;
 use parking_lot::{Mutex, RwLock};
@@ -45,46 +45,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Tracking is on (CLIENT_TRACKING).
-pub const ON: u32 = 1;
-/// BCAST mode.
-pub const BCAST: u32 = 1 << 1;
-/// OPTIN mode.
-pub const OPTIN: u32 = 1 << 2;
-/// OPTOUT mode.
-pub const OPTOUT: u32 = 1 << 3;
-/// NOLOOP: no messages about the client's own writes.
-pub const NOLOOP: u32 = 1 << 4;
-/// CLIENT CACHING yes (OPTIN) / no (OPTOUT) was given for the next command.
-pub const CACHING: u32 = 1 << 5;
-/// The redirect target is gone.
-pub const BROKEN: u32 = 1 << 6;
-
-/// One client's tracking state, shared (in its [`ClientHandle`]) so that
-/// writers on other threads can address it.
-#[derive(Debug, Default)]
-pub struct TrackState {
-    /// [`ON`], [`BCAST`], ... bits.
-    pub flags: AtomicU32,
-    /// REDIRECT client id (0 = none).
-    pub redirect: AtomicU64,
-    /// Set once some client redirects its messages here: the connection
-    /// then waits on its outbox while idle.
-    pub target: std::sync::atomic::AtomicBool,
-    /// Some while the client executes a command: messages for it wait here
-    /// until its reply is queued.
-    inflight: Mutex<Option<Vec<u8>>>,
-    /// BCAST prefixes, sorted.
-    pub prefixes: Mutex<Vec<Vec<u8>>>,
-}
-
-impl TrackState {
-    /// The flag bits.
-    #[inline]
-    pub fn flags(&self) -> u32 {
-        self.flags.load(Ordering::Acquire)
-    }
-}
+pub use crate::clients::{TrackState, BCAST, BROKEN, CACHING, NOLOOP, ON, OPTIN, OPTOUT};
 
 const SHARDS: usize = 64;
 type Table = IndexMap<Box<[u8]>, Vec<u64>, foldhash::fast::RandomState>;
@@ -406,52 +367,6 @@ pub fn getredir(client: &Client) -> i64 {
     } else {
         st.redirect.load(Ordering::Acquire) as i64
     }
-}
-
-/// CLIENT TRACKINGINFO's flag words, in Redis's order.
-pub fn info_flags(h: &ClientHandle) -> Vec<&'static str> {
-    let f = h.tracking.flags();
-    if f & ON == 0 {
-        return vec!["off"];
-    }
-    let mut v = vec!["on"];
-    for (bit, word) in [(BCAST, "bcast"), (OPTIN, "optin")] {
-        if f & bit != 0 {
-            v.push(word);
-        }
-    }
-    if f & OPTIN != 0 && f & CACHING != 0 {
-        v.push("caching-yes");
-    }
-    if f & OPTOUT != 0 {
-        v.push("optout");
-        if f & CACHING != 0 {
-            v.push("caching-no");
-        }
-    }
-    if f & NOLOOP != 0 {
-        v.push("noloop");
-    }
-    if f & BROKEN != 0 {
-        v.push("broken_redirect");
-    }
-    v
-}
-
-/// CLIENT LIST flag letters of tracking (`t`, `R`, `B`) and the `redir`
-/// field value (-1 when off).
-pub fn list_fields(h: &ClientHandle) -> (&'static str, i64) {
-    let f = h.tracking.flags();
-    if f & ON == 0 {
-        return ("", -1);
-    }
-    let letters = match (f & BROKEN != 0, f & BCAST != 0) {
-        (false, false) => "t",
-        (true, false) => "tR",
-        (false, true) => "tB",
-        (true, true) => "tRB",
-    };
-    (letters, h.tracking.redirect.load(Ordering::Acquire) as i64)
 }
 
 /// trackingRememberKeys: after a read-only command of a tracking client

@@ -5,7 +5,7 @@
 //! (net/connection.rs) and in-process callers (the AOF loader, tests)
 //! create it for the connections they run.
 
-use crate::net::clients::ClientHandle;
+use crate::clients::ClientHandle;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 

@@ -10,8 +10,8 @@
 
 use super::behaviour;
 use super::{acl, cmd, container, err, flags::*, Command, Ctx};
+use crate::clients::ClientHandle;
 use crate::cmd::client::ReplyMode;
-use crate::net::clients::ClientHandle;
 use crate::resp::Args;
 use std::sync::atomic::Ordering;
 
@@ -475,7 +475,7 @@ fn client_getredir(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
 /// off, 0 none, else the id) and `prefixes` (BCAST prefixes, sorted).
 fn client_trackinginfo(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     let h = ctx.client.handle.clone();
-    let flags = crate::tracking::info_flags(&h);
+    let flags = h.tracking.info_flags();
     let out = &mut *ctx.out;
     out.map(3);
     out.bulk(b"flags");

@@ -577,9 +577,9 @@ impl<'a> Ctx<'a> {
             return;
         }
         let class = if self.client.pubsub.is_some() {
-            crate::server::OblClass::PubSub
+            crate::config::OblClass::PubSub
         } else {
-            crate::server::OblClass::Normal
+            crate::config::OblClass::Normal
         };
         let mut bound = self.server.live.obl_limit(class).hard;
         if bound == 0 {

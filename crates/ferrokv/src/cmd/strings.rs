@@ -1375,9 +1375,9 @@ impl LcsTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clients::new_handle;
     use crate::cmd::client::Client;
     use crate::config::Config;
-    use crate::net::clients::new_handle;
     use crate::resp::OwnedArgs;
     use crate::server::Server;
     use std::sync::Arc;
@@ -1393,7 +1393,14 @@ mod tests {
     impl Rig {
         fn new() -> Rig {
             let server = Server::new(Config::default(), 1);
-            let h = new_handle(&server, "test:1".into(), "test:0".into(), -1, false);
+            let h = new_handle(
+                &server.clients,
+                server.clock.now_ms(),
+                "test:1".into(),
+                "test:0".into(),
+                -1,
+                false,
+            );
             let mut client = Client::new(h);
             client.authenticated = true;
             Rig {

@@ -6,8 +6,8 @@
 //! errors are answered and the connection is closed, as Redis does; a query
 //! buffer over client-query-buffer-limit closes it too.
 
-use super::clients::ClientHandle;
 use super::codec::{Codec, Decoded, Session};
+use crate::clients::ClientHandle;
 use crate::cmd;
 use crate::cmd::client::{Blocked, Client};
 use crate::resp::Out;
@@ -192,7 +192,7 @@ where
         handle.last_ms.store(now, Ordering::Relaxed);
         let mut consumed = 0usize;
         let mut invalid = false;
-        let normal_limit = server.live.obl_limit(crate::server::OblClass::Normal);
+        let normal_limit = server.live.obl_limit(crate::config::OblClass::Normal);
         let db = server
             .keyspace
             .db(client.db.min(server.keyspace.db_count() - 1));
@@ -356,7 +356,7 @@ fn after_command(
     server: &Server,
     client: &Client,
     out: &mut Out,
-    normal: crate::net::clients::BufLimit,
+    normal: crate::clients::BufLimit,
     soft_since: &std::sync::atomic::AtomicU64,
     tracked: bool,
 ) -> bool {
@@ -419,7 +419,7 @@ async fn drive_streams<W>(
     client: &mut Client,
     out: &mut Out,
     wr: &mut W,
-    limit: crate::net::clients::BufLimit,
+    limit: crate::clients::BufLimit,
     soft_since: &std::sync::atomic::AtomicU64,
 ) -> bool
 where

@@ -3,8 +3,8 @@
 //! (`tcp-keepalive` seconds), as Redis sets them. A connection beyond
 //! `maxclients` gets "-ERR max number of clients reached" and is closed.
 
-use super::clients::new_handle;
 use super::connection::serve;
+use crate::clients::new_handle;
 use crate::server::Server;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -247,7 +247,7 @@ fn admit_tcp(
     sock: tokio::net::TcpStream,
     peer: std::net::SocketAddr,
     tls: bool,
-) -> Option<(std::net::TcpStream, Arc<super::clients::ClientHandle>)> {
+) -> Option<(std::net::TcpStream, Arc<crate::clients::ClientHandle>)> {
     server.stats.connections.fetch_add(1, Ordering::Relaxed);
     let _ = sock.set_nodelay(true);
     let fd = sock.as_raw_fd();
@@ -285,7 +285,14 @@ fn admit_tcp(
     }
     set_keepalive(fd, server.live.tcp_keepalive.load(Ordering::Relaxed));
     let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
-    let handle = new_handle(server, peer.to_string(), laddr, fd, false);
+    let handle = new_handle(
+        &server.clients,
+        server.clock.now_ms(),
+        peer.to_string(),
+        laddr,
+        fd,
+        false,
+    );
     server.clients.add(handle.clone());
     // Hand the socket to a worker: it must be registered with that
     // worker's reactor, so move it as a std socket.
@@ -626,7 +633,14 @@ pub async fn accept_unix(server: Arc<Server>, listener: UnixListener, path: Stri
             continue;
         }
         let fd = sock.as_raw_fd();
-        let handle = new_handle(&server, format!("{path}:0"), format!("{path}:0"), fd, true);
+        let handle = new_handle(
+            &server.clients,
+            server.clock.now_ms(),
+            format!("{path}:0"),
+            format!("{path}:0"),
+            fd,
+            true,
+        );
         server.clients.add(handle.clone());
         let s = server.clone();
         let Ok(std_sock) = sock.into_std() else {

@@ -1,9 +1,8 @@
 //! Networking: listeners ([`listener`]), the per-connection loop
 //! ([`connection`]) and the wire protocols it speaks through a [`codec`]
-//! ([`resp`]), the client registry ([`clients`]), TLS ([`tls`]) and
+//! ([`resp`]), TLS ([`tls`]) and
 //! the open-file limit behind `maxclients` ([`fdlimit`]).
 
-pub mod clients;
 pub mod codec;
 pub mod connection;
 pub mod fdlimit;

@@ -8,9 +8,9 @@
 //! `String` for readable assertions (`":1\r\n"`, `"$-1\r\n"`), or decoded
 //! ([`Rig::int`], [`Rig::bulk`], [`Rig::array`]).
 
+use ferrokv::clients::new_handle;
 use ferrokv::cmd::client::Client;
 use ferrokv::config::Config;
-use ferrokv::net::clients::new_handle;
 use ferrokv::resp::reply::Out;
 use ferrokv::resp::OwnedArgs;
 use ferrokv::server::Server;
@@ -67,7 +67,8 @@ impl Rig {
     pub fn add_client(&mut self) -> usize {
         let n = self.clients.len();
         let h = new_handle(
-            &self.server,
+            &self.server.clients,
+            self.server.clock.now_ms(),
             format!("127.0.0.1:{}", 40000 + n),
             "127.0.0.1:6379".into(),
             -1,

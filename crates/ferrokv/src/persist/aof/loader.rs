@@ -212,7 +212,14 @@ pub fn load_file(
             format!("Error reading the RDB base file {name}, AOF loading aborted: {e}")
         })?;
     }
-    let handle = crate::net::clients::new_handle(server, "aof".into(), String::new(), -1, false);
+    let handle = crate::clients::new_handle(
+        &server.clients,
+        server.clock.now_ms(),
+        "aof".into(),
+        String::new(),
+        -1,
+        false,
+    );
     let mut client = Client::new(handle);
     client.authenticated = true;
     client.deny_blocking = true;

@@ -10,7 +10,7 @@
 
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Mutable, shared facts about one client (the fields of CLIENT LIST).
@@ -75,7 +75,7 @@ pub struct ClientHandle {
     /// and, while it is subscribed, its own replies, in delivery order.
     pub outbox: Outbox,
     /// CLIENT TRACKING state (tracking.rs).
-    pub tracking: crate::tracking::TrackState,
+    pub tracking: TrackState,
 }
 
 /// A client's outbox: a byte queue any thread may append to (publishers),
@@ -311,7 +311,7 @@ impl ClientHandle {
         let at = flags
             .find(|ch: char| !matches!(ch, 'O' | 'S' | 'M' | 'P' | 'x'))
             .unwrap_or(flags.len());
-        let (track, redir) = crate::tracking::list_fields(self);
+        let (track, redir) = self.tracking.list_fields();
         flags.insert_str(at, track);
         if self.blocked.lock().is_some() {
             flags.insert(at, 'b');
@@ -404,17 +404,18 @@ impl ClientRegistry {
 
 /// Creates the shared part of a new client (its registry entry, not yet
 /// added): `addr` and `laddr` as CLIENT LIST shows them, `fd` -1 for a
-/// client without a socket.
+/// client without a socket; `now_ms` is the server clock's time.
 pub fn new_handle(
-    server: &crate::server::Server,
+    registry: &ClientRegistry,
+    now_ms: u64,
     addr: String,
     laddr: String,
     fd: i32,
     unix: bool,
 ) -> Arc<ClientHandle> {
-    let now = server.clock.now_ms();
+    let now = now_ms;
     Arc::new(ClientHandle {
-        id: server.clients.next_id(),
+        id: registry.next_id(),
         addr,
         laddr,
         fd,
@@ -431,4 +432,93 @@ pub fn new_handle(
             ..Default::default()
         }),
     })
+}
+
+// ---- CLIENT TRACKING state of one client (tracking.rs works on it) ----
+
+/// Tracking is on (CLIENT_TRACKING).
+pub const ON: u32 = 1;
+/// BCAST mode.
+pub const BCAST: u32 = 1 << 1;
+/// OPTIN mode.
+pub const OPTIN: u32 = 1 << 2;
+/// OPTOUT mode.
+pub const OPTOUT: u32 = 1 << 3;
+/// NOLOOP: no messages about the client's own writes.
+pub const NOLOOP: u32 = 1 << 4;
+/// CLIENT CACHING yes (OPTIN) / no (OPTOUT) was given for the next command.
+pub const CACHING: u32 = 1 << 5;
+/// The redirect target is gone.
+pub const BROKEN: u32 = 1 << 6;
+
+/// One client's tracking state, shared (in its [`ClientHandle`]) so that
+/// writers on other threads can address it.
+#[derive(Debug, Default)]
+pub struct TrackState {
+    /// [`ON`], [`BCAST`], ... bits.
+    pub flags: AtomicU32,
+    /// REDIRECT client id (0 = none).
+    pub redirect: AtomicU64,
+    /// Set once some client redirects its messages here: the connection
+    /// then waits on its outbox while idle.
+    pub target: std::sync::atomic::AtomicBool,
+    /// Some while the client executes a command: messages for it wait here
+    /// until its reply is queued.
+    pub inflight: parking_lot::Mutex<Option<Vec<u8>>>,
+    /// BCAST prefixes, sorted.
+    pub prefixes: parking_lot::Mutex<Vec<Vec<u8>>>,
+}
+
+impl TrackState {
+    /// The flag bits.
+    #[inline]
+    pub fn flags(&self) -> u32 {
+        self.flags.load(Ordering::Acquire)
+    }
+
+    /// CLIENT TRACKINGINFO's flag words, in Redis's order.
+    pub fn info_flags(&self) -> Vec<&'static str> {
+        let f = self.flags();
+        if f & ON == 0 {
+            return vec!["off"];
+        }
+        let mut v = vec!["on"];
+        for (bit, word) in [(BCAST, "bcast"), (OPTIN, "optin")] {
+            if f & bit != 0 {
+                v.push(word);
+            }
+        }
+        if f & OPTIN != 0 && f & CACHING != 0 {
+            v.push("caching-yes");
+        }
+        if f & OPTOUT != 0 {
+            v.push("optout");
+            if f & CACHING != 0 {
+                v.push("caching-no");
+            }
+        }
+        if f & NOLOOP != 0 {
+            v.push("noloop");
+        }
+        if f & BROKEN != 0 {
+            v.push("broken_redirect");
+        }
+        v
+    }
+
+    /// CLIENT LIST flag letters of tracking (`t`, `R`, `B`) and the `redir`
+    /// field value (-1 when off).
+    pub fn list_fields(&self) -> (&'static str, i64) {
+        let f = self.flags();
+        if f & ON == 0 {
+            return ("", -1);
+        }
+        let letters = match (f & BROKEN != 0, f & BCAST != 0) {
+            (false, false) => "t",
+            (true, false) => "tR",
+            (false, true) => "tB",
+            (true, true) => "tRB",
+        };
+        (letters, self.redirect.load(Ordering::Acquire) as i64)
+    }
 }
