@@ -40,6 +40,8 @@ fn main() {
         }
         _ => {}
     }
+    // The command table first: `user` lines are checked against it.
+    ferrokv::cmd::init();
     let config = match Config::from_args(&args) {
         Ok(c) => c,
         Err(e) => {

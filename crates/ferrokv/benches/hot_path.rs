@@ -76,6 +76,7 @@ fn encoder(c: &mut Criterion) {
 }
 
 fn execution(c: &mut Criterion) {
+    ferrokv::cmd::init();
     let server = Server::new(Config::default(), 1);
     let handle = new_handle(
         &server.clients,

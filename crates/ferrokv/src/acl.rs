@@ -22,7 +22,79 @@
 //! categories can differ from Redis's for mixed rule sets, and single
 //! commands come in table order (Redis: hash order, which varies per run).
 
-use crate::cmd::{self, keyspecs, Command};
+use crate::keyspecs;
+
+/// ACL categories (redis.io/docs/management/security/acl, "Command categories").
+pub mod categories {
+    /// @keyspace
+    pub const KEYSPACE: u64 = 1 << 0;
+    /// @read
+    pub const READ: u64 = 1 << 1;
+    /// @write
+    pub const WRITE: u64 = 1 << 2;
+    /// @set
+    pub const SET: u64 = 1 << 3;
+    /// @sortedset
+    pub const SORTEDSET: u64 = 1 << 4;
+    /// @list
+    pub const LIST: u64 = 1 << 5;
+    /// @hash
+    pub const HASH: u64 = 1 << 6;
+    /// @string
+    pub const STRING: u64 = 1 << 7;
+    /// @bitmap
+    pub const BITMAP: u64 = 1 << 8;
+    /// @hyperloglog
+    pub const HYPERLOGLOG: u64 = 1 << 9;
+    /// @geo
+    pub const GEO: u64 = 1 << 10;
+    /// @stream
+    pub const STREAM: u64 = 1 << 11;
+    /// @pubsub
+    pub const PUBSUB: u64 = 1 << 12;
+    /// @admin
+    pub const ADMIN: u64 = 1 << 13;
+    /// @fast
+    pub const FAST: u64 = 1 << 14;
+    /// @slow
+    pub const SLOW: u64 = 1 << 15;
+    /// @blocking
+    pub const BLOCKING: u64 = 1 << 16;
+    /// @dangerous
+    pub const DANGEROUS: u64 = 1 << 17;
+    /// @connection
+    pub const CONNECTION: u64 = 1 << 18;
+    /// @transaction
+    pub const TRANSACTION: u64 = 1 << 19;
+    /// @scripting
+    pub const SCRIPTING: u64 = 1 << 20;
+
+    /// (bit, name) in Redis's order.
+    pub const NAMES: &[(u64, &str)] = &[
+        (KEYSPACE, "keyspace"),
+        (READ, "read"),
+        (WRITE, "write"),
+        (SET, "set"),
+        (SORTEDSET, "sortedset"),
+        (LIST, "list"),
+        (HASH, "hash"),
+        (STRING, "string"),
+        (BITMAP, "bitmap"),
+        (HYPERLOGLOG, "hyperloglog"),
+        (GEO, "geo"),
+        (STREAM, "stream"),
+        (PUBSUB, "pubsub"),
+        (ADMIN, "admin"),
+        (FAST, "fast"),
+        (SLOW, "slow"),
+        (BLOCKING, "blocking"),
+        (DANGEROUS, "dangerous"),
+        (CONNECTION, "connection"),
+        (TRANSACTION, "transaction"),
+        (SCRIPTING, "scripting"),
+    ];
+}
+
 use crate::resp::Args;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, VecDeque};
@@ -107,8 +179,62 @@ impl RuleError {
     }
 }
 
+/// What ACL rules need to know of the command table: ids, names, the
+/// container/subcommand relation and categories (the command table
+/// implements it; [`set_catalog`] hands it over).
+pub trait CommandCatalog: Sync {
+    /// Number of commands and subcommands (ids are `0..len`).
+    fn len(&self) -> usize;
+    /// True when the table is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Full name of `id` (`container|sub` for subcommands).
+    fn name(&self, id: usize) -> &'static str;
+    /// True when `id` has subcommands.
+    fn is_container(&self, id: usize) -> bool;
+    /// The subcommand ids of `id`.
+    fn sub_ids(&self, id: usize) -> &[usize];
+    /// The [`categories`] bits of `id`.
+    fn categories(&self, id: usize) -> u64;
+    /// A top-level command by name, ASCII case-insensitively.
+    fn lookup(&self, name: &[u8]) -> Option<usize>;
+    /// Subcommand `sub` of `id`.
+    fn lookup_sub(&self, id: usize, sub: &[u8]) -> Option<usize>;
+}
+
+/// What a permission check needs to know of the command being run (its
+/// command table entry).
+pub trait Checked {
+    /// Runs without authentication (AUTH, HELLO...): never refused.
+    fn no_auth(&self) -> bool;
+    /// The command has keys.
+    fn has_keys(&self) -> bool;
+    /// The keys of a request and how each is used.
+    fn keys(&self, args: &Args<'_>) -> keyspecs::Keys;
+    /// The channel arguments: (first index, count, literal).
+    fn channel_args(&self, argc: usize) -> Option<(usize, usize, bool)>;
+}
+
+static CATALOG: std::sync::OnceLock<&'static dyn CommandCatalog> = std::sync::OnceLock::new();
+
+/// Hands the command table to the ACL (once per process; `cmd::init`).
+pub fn set_catalog(c: &'static dyn CommandCatalog) {
+    let _ = CATALOG.set(c);
+}
+
+/// The command table, as [`set_catalog`] gave it.
+///
+/// # Panics
+/// When no catalog was set: `ferrokv::cmd::init()` must run first.
+fn cmds() -> &'static dyn CommandCatalog {
+    *CATALOG
+        .get()
+        .expect("ferrokv::cmd::init() must run before ACL rules are used")
+}
+
 fn words() -> usize {
-    cmd::table().all.len().div_ceil(64)
+    cmds().len().div_ceil(64)
 }
 
 /// Redis's `ACLStringHasSpaces`: whitespace or NUL anywhere.
@@ -119,7 +245,7 @@ pub fn has_spaces(s: &[u8]) -> bool {
 
 /// The category bit of `name` (case-insensitive), or None.
 pub fn category(name: &[u8]) -> Option<u64> {
-    cmd::acl::NAMES
+    categories::NAMES
         .iter()
         .find(|(_, n)| n.as_bytes().eq_ignore_ascii_case(name))
         .map(|(b, _)| *b)
@@ -128,13 +254,13 @@ pub fn category(name: &[u8]) -> Option<u64> {
 /// Looks a command up as ACL rules name it: `name` or `container|sub`
 /// (Redis's `lookupCommandBySdsLogic`, strict). Returns its table id.
 pub fn lookup_command(name: &[u8]) -> Option<usize> {
-    let t = cmd::table();
+    let t = cmds();
     let parts: Vec<&[u8]> = name.split(|&b| b == b'|').collect();
     match parts.as_slice() {
         [one] => t.lookup(one),
         [top, sub] => {
             let id = t.lookup(top)?;
-            if !t.all[id].is_container() {
+            if !t.is_container(id) {
                 return None;
             }
             t.lookup_sub(id, sub)
@@ -145,7 +271,7 @@ pub fn lookup_command(name: &[u8]) -> Option<usize> {
 
 /// True when command id `id` is a subcommand.
 fn is_sub(id: usize) -> bool {
-    cmd::table().all[id].name.contains('|')
+    cmds().name(id).contains('|')
 }
 
 impl Selector {
@@ -187,16 +313,16 @@ impl Selector {
     fn change_perm(&mut self, id: usize, on: bool) {
         self.set_bit(id, on);
         self.firstargs.retain(|(i, _)| *i != id);
-        let subs: Vec<usize> = cmd::table().sub_ids(id).to_vec();
+        let subs: Vec<usize> = cmds().sub_ids(id).to_vec();
         for s in subs {
             self.set_bit(s, on);
         }
     }
 
     fn set_category(&mut self, flag: u64, on: bool) {
-        let t = cmd::table();
-        for id in 0..t.all.len() {
-            if t.all[id].acl_categories() & flag != 0 {
+        let t = cmds();
+        for id in 0..t.len() {
+            if t.categories(id) & flag != 0 {
                 self.change_perm(id, on);
             }
         }
@@ -297,7 +423,7 @@ impl Selector {
                     if sub.is_empty() {
                         return Err(RuleError::Syntax);
                     }
-                    if cmd::table().all[id].is_container() {
+                    if cmds().is_container(id) {
                         let sid = lookup_command(name).ok_or(RuleError::UnknownCommand)?;
                         self.change_perm(sid, true);
                     } else {
@@ -325,10 +451,10 @@ impl Selector {
     }
 
     fn count_category(bits: &Selector, flag: u64) -> (u64, u64) {
-        let t = cmd::table();
+        let t = cmds();
         let (mut on, mut off) = (0, 0);
-        for id in 0..t.all.len() {
-            if t.all[id].acl_categories() & flag != 0 {
+        for id in 0..t.len() {
+            if t.categories(id) & flag != 0 {
                 if bits.bit(id) {
                     on += 1;
                 } else {
@@ -347,7 +473,7 @@ impl Selector {
         fake.all_commands(!additive);
         let mut temp = Selector::new(false, false);
         temp.bits = self.bits.clone();
-        let cats = cmd::acl::NAMES;
+        let cats = categories::NAMES;
         let mut applied = vec![false; cats.len()];
         loop {
             let mut best = None;
@@ -373,12 +499,12 @@ impl Selector {
             rules.push(' ');
             applied[j] = true;
         }
-        let t = cmd::table();
-        for id in 0..t.all.len() {
+        let t = cmds();
+        for id in 0..t.len() {
             let user = self.bit(id);
             if user != fake.bit(id) {
                 rules.push(if user { '+' } else { '-' });
-                rules.push_str(t.all[id].name);
+                rules.push_str(t.name(id));
                 rules.push(' ');
                 fake.change_perm(id, user);
             }
@@ -386,7 +512,7 @@ impl Selector {
                 if let Some((_, args)) = self.firstargs.iter().find(|(i, _)| *i == id) {
                     for a in args {
                         rules.push('+');
-                        rules.push_str(t.all[id].name);
+                        rules.push_str(t.name(id));
                         rules.push('|');
                         rules.push_str(&String::from_utf8_lossy(a));
                         rules.push(' ');
@@ -483,14 +609,14 @@ impl Selector {
     }
 
     /// Redis's `ACLSelectorCheckCmd`.
-    fn check(
+    fn check<C: Checked + ?Sized>(
         &self,
-        c: &Command,
+        c: &C,
         id: usize,
         args: &Args<'_>,
         keys: &mut Option<keyspecs::Keys>,
     ) -> Result<(), Denied> {
-        if !self.allcommands && c.flags & cmd::flags::NO_AUTH == 0 && !self.bit(id) {
+        if !self.allcommands && !c.no_auth() && !self.bit(id) {
             let ok = args.len() >= 2
                 && self.firstargs.iter().any(|(i, v)| {
                     *i == id && v.iter().any(|a| a.eq_ignore_ascii_case(args.get(1)))
@@ -499,8 +625,8 @@ impl Selector {
                 return Err(Denied::Command);
             }
         }
-        if !self.allkeys && keyspecs::has_keys(c) {
-            let ks = keys.get_or_insert_with(|| keyspecs::get_keys(c, args));
+        if !self.allkeys && c.has_keys() {
+            let ks = keys.get_or_insert_with(|| c.keys(args));
             for k in ks.iter() {
                 if !self.check_key(args.get(k.pos), k.flags) {
                     return Err(Denied::Key(k.pos));
@@ -508,7 +634,7 @@ impl Selector {
             }
         }
         if !self.allchannels {
-            if let Some((start, count, literal)) = channel_args(c, args.len()) {
+            if let Some((start, count, literal)) = c.channel_args(args.len()) {
                 for (j, ch) in args.iter().enumerate().skip(start).take(count) {
                     if !self.check_channel(ch, literal) {
                         return Err(Denied::Channel(j));
@@ -527,27 +653,6 @@ fn pattern_string(p: &KeyPattern) -> String {
         _ => "~",
     };
     format!("{prefix}{}", String::from_utf8_lossy(&p.pattern))
-}
-
-/// The channel arguments of a Pub/Sub command: (first index, count,
-/// literal). PUBLISH/SPUBLISH: the channel; SUBSCRIBE/SSUBSCRIBE: every
-/// channel; PSUBSCRIBE: every pattern, compared literally with the user's
-/// channel patterns (Redis 7.0's `ACLDoesCommandHaveChannels`; the
-/// unsubscribe commands are not checked).
-pub fn channel_args(c: &Command, argc: usize) -> Option<(usize, usize, bool)> {
-    if c.flags & cmd::flags::PUBSUB == 0 && c.acl & cmd::acl::PUBSUB == 0 {
-        return None;
-    }
-    use cmd::behaviour as b;
-    if c.behaviour & b::CHANNEL_ARG1 != 0 {
-        Some((1, 1.min(argc.saturating_sub(1)), false))
-    } else if c.behaviour & b::CHANNEL_ARGS != 0 {
-        Some((1, argc.saturating_sub(1), false))
-    } else if c.behaviour & b::PATTERN_ARGS != 0 {
-        Some((1, argc.saturating_sub(1), true))
-    } else {
-        None
-    }
 }
 
 /// Why a request was refused, with the offending argument's index.
@@ -765,7 +870,12 @@ impl User {
 
     /// Redis's `ACLCheckAllUserCommandPerm`: Ok, or the most relevant
     /// denial over all selectors.
-    pub fn check(&self, c: &Command, id: usize, args: &Args<'_>) -> Result<(), Denied> {
+    pub fn check<C: Checked + ?Sized>(
+        &self,
+        c: &C,
+        id: usize,
+        args: &Args<'_>,
+    ) -> Result<(), Denied> {
         let mut worst = Denied::Command;
         let mut keys = None;
         for s in &self.selectors {
@@ -788,7 +898,12 @@ impl User {
     /// arguments and may read every key (`allkeys`, `~*` or `%R~*`). SORT's
     /// BY and GET patterns name keys that are not arguments, so Redis allows
     /// them only to such users (sort.c).
-    pub fn check_with_unrestricted_read(&self, c: &Command, id: usize, args: &Args<'_>) -> bool {
+    pub fn check_with_unrestricted_read<C: Checked + ?Sized>(
+        &self,
+        c: &C,
+        id: usize,
+        args: &Args<'_>,
+    ) -> bool {
         if self.unrestricted() {
             return true;
         }
@@ -1230,12 +1345,12 @@ impl ClientAcl {
 }
 
 /// Redis's NOPERM error texts.
-pub fn denied_message(d: Denied, c: &Command) -> String {
+/// `name` is the command's full name (`container|sub` for subcommands).
+pub fn denied_message(d: Denied, name: &str) -> String {
     match d {
-        Denied::Command => format!(
-            "NOPERM this user has no permissions to run the '{}' command",
-            c.name
-        ),
+        Denied::Command => {
+            format!("NOPERM this user has no permissions to run the '{name}' command")
+        }
         Denied::Key(_) => {
             "NOPERM this user has no permissions to access one of the keys used as arguments".into()
         }
@@ -1279,6 +1394,7 @@ mod tests {
 
     #[test]
     fn describe_simple() {
+        crate::cmd::init();
         assert_eq!(User::default_user().describe(), "on nopass ~* &* +@all");
         let u = user(&["on", ">p1", "+@all", "-@string", "~foo*", "%R~bar", "&ch*"]);
         assert_eq!(
@@ -1297,6 +1413,7 @@ mod tests {
 
     #[test]
     fn rule_errors() {
+        crate::cmd::init();
         let mut u = User::new(b"u", false);
         assert_eq!(u.apply(b"foo", false), Err(RuleError::Syntax));
         assert_eq!(u.apply(b"+nosuch", false), Err(RuleError::UnknownCommand));

@@ -1065,6 +1065,17 @@ pub enum OblClass {
 }
 
 impl LiveConfig {
+    /// The output buffer limit that applies to `h` now: the pubsub class
+    /// while it is subscribed, the normal class otherwise (Redis's
+    /// getClientType).
+    pub fn limit_for(&self, h: &crate::clients::ClientHandle) -> crate::clients::BufLimit {
+        if h.outbox.subscriptions() > 0 {
+            self.obl_limit(OblClass::PubSub)
+        } else {
+            self.obl_limit(OblClass::Normal)
+        }
+    }
+
     /// The current limit of `class`.
     pub fn obl_limit(&self, class: OblClass) -> crate::clients::BufLimit {
         let i = class as usize * 3;

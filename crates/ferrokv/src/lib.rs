@@ -16,6 +16,7 @@ pub mod config;
 pub mod db;
 pub mod events;
 pub mod evict;
+pub mod keyspecs;
 pub mod ldouble;
 pub mod memory;
 pub mod net;
@@ -157,6 +158,7 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         let _ = config.set("dir", &cwd.display().to_string());
     }
     let idle_poll_us = config.get_u64("io-idle-poll-us");
+    cmd::init();
     let server = Server::new(config, threads);
     let _ = server
         .net
@@ -259,9 +261,9 @@ pub fn active_expire(server: &Arc<Server>, budget: Duration) {
         .active_expire_cycle(server.clock.now_ms(), budget, &mut |f| {
             tx::background_step(&server.tx_env(), &**server, f)
         });
-    tracking::flush_bcast(server);
+    tracking::flush_bcast(&server.tracking_env());
     if server.tracking.client_count() > 0 {
-        tracking::limit_used_slots(server);
+        tracking::limit_used_slots(&server.tracking_env());
     }
 }
 

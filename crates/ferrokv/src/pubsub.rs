@@ -24,14 +24,21 @@
 //! (insertion order: UNSUBSCRIBE without arguments confirms in that order),
 //! and mirrors their sizes into the handle for CLIENT LIST.
 
-use crate::clients::{BufLimit, ClientHandle};
-use crate::cmd::client::Client;
+use crate::clients::ClientHandle;
 use crate::resp::Out;
-use crate::server::Server;
 use indexmap::{IndexMap, IndexSet};
 use parking_lot::RwLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+
+/// What Pub/Sub works on: the parts of a server (built by
+/// `Server::pubsub_env`; the fields are named as the server's).
+pub struct Env<'a> {
+    /// The registry of subscriptions.
+    pub pubsub: &'a PubSub,
+    /// Output buffer limits of the receivers.
+    pub live: &'a crate::config::LiveConfig,
+}
 
 type Subscribers = Vec<Arc<ClientHandle>>;
 type Map = IndexMap<Vec<u8>, Subscribers, foldhash::fast::RandomState>;
@@ -162,16 +169,6 @@ impl ClientSubs {
     }
 }
 
-/// The output buffer limit that applies to `h` now: the pubsub class while
-/// it is subscribed, the normal class otherwise (Redis's getClientType).
-pub fn limit_for(server: &Server, h: &ClientHandle) -> BufLimit {
-    if h.outbox.subscriptions() > 0 {
-        server.live.obl_limit(crate::config::OblClass::PubSub)
-    } else {
-        server.live.obl_limit(crate::config::OblClass::Normal)
-    }
-}
-
 fn bulk_header(v: &mut Vec<u8>, n: usize) {
     v.push(b'$');
     v.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
@@ -190,7 +187,7 @@ fn bulk(v: &mut Vec<u8>, s: &[u8]) {
 /// Returns the number of subscribers reached (the one a message closes
 /// counts, as in Redis).
 fn deliver(
-    server: &Server,
+    server: &Env<'_>,
     subs: &Subscribers,
     n: usize,
     mid: &[u8],
@@ -211,7 +208,7 @@ fn deliver(
         count += 1;
         let head = heads[usize::from(h.outbox.resp3())];
         let parts: [&[u8]; 5] = [head, mid, &msg_head, message, b"\r\n"];
-        if !h.outbox.push(&parts, limit_for(server, h), now) {
+        if !h.outbox.push(&parts, server.live.limit_for(h), now) {
             h.close_for_limits();
         }
     }
@@ -229,17 +226,17 @@ fn deliver(
 /// briefly, never waits for a receiver, and closes receivers that pass
 /// their output buffer limit. Costs one atomic load when nobody is
 /// subscribed to anything. Redis: pubsubPublishMessage (pubsub.c).
-pub fn publish(server: &Server, channel: &[u8], message: &[u8]) -> usize {
+pub fn publish(server: &Env<'_>, channel: &[u8], message: &[u8]) -> usize {
     publish_kind(server, channel, message, false)
 }
 
 /// SPUBLISH: like [`publish`] for shard channels (`smessage` frames, no
 /// pattern matching).
-pub fn spublish(server: &Server, channel: &[u8], message: &[u8]) -> usize {
+pub fn spublish(server: &Env<'_>, channel: &[u8], message: &[u8]) -> usize {
     publish_kind(server, channel, message, true)
 }
 
-fn publish_kind(server: &Server, channel: &[u8], message: &[u8], shard: bool) -> usize {
+fn publish_kind(server: &Env<'_>, channel: &[u8], message: &[u8], shard: bool) -> usize {
     let ps = &server.pubsub;
     if ps.entries.load(Ordering::Acquire) == 0 {
         return 0;
@@ -278,7 +275,7 @@ fn publish_kind(server: &Server, channel: &[u8], message: &[u8], shard: bool) ->
 /// clients are killed at once (gone from CLIENT LIST); returns true when
 /// the client `me` itself must close after its reply.
 pub fn kill_revoked_subscribers(
-    server: &Server,
+    server: &Env<'_>,
     name: &[u8],
     new: &crate::acl::User,
     me: u64,
@@ -334,19 +331,19 @@ pub fn kill_revoked_subscribers(
 /// Mirrors the client's subscription counts into its handle (CLIENT LIST
 /// sub= psub= ssub=, flag `P`) and drops its [`ClientSubs`] once empty
 /// (the client leaves subscribed mode, Redis's CLIENT_PUBSUB flag).
-fn sync_counts(client: &mut Client) {
-    let (c, p, s) = client.pubsub.as_ref().map_or((0, 0, 0), |x| {
+fn sync_counts(h: &ClientHandle, mine: &mut Option<Box<ClientSubs>>) {
+    let (c, p, s) = mine.as_ref().map_or((0, 0, 0), |x| {
         (x.channels.len(), x.patterns.len(), x.shard.len())
     });
-    let o = &client.handle.outbox;
+    let o = &h.outbox;
     o.sub.store(c, Ordering::Relaxed);
     o.psub.store(p, Ordering::Relaxed);
     o.ssub.store(s, Ordering::Relaxed);
     let on = c + p + s > 0;
     if !on {
-        client.pubsub = None;
+        *mine = None;
     }
-    let mut i = client.handle.info.lock();
+    let mut i = h.info.lock();
     let has = i.flags.contains('P');
     if on && !has {
         // Redis's flag order: O/S (replica), M (master), then P.
@@ -378,9 +375,18 @@ fn confirm(out: &mut Out, word: &[u8], name: Option<&[u8]>, count: usize) {
 /// the client's outbox atomically with the registration. Confirmations are
 /// pushes: CLIENT REPLY OFF/SKIP does not drop them (as Redis 7.0's
 /// CLIENT_PUSHING).
-pub fn subscribe(server: &Server, client: &mut Client, out: &mut Out, kind: Kind, names: &[&[u8]]) {
+///
+/// `h` is the client's handle, `mine` its connection's subscriptions.
+pub fn subscribe(
+    server: &Env<'_>,
+    h: &Arc<ClientHandle>,
+    mine: &mut Option<Box<ClientSubs>>,
+    out: &mut Out,
+    kind: Kind,
+    names: &[&[u8]],
+) {
     for &name in names {
-        let subs = client.pubsub.get_or_insert_with(Default::default);
+        let subs = mine.get_or_insert_with(Default::default);
         let new = subs.set(kind).insert(name.to_vec());
         let count = subs.count(kind);
         confirm(out, kind.word(false), Some(name), count);
@@ -390,11 +396,11 @@ pub fn subscribe(server: &Server, client: &mut Client, out: &mut Out, kind: Kind
             if e.is_empty() {
                 server.pubsub.entries.fetch_add(1, Ordering::AcqRel);
             }
-            e.push(client.handle.clone());
+            e.push(h.clone());
         }
         // Counts first: limit_for must see the pubsub class for messages
         // that follow this confirmation.
-        let o = &client.handle.outbox;
+        let o = &h.outbox;
         match kind {
             Kind::Channel => o.sub.store(subs.channels.len(), Ordering::Relaxed),
             Kind::Pattern => o.psub.store(subs.patterns.len(), Ordering::Relaxed),
@@ -403,12 +409,12 @@ pub fn subscribe(server: &Server, client: &mut Client, out: &mut Out, kind: Kind
         o.append_own(&mut out.buf, out.resp3);
         drop(g);
     }
-    sync_counts(client);
+    sync_counts(h, mine);
 }
 
 /// Removes the client from the registry entry `name` of `kind` (under the
 /// held write lock).
-fn unregister(server: &Server, g: &mut Inner, kind: Kind, name: &[u8], id: u64) {
+fn unregister(server: &Env<'_>, g: &mut Inner, kind: Kind, name: &[u8], id: u64) {
     let m = g.map(kind);
     if let Some(v) = m.get_mut(name) {
         v.retain(|h| h.id != id);
@@ -424,16 +430,16 @@ fn unregister(server: &Server, g: &mut Inner, kind: Kind, name: &[u8], id: u64) 
 /// not; with no names and no subscriptions one confirmation with a null
 /// name and the count (Redis's pubsubUnsubscribeAllChannels).
 pub fn unsubscribe(
-    server: &Server,
-    client: &mut Client,
+    server: &Env<'_>,
+    h: &ClientHandle,
+    mine: &mut Option<Box<ClientSubs>>,
     out: &mut Out,
     kind: Kind,
     names: &[&[u8]],
 ) {
     let all: Vec<Vec<u8>>;
     let list: Vec<&[u8]> = if names.is_empty() {
-        all = client
-            .pubsub
+        all = mine
             .as_mut()
             .map(|s| s.set(kind).iter().cloned().collect())
             .unwrap_or_default();
@@ -441,37 +447,36 @@ pub fn unsubscribe(
     } else {
         names.to_vec()
     };
-    let id = client.handle.id;
+    let id = h.id;
     for name in &list {
-        let removed = client
-            .pubsub
+        let removed = mine
             .as_mut()
             .is_some_and(|s| s.set(kind).shift_remove(*name));
-        let count = client.pubsub.as_ref().map_or(0, |s| s.count(kind));
+        let count = mine.as_ref().map_or(0, |s| s.count(kind));
         confirm(out, kind.word(true), Some(name), count);
         let mut g = server.pubsub.inner.write();
         if removed {
             unregister(server, &mut g, kind, name, id);
         }
-        client.handle.outbox.append_own(&mut out.buf, out.resp3);
+        h.outbox.append_own(&mut out.buf, out.resp3);
         drop(g);
     }
     if list.is_empty() {
-        let count = client.pubsub.as_ref().map_or(0, |s| s.count(kind));
+        let count = mine.as_ref().map_or(0, |s| s.count(kind));
         confirm(out, kind.word(true), None, count);
-        client.handle.outbox.append_own(&mut out.buf, out.resp3);
+        h.outbox.append_own(&mut out.buf, out.resp3);
     }
-    sync_counts(client);
+    sync_counts(h, mine);
 }
 
 /// Drops every subscription of the client without confirmations (RESET,
 /// connection close; Redis's clearClientConnectionState / freeClient).
-pub fn unsubscribe_all(server: &Server, client: &mut Client) {
-    let Some(subs) = client.pubsub.take() else {
+pub fn unsubscribe_all(server: &Env<'_>, h: &ClientHandle, mine: &mut Option<Box<ClientSubs>>) {
+    let Some(subs) = mine.take() else {
         return;
     };
     if subs.total() > 0 {
-        let id = client.handle.id;
+        let id = h.id;
         let mut g = server.pubsub.inner.write();
         for (kind, set) in [
             (Kind::Channel, &subs.channels),
@@ -483,16 +488,7 @@ pub fn unsubscribe_all(server: &Server, client: &mut Client) {
             }
         }
     }
-    sync_counts(client);
-}
-
-/// True when `client` is in RESP2 subscribed mode and the top-level
-/// command `c` is not one of those allowed there (PING, QUIT, RESET and
-/// the (P|S)(UN)SUBSCRIBE family, Redis's processCommand: the table's
-/// `SUBSCRIBED_OK`).
-#[inline]
-pub fn refused_in_context(client: &Client, resp3: bool, c: &crate::cmd::Command) -> bool {
-    client.pubsub.is_some() && !resp3 && c.behaviour & crate::cmd::behaviour::SUBSCRIBED_OK == 0
+    sync_counts(h, mine);
 }
 
 /// The error for a command refused in RESP2 subscribed mode; `fullname` is

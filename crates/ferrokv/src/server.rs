@@ -129,6 +129,24 @@ impl Server {
         }
     }
 
+    /// The parts of the server tracking works on (tracking.rs).
+    pub fn tracking_env(&self) -> crate::tracking::Env<'_> {
+        crate::tracking::Env {
+            tracking: &self.tracking,
+            clients: &self.clients,
+            keyspace: &self.keyspace,
+            live: &self.live,
+        }
+    }
+
+    /// The parts of the server Pub/Sub works on (pubsub.rs).
+    pub fn pubsub_env(&self) -> crate::pubsub::Env<'_> {
+        crate::pubsub::Env {
+            pubsub: &self.pubsub,
+            live: &self.live,
+        }
+    }
+
     /// The parts of the server WATCH and background steps work on (tx.rs).
     pub fn tx_env(&self) -> crate::tx::Env<'_> {
         crate::tx::Env {
@@ -307,11 +325,11 @@ impl crate::events::Deliver for Server {
     }
 
     fn invalidate(&self, key: &[u8], expired: bool) {
-        crate::tracking::key_modified(self, key, expired);
+        crate::tracking::key_modified(&self.tracking_env(), key, expired);
     }
 
     fn publish(&self, channel: &[u8], message: &[u8]) {
-        crate::pubsub::publish(self, channel, message);
+        crate::pubsub::publish(&self.pubsub_env(), channel, message);
     }
 }
 

@@ -36,14 +36,25 @@
 //! follows the read's reply.
 
 use crate::clients::ClientHandle;
-use crate::cmd::client::Client;
-use crate::server::Server;
 use indexmap::IndexMap;
 use parking_lot::{Mutex, RwLock};
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+
+/// What tracking works on: the parts of a server (built by
+/// `Server::tracking_env`; the fields are named as the server's).
+pub struct Env<'a> {
+    /// The tracking tables.
+    pub tracking: &'a Tracking,
+    /// Connected clients (receivers, redirect targets).
+    pub clients: &'a crate::clients::ClientRegistry,
+    /// The keyspace, whose event hub is told when tracking starts/stops.
+    pub keyspace: &'a crate::db::Keyspace,
+    /// Output buffer limits of the receivers.
+    pub live: &'a crate::config::LiveConfig,
+}
 
 pub use crate::clients::{TrackState, BCAST, BROKEN, CACHING, NOLOOP, ON, OPTIN, OPTOUT};
 
@@ -144,7 +155,15 @@ struct Options {
 /// CLIENT TRACKING on|off [REDIRECT id] [BCAST] [PREFIX p]... [OPTIN]
 /// [OPTOUT] [NOLOOP] (networking.c clientCommand): checks in Redis's order,
 /// replies +OK or the error. `args[0..2]` are CLIENT TRACKING.
-pub fn client_tracking(server: &Server, client: &mut Client, args: &[&[u8]]) -> Result<(), String> {
+///
+/// `h` is the client's handle; `tracking` its connection's "tracking on"
+/// flag, set or cleared here.
+pub fn client_tracking(
+    server: &Env<'_>,
+    h: &Arc<ClientHandle>,
+    tracking: &mut bool,
+    args: &[&[u8]],
+) -> Result<(), String> {
     let mut o = Options {
         on: false,
         redirect: 0,
@@ -194,13 +213,13 @@ pub fn client_tracking(server: &Server, client: &mut Client, args: &[&[u8]]) -> 
     if args[2].eq_ignore_ascii_case(b"on") {
         o.on = true;
     } else if args[2].eq_ignore_ascii_case(b"off") {
-        disable(server, client);
+        disable(server, h, tracking);
         return Ok(());
     } else {
         return Err("ERR syntax error".into());
     }
     let _ = o.on;
-    let st = &client.handle.tracking;
+    let st = &h.tracking;
     let cur = st.flags();
     if o.flags & BCAST == 0 && !o.prefixes.is_empty() {
         return Err("ERR PREFIX option requires BCAST mode to be enabled".into());
@@ -220,7 +239,7 @@ pub fn client_tracking(server: &Server, client: &mut Client, args: &[&[u8]]) -> 
     if o.flags & BCAST != 0 {
         check_prefixes(&st.prefixes.lock(), &o.prefixes)?;
     }
-    enable(server, client, o);
+    enable(server, h, tracking, o);
     Ok(())
 }
 
@@ -253,9 +272,9 @@ fn check_prefixes(existing: &[Vec<u8>], new: &[Vec<u8>]) -> Result<(), String> {
 
 /// enableTracking: turns tracking on (or changes its options), keeping
 /// CACHING and, in BCAST mode, the prefixes already registered.
-fn enable(server: &Server, client: &mut Client, o: Options) {
+fn enable(server: &Env<'_>, h: &Arc<ClientHandle>, tracking: &mut bool, o: Options) {
     let t = &server.tracking;
-    let st = &client.handle.tracking;
+    let st = &h.tracking;
     let cur = st.flags();
     if cur & ON == 0 {
         t.clients.fetch_add(1, Ordering::AcqRel);
@@ -281,19 +300,20 @@ fn enable(server: &Server, client: &mut Client, o: Options) {
             if e.is_empty() {
                 t.prefix_count.fetch_add(1, Ordering::AcqRel);
             }
-            e.push(client.handle.clone());
+            e.push(h.clone());
             let at = mine.binary_search(&p).unwrap_or_else(|x| x);
             mine.insert(at, p);
         }
     }
     st.flags.store(flags, Ordering::Release);
-    client.tracking = true;
+    *tracking = true;
 }
 
 /// disableTracking: CLIENT TRACKING off, RESET and disconnection. Keys the
 /// client read stay in the table (removed lazily, as in Redis).
-pub fn disable(server: &Server, client: &mut Client) {
-    let st = &client.handle.tracking;
+/// `tracking` is the connection's "tracking on" flag, cleared here.
+pub fn disable(server: &Env<'_>, h: &ClientHandle, tracking: &mut bool) {
+    let st = &h.tracking;
     let cur = st.flags();
     let t = &server.tracking;
     if cur & BCAST != 0 {
@@ -301,7 +321,7 @@ pub fn disable(server: &Server, client: &mut Client) {
         let mut g = t.prefixes.write();
         for p in mine {
             if let Some(v) = g.get_mut(&p) {
-                v.retain(|h| h.id != client.handle.id);
+                v.retain(|x| x.id != h.id);
                 if v.is_empty() {
                     g.remove(&p);
                     t.prefix_count.fetch_sub(1, Ordering::AcqRel);
@@ -313,12 +333,12 @@ pub fn disable(server: &Server, client: &mut Client) {
         t.clients.fetch_sub(1, Ordering::AcqRel);
         st.flags.store(0, Ordering::Release);
     }
-    client.tracking = false;
+    *tracking = false;
     maybe_idle(server);
 }
 
 /// Clears the events.rs tracking bit when nothing is left to do.
-fn maybe_idle(server: &Server) {
+fn maybe_idle(server: &Env<'_>) {
     let t = &server.tracking;
     if t.clients.load(Ordering::Acquire) == 0 && t.keys.load(Ordering::Acquire) == 0 {
         server.keyspace.events().set_tracking(false);
@@ -331,8 +351,8 @@ fn maybe_idle(server: &Server) {
 }
 
 /// CLIENT CACHING yes|no.
-pub fn client_caching(client: &Client, arg: &[u8]) -> Result<(), String> {
-    let st = &client.handle.tracking;
+pub fn client_caching(h: &ClientHandle, arg: &[u8]) -> Result<(), String> {
+    let st = &h.tracking;
     let f = st.flags();
     if f & ON == 0 {
         return Err("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled".into());
@@ -360,8 +380,8 @@ pub fn client_caching(client: &Client, arg: &[u8]) -> Result<(), String> {
 
 /// CLIENT GETREDIR: the redirect id, 0 without one, -1 when tracking is
 /// off.
-pub fn getredir(client: &Client) -> i64 {
-    let st = &client.handle.tracking;
+pub fn getredir(h: &ClientHandle) -> i64 {
+    let st = &h.tracking;
     if st.flags() & ON == 0 {
         -1
     } else {
@@ -371,14 +391,9 @@ pub fn getredir(client: &Client) -> i64 {
 
 /// trackingRememberKeys: after a read-only command of a tracking client
 /// (called just before it runs), remembers its keys, unless BCAST or the
-/// OPTIN / OPTOUT rules say no.
-pub fn remember(
-    server: &Server,
-    client: &Client,
-    c: &crate::cmd::Command,
-    args: &crate::resp::Args<'_>,
-) {
-    let f = client.handle.tracking.flags();
+/// OPTIN / OPTOUT rules say no. `keys` are the command's keys.
+pub fn remember<'k>(server: &Env<'_>, h: &ClientHandle, keys: impl Iterator<Item = &'k [u8]>) {
+    let f = h.tracking.flags();
     if f & (ON | BCAST) != ON {
         return;
     }
@@ -386,10 +401,9 @@ pub fn remember(
     if (f & OPTIN != 0 && !caching) || (f & OPTOUT != 0 && caching) {
         return;
     }
-    let id = client.handle.id;
+    let id = h.id;
     let t = &server.tracking;
-    for i in c.key_positions(args) {
-        let key = args.get(i);
+    for key in keys {
         let mut g = t.shard(key).lock();
         match g.get_mut(key) {
             Some(ids) => {
@@ -419,7 +433,7 @@ enum Payload<'a> {
 
 /// sendTrackingMessage: sends `p` for tracking client `h`, to `h` or its
 /// redirect target.
-fn send(server: &Server, h: &ClientHandle, p: Payload<'_>) {
+fn send(server: &Env<'_>, h: &ClientHandle, p: Payload<'_>) {
     let redirect = h.tracking.redirect.load(Ordering::Acquire);
     let tracker_resp3 = h.info.lock().resp >= 3;
     let null: &[u8] = if tracker_resp3 { b"_\r\n" } else { b"$-1\r\n" };
@@ -471,7 +485,7 @@ fn send(server: &Server, h: &ClientHandle, p: Payload<'_>) {
 
 /// Appends one frame to `recv`: held while it runs a command, else to its
 /// outbox (closing it past its output limit).
-fn deliver(server: &Server, recv: &ClientHandle, parts: &[&[u8]; 4]) {
+fn deliver(server: &Env<'_>, recv: &ClientHandle, parts: &[&[u8]; 4]) {
     let mut inf = recv.tracking.inflight.lock();
     if let Some(buf) = inf.as_mut() {
         for p in parts {
@@ -479,7 +493,7 @@ fn deliver(server: &Server, recv: &ClientHandle, parts: &[&[u8]; 4]) {
         }
         return;
     }
-    let limit = crate::pubsub::limit_for(server, recv);
+    let limit = server.live.limit_for(recv);
     if !recv.outbox.push(parts, limit, crate::util::now_ms()) {
         recv.close_for_limits();
     }
@@ -495,40 +509,33 @@ pub fn begin_command(h: &ClientHandle) {
 }
 
 /// After the command's reply joined the outbox: appends the messages held
-/// meanwhile, and clears CACHING unless the command was a CLIENT
-/// subcommand or the client is in MULTI (Redis's resetClient).
-pub fn end_command(server: &Server, client: &Client) {
-    let h = &client.handle;
+/// meanwhile, and clears CACHING unless `keep_caching` (the command was
+/// a CLIENT subcommand or the client is in MULTI: Redis's resetClient).
+pub fn end_command(server: &Env<'_>, h: &ClientHandle, keep_caching: bool) {
     {
         let mut inf = h.tracking.inflight.lock();
         if let Some(buf) = inf.take() {
             if !buf.is_empty() {
-                let limit = crate::pubsub::limit_for(server, h);
+                let limit = server.live.limit_for(h);
                 if !h.outbox.push(&[&buf], limit, crate::util::now_ms()) {
                     h.close_for_limits();
                 }
             }
         }
     }
-    if h.tracking.flags() & CACHING != 0 && client.multi.is_none() {
-        let name = crate::cmd::table()
-            .all
-            .get(client.last_cmd)
-            .map_or("", |c| c.name);
-        if !name.starts_with("client|") {
-            h.tracking.flags.fetch_and(!CACHING, Ordering::AcqRel);
-        }
+    if !keep_caching && h.tracking.flags() & CACHING != 0 {
+        h.tracking.flags.fetch_and(!CACHING, Ordering::AcqRel);
     }
 }
 
 /// trackingInvalidateKey: `key` was modified (`expired`: by expiry, which
 /// no client caused, for BCAST's NOLOOP). Called from events.rs with no
 /// shard lock held.
-pub fn key_modified(server: &Server, key: &[u8], expired: bool) {
+pub fn key_modified(server: &Env<'_>, key: &[u8], expired: bool) {
     invalidate(server, key, true, expired);
 }
 
-fn invalidate(server: &Server, key: &[u8], bcast: bool, expired: bool) {
+fn invalidate(server: &Env<'_>, key: &[u8], bcast: bool, expired: bool) {
     let t = &server.tracking;
     let current = CURRENT.with(Cell::get);
     if bcast && t.prefix_count.load(Ordering::Acquire) > 0 {
@@ -565,7 +572,7 @@ fn invalidate(server: &Server, key: &[u8], bcast: bool, expired: bool) {
 
 /// trackingInvalidateKeysOnFlush: FLUSHDB / FLUSHALL. Every tracking client
 /// gets a null (all keys); the table is emptied.
-pub fn flushed(server: &Server) {
+pub fn flushed(server: &Env<'_>) {
     let t = &server.tracking;
     if t.clients.load(Ordering::Acquire) > 0 {
         for h in server.clients.all() {
@@ -590,7 +597,7 @@ pub fn flushed(server: &Server) {
 /// order), to each client of the prefix (NOLOOP clients without the keys
 /// they modified themselves). Called at the end of each batch of commands
 /// and after active expiry steps.
-pub fn flush_bcast(server: &Server) {
+pub fn flush_bcast(server: &Env<'_>) {
     let t = &server.tracking;
     if !t.bcast_pending.load(Ordering::Acquire) {
         return;
@@ -655,7 +662,7 @@ fn encode_keys<'a>(keys: impl Iterator<Item = &'a [u8]>, n: usize) -> Vec<u8> {
 /// their clients as if modified; at most 100 keys per round times the
 /// number of rounds that ended still above the limit. Called before each
 /// command while clients track, and from the cron.
-pub fn limit_used_slots(server: &Server) {
+pub fn limit_used_slots(server: &Env<'_>) {
     let t = &server.tracking;
     let max = t.max_keys.load(Ordering::Relaxed);
     if max == 0 || t.keys.load(Ordering::Acquire) <= max {

@@ -169,7 +169,7 @@ fn acl_setuser(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         Ok(()) => {
             if let Some(u) = ctx.server.acl.get(name) {
                 let me = ctx.client.handle.id;
-                if crate::pubsub::kill_revoked_subscribers(ctx.server, name, &u, me) {
+                if crate::pubsub::kill_revoked_subscribers(&ctx.server.pubsub_env(), name, &u, me) {
                     ctx.client.close_after_reply = true;
                 }
             }

@@ -22,31 +22,36 @@ const CLIENT_FLAGS: u64 = NOSCRIPT | LOADING | STALE;
 /// Flags of the administrative CLIENT subcommands.
 const CLIENT_ADMIN: u64 = ADMIN | NOSCRIPT | LOADING | STALE;
 
+/// A CLIENT subcommand: [`sub`], keeping a CLIENT CACHING choice.
+const fn csub(name: &'static str, arity: i32, flags: u64, handler: super::Handler) -> Command {
+    sub(name, arity, flags, handler).behaves(super::behaviour::KEEPS_CACHING)
+}
+
 const fn sub(name: &'static str, arity: i32, flags: u64, handler: super::Handler) -> Command {
     cmd(name, arity, flags, (0, 0, 0), acl::CONNECTION, handler)
 }
 
 /// CLIENT subcommands.
 static CLIENT_SUBS: &[Command] = &[
-    sub("client|id", 2, CLIENT_FLAGS, client_id).doc(
+    csub("client|id", 2, CLIENT_FLAGS, client_id).doc(
         "connection",
         "5.0.0",
         "Returns the client ID for the current connection",
         "O(1)",
     ),
-    sub("client|setname", 3, CLIENT_FLAGS, client_setname).doc(
+    csub("client|setname", 3, CLIENT_FLAGS, client_setname).doc(
         "connection",
         "2.6.9",
         "Set the current connection name",
         "O(1)",
     ),
-    sub("client|getname", 2, CLIENT_FLAGS, client_getname).doc(
+    csub("client|getname", 2, CLIENT_FLAGS, client_getname).doc(
         "connection",
         "2.6.9",
         "Get the current connection name",
         "O(1)",
     ),
-    sub("client|list", -2, CLIENT_ADMIN, client_list)
+    csub("client|list", -2, CLIENT_ADMIN, client_list)
         .doc(
             "connection",
             "2.4.0",
@@ -54,7 +59,7 @@ static CLIENT_SUBS: &[Command] = &[
             "O(N) where N is the number of client connections",
         )
         .tips(&["nondeterministic_output"]),
-    sub("client|info", 2, CLIENT_FLAGS, client_info)
+    csub("client|info", 2, CLIENT_FLAGS, client_info)
         .doc(
             "connection",
             "6.2.0",
@@ -62,13 +67,13 @@ static CLIENT_SUBS: &[Command] = &[
             "O(1)",
         )
         .tips(&["nondeterministic_output"]),
-    sub("client|kill", -3, CLIENT_ADMIN, client_kill).doc(
+    csub("client|kill", -3, CLIENT_ADMIN, client_kill).doc(
         "connection",
         "2.4.0",
         "Kill the connection of a client",
         "O(N) where N is the number of client connections",
     ),
-    sub("client|setinfo", 4, CLIENT_FLAGS, client_setinfo)
+    csub("client|setinfo", 4, CLIENT_FLAGS, client_setinfo)
         .doc(
             "connection",
             "7.2.0",
@@ -76,55 +81,55 @@ static CLIENT_SUBS: &[Command] = &[
             "O(1)",
         )
         .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
-    sub("client|reply", 3, CLIENT_FLAGS, client_reply).doc(
+    csub("client|reply", 3, CLIENT_FLAGS, client_reply).doc(
         "connection",
         "3.2.0",
         "Instruct the server whether to reply to commands",
         "O(1)",
     ),
-    sub("client|no-evict", 3, CLIENT_ADMIN, client_no_evict).doc(
+    csub("client|no-evict", 3, CLIENT_ADMIN, client_no_evict).doc(
         "connection",
         "7.0.0",
         "Set client eviction mode for the current connection",
         "O(1)",
     ),
-    sub("client|no-touch", 3, CLIENT_FLAGS, client_no_touch).doc(
+    csub("client|no-touch", 3, CLIENT_FLAGS, client_no_touch).doc(
         "connection",
         "7.2.0",
         "Controls whether commands sent by the client will alter the LRU/LFU of the keys they access.",
         "O(1)",
     ),
-    sub("client|unblock", -3, CLIENT_ADMIN, client_unblock).doc(
+    csub("client|unblock", -3, CLIENT_ADMIN, client_unblock).doc(
         "connection",
         "5.0.0",
         "Unblock a client blocked in a blocking command from a different connection",
         "O(log N) where N is the number of client connections",
     ),
-    sub("client|tracking", -3, CLIENT_FLAGS, client_tracking).doc(
+    csub("client|tracking", -3, CLIENT_FLAGS, client_tracking).doc(
         "connection",
         "6.0.0",
         "Enable or disable server assisted client side caching support",
         "O(1). Some options may introduce additional complexity.",
     ),
-    sub("client|caching", 3, CLIENT_FLAGS, client_caching).doc(
+    csub("client|caching", 3, CLIENT_FLAGS, client_caching).doc(
         "connection",
         "6.0.0",
         "Instruct the server about tracking or not keys in the next request",
         "O(1)",
     ),
-    sub("client|getredir", 2, CLIENT_FLAGS, client_getredir).doc(
+    csub("client|getredir", 2, CLIENT_FLAGS, client_getredir).doc(
         "connection",
         "6.0.0",
         "Get tracking notifications redirection client ID if any",
         "O(1)",
     ),
-    sub("client|trackinginfo", 2, CLIENT_FLAGS, client_trackinginfo).doc(
+    csub("client|trackinginfo", 2, CLIENT_FLAGS, client_trackinginfo).doc(
         "connection",
         "6.2.0",
         "Return information about server assisted client side caching for the current connection",
         "O(1)",
     ),
-    sub("client|help", 2, LOADING | STALE, client_help).doc(
+    csub("client|help", 2, LOADING | STALE, client_help).doc(
         "connection",
         "5.0.0",
         "Show helpful text about the different subcommands",
@@ -385,8 +390,16 @@ fn reset(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     ctx.client.leave_monitor(server);
     ctx.client.multi = None;
     crate::tx::unwatch_all(&ctx.server.tx_env(), &mut ctx.client.watch);
-    crate::pubsub::unsubscribe_all(server, ctx.client);
-    crate::tracking::disable(server, ctx.client);
+    crate::pubsub::unsubscribe_all(
+        &server.pubsub_env(),
+        &ctx.client.handle,
+        &mut ctx.client.pubsub,
+    );
+    crate::tracking::disable(
+        &server.tracking_env(),
+        &ctx.client.handle,
+        &mut ctx.client.tracking,
+    );
     ctx.client.db = 0;
     ctx.client.reply_mode = ReplyMode::On;
     ctx.client.no_touch = false;
@@ -449,7 +462,12 @@ fn client_unblock(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// [OPTOUT] [NOLOOP]: +OK or Redis 7.0's errors (tracking.rs).
 fn client_tracking(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let v: Vec<&[u8]> = (0..args.len()).map(|i| args.get(i)).collect();
-    match crate::tracking::client_tracking(ctx.server, ctx.client, &v) {
+    match crate::tracking::client_tracking(
+        &ctx.server.tracking_env(),
+        &ctx.client.handle,
+        &mut ctx.client.tracking,
+        &v,
+    ) {
         Ok(()) => ctx.out.ok(),
         Err(e) => ctx.error(&e),
     }
@@ -458,7 +476,7 @@ fn client_tracking(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// CLIENT CACHING yes|no: tracks (OPTIN) or skips (OPTOUT) the keys of the
 /// next command (or transaction).
 fn client_caching(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    match crate::tracking::client_caching(ctx.client, args.get(2)) {
+    match crate::tracking::client_caching(&ctx.client.handle, args.get(2)) {
         Ok(()) => ctx.out.ok(),
         Err(e) => ctx.error(&e),
     }
@@ -467,7 +485,7 @@ fn client_caching(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// CLIENT GETREDIR: the redirect client id, 0 without redirect, -1 when
 /// tracking is off.
 fn client_getredir(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
-    let r = crate::tracking::getredir(ctx.client);
+    let r = crate::tracking::getredir(&ctx.client.handle);
     ctx.out.int(r);
 }
 
@@ -484,7 +502,7 @@ fn client_trackinginfo(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
         out.bulk(f.as_bytes());
     }
     out.bulk(b"redirect");
-    out.int(crate::tracking::getredir(ctx.client));
+    out.int(crate::tracking::getredir(&ctx.client.handle));
     out.bulk(b"prefixes");
     let prefixes = h.tracking.prefixes.lock().clone();
     out.array(prefixes.len());

@@ -1089,7 +1089,7 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         drop(taken);
     }
     if ctx.events().tracking() {
-        crate::tracking::flushed(srv(ctx));
+        crate::tracking::flushed(&srv(ctx).tracking_env());
     }
     ctx.out.ok();
 }
@@ -1135,7 +1135,7 @@ fn flushall(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         drop(taken);
     }
     if ctx.events().tracking() {
-        crate::tracking::flushed(srv(ctx));
+        crate::tracking::flushed(&srv(ctx).tracking_env());
     }
     ctx.out.ok();
 }

@@ -17,7 +17,7 @@ pub mod client;
 pub mod connection;
 pub mod hashes;
 pub mod keys;
-pub mod keyspecs;
+pub use crate::keyspecs;
 pub mod lists;
 pub mod persist;
 pub mod pubsub;
@@ -138,78 +138,32 @@ pub mod behaviour {
     pub const CHANNEL_ARGS: u32 = 1 << 7;
     /// Every argument is a channel pattern (PSUBSCRIBE).
     pub const PATTERN_ARGS: u32 = 1 << 8;
+    /// Does not end a CLIENT CACHING yes|no window: the CLIENT
+    /// subcommands (networking.c resetClient's `prevcmd != clientCommand`).
+    pub const KEEPS_CACHING: u32 = 1 << 9;
 }
 
-/// ACL categories (redis.io/docs/management/security/acl, "Command categories").
-pub mod acl {
-    /// @keyspace
-    pub const KEYSPACE: u64 = 1 << 0;
-    /// @read
-    pub const READ: u64 = 1 << 1;
-    /// @write
-    pub const WRITE: u64 = 1 << 2;
-    /// @set
-    pub const SET: u64 = 1 << 3;
-    /// @sortedset
-    pub const SORTEDSET: u64 = 1 << 4;
-    /// @list
-    pub const LIST: u64 = 1 << 5;
-    /// @hash
-    pub const HASH: u64 = 1 << 6;
-    /// @string
-    pub const STRING: u64 = 1 << 7;
-    /// @bitmap
-    pub const BITMAP: u64 = 1 << 8;
-    /// @hyperloglog
-    pub const HYPERLOGLOG: u64 = 1 << 9;
-    /// @geo
-    pub const GEO: u64 = 1 << 10;
-    /// @stream
-    pub const STREAM: u64 = 1 << 11;
-    /// @pubsub
-    pub const PUBSUB: u64 = 1 << 12;
-    /// @admin
-    pub const ADMIN: u64 = 1 << 13;
-    /// @fast
-    pub const FAST: u64 = 1 << 14;
-    /// @slow
-    pub const SLOW: u64 = 1 << 15;
-    /// @blocking
-    pub const BLOCKING: u64 = 1 << 16;
-    /// @dangerous
-    pub const DANGEROUS: u64 = 1 << 17;
-    /// @connection
-    pub const CONNECTION: u64 = 1 << 18;
-    /// @transaction
-    pub const TRANSACTION: u64 = 1 << 19;
-    /// @scripting
-    pub const SCRIPTING: u64 = 1 << 20;
-
-    /// (bit, name) in Redis's order.
-    pub const NAMES: &[(u64, &str)] = &[
-        (KEYSPACE, "keyspace"),
-        (READ, "read"),
-        (WRITE, "write"),
-        (SET, "set"),
-        (SORTEDSET, "sortedset"),
-        (LIST, "list"),
-        (HASH, "hash"),
-        (STRING, "string"),
-        (BITMAP, "bitmap"),
-        (HYPERLOGLOG, "hyperloglog"),
-        (GEO, "geo"),
-        (STREAM, "stream"),
-        (PUBSUB, "pubsub"),
-        (ADMIN, "admin"),
-        (FAST, "fast"),
-        (SLOW, "slow"),
-        (BLOCKING, "blocking"),
-        (DANGEROUS, "dangerous"),
-        (CONNECTION, "connection"),
-        (TRANSACTION, "transaction"),
-        (SCRIPTING, "scripting"),
-    ];
+/// True when `client` is in RESP2 subscribed mode and the top-level
+/// command `c` is not one of those allowed there (PING, QUIT, RESET and
+/// the (P|S)(UN)SUBSCRIBE family, Redis's processCommand: the table's
+/// `SUBSCRIBED_OK`).
+#[inline]
+pub fn refused_in_context(client: &client::Client, resp3: bool, c: &Command) -> bool {
+    client.pubsub.is_some() && !resp3 && c.behaviour & behaviour::SUBSCRIBED_OK == 0
 }
+
+/// True when the command `client` just ran leaves its CLIENT CACHING
+/// choice for the next command: inside MULTI, or a CLIENT subcommand.
+pub fn keeps_caching(client: &client::Client) -> bool {
+    client.multi.is_some()
+        || table()
+            .all
+            .get(client.last_cmd)
+            .is_some_and(|c| c.behaviour & behaviour::KEEPS_CACHING != 0)
+}
+
+/// ACL categories (acl.rs).
+pub use crate::acl::categories as acl;
 
 /// One command (or subcommand) of the table.
 #[derive(Debug)]
@@ -391,8 +345,91 @@ impl Command {
     /// key specs (numkeys-style commands, SORT ... STORE included; see
     /// [`keyspecs::get_keys`]), in order, without allocating.
     pub fn key_positions(&self, args: &Args<'_>) -> impl Iterator<Item = usize> {
-        keyspecs::get_keys(self, args).into_iter().map(|k| k.pos)
+        self.keys(args).into_iter().map(|k| k.pos)
     }
+
+    /// True when the command has keys (Redis's `doesCommandHaveKeys`).
+    pub fn has_keys(&self) -> bool {
+        keyspecs::has_keys(self.key_specs)
+    }
+
+    /// The keys of request `args` and how each is used
+    /// ([`keyspecs::get_keys`]), without allocating.
+    pub fn keys(&self, args: &Args<'_>) -> keyspecs::Keys {
+        keyspecs::get_keys(self.key_specs, self.key_finder, args)
+    }
+
+    /// The channel arguments of a Pub/Sub command: (first index, count,
+    /// literal). PUBLISH/SPUBLISH: the channel; SUBSCRIBE/SSUBSCRIBE: every
+    /// channel; PSUBSCRIBE: every pattern, compared literally with the
+    /// user's channel patterns (Redis 7.0's `ACLDoesCommandHaveChannels`;
+    /// the unsubscribe commands are not checked).
+    pub fn channel_args(&self, argc: usize) -> Option<(usize, usize, bool)> {
+        if self.flags & flags::PUBSUB == 0 && self.acl & acl::PUBSUB == 0 {
+            return None;
+        }
+        use behaviour as b;
+        if self.behaviour & b::CHANNEL_ARG1 != 0 {
+            Some((1, 1.min(argc.saturating_sub(1)), false))
+        } else if self.behaviour & b::CHANNEL_ARGS != 0 {
+            Some((1, argc.saturating_sub(1), false))
+        } else if self.behaviour & b::PATTERN_ARGS != 0 {
+            Some((1, argc.saturating_sub(1), true))
+        } else {
+            None
+        }
+    }
+}
+
+impl crate::acl::Checked for Command {
+    #[inline]
+    fn no_auth(&self) -> bool {
+        self.flags & flags::NO_AUTH != 0
+    }
+    #[inline]
+    fn has_keys(&self) -> bool {
+        Command::has_keys(self)
+    }
+    #[inline]
+    fn keys(&self, args: &Args<'_>) -> keyspecs::Keys {
+        Command::keys(self, args)
+    }
+    #[inline]
+    fn channel_args(&self, argc: usize) -> Option<(usize, usize, bool)> {
+        Command::channel_args(self, argc)
+    }
+}
+
+impl crate::acl::CommandCatalog for Table {
+    fn len(&self) -> usize {
+        self.all.len()
+    }
+    fn name(&self, id: usize) -> &'static str {
+        self.all[id].name
+    }
+    fn is_container(&self, id: usize) -> bool {
+        self.all[id].is_container()
+    }
+    fn sub_ids(&self, id: usize) -> &[usize] {
+        Table::sub_ids(self, id)
+    }
+    fn categories(&self, id: usize) -> u64 {
+        self.all[id].acl_categories()
+    }
+    fn lookup(&self, name: &[u8]) -> Option<usize> {
+        Table::lookup(self, name)
+    }
+    fn lookup_sub(&self, id: usize, sub: &[u8]) -> Option<usize> {
+        Table::lookup_sub(self, id, sub)
+    }
+}
+
+/// Builds the command table (once) and hands it to the ACL as its
+/// catalog of commands. Call before the first [`crate::server::Server`]
+/// or configuration with `user` lines is made (the server binary does at
+/// start; tests that build a server in-process do too).
+pub fn init() {
+    crate::acl::set_catalog(table());
 }
 
 /// The assembled command table.
@@ -613,7 +650,7 @@ impl<'a> Ctx<'a> {
         let Some(c) = table().all.get(id) else {
             return false;
         };
-        user.check_with_unrestricted_read(c, id, args)
+        user.check_with_unrestricted_read(*c, id, args)
     }
 
     /// Replies with an error (`CODE message`) and counts it in errorstats.
@@ -876,9 +913,7 @@ pub fn execute(
         finish_reply(client, out, reply_start);
         return;
     }
-    if client.pubsub.is_some()
-        && crate::pubsub::refused_in_context(client, out.resp3, t.all[client.last_top])
-    {
+    if client.pubsub.is_some() && refused_in_context(client, out.resp3, t.all[client.last_top]) {
         let msg = crate::pubsub::refused_message(c.name);
         reject_in_multi(server, client, out, stats, id, &msg, is_exec);
         finish_reply(client, out, reply_start);
@@ -1041,10 +1076,14 @@ pub fn run(
 fn track_before(server: &Arc<Server>, client: &Client, c: &Command, args: &Args<'_>) {
     crate::tracking::set_current(client.handle.id);
     if server.tracking.client_count() > 0 {
-        crate::tracking::limit_used_slots(server);
+        crate::tracking::limit_used_slots(&server.tracking_env());
     }
     if client.tracking && c.flags & flags::READONLY != 0 {
-        crate::tracking::remember(server, client, c, args);
+        crate::tracking::remember(
+            &server.tracking_env(),
+            &client.handle,
+            c.key_positions(args).map(|i| args.get(i)),
+        );
     }
 }
 
@@ -1144,7 +1183,7 @@ fn acl_check(
     id: usize,
     args: &Args<'_>,
 ) -> Result<(), String> {
-    acl_check_kind(server, client, c, id, args).map_err(|d| crate::acl::denied_message(d, c))
+    acl_check_kind(server, client, c, id, args).map_err(|d| crate::acl::denied_message(d, c.name))
 }
 
 /// [`acl_check`] returning the kind of denial.

@@ -147,12 +147,26 @@ fn names<'a>(args: &Args<'a>) -> Vec<&'a [u8]> {
 
 fn do_subscribe(ctx: &mut Ctx<'_>, args: &Args<'_>, kind: Kind) {
     let n = names(args);
-    pubsub::subscribe(ctx.server, ctx.client, ctx.out, kind, &n);
+    pubsub::subscribe(
+        &ctx.server.pubsub_env(),
+        &ctx.client.handle,
+        &mut ctx.client.pubsub,
+        ctx.out,
+        kind,
+        &n,
+    );
 }
 
 fn do_unsubscribe(ctx: &mut Ctx<'_>, args: &Args<'_>, kind: Kind) {
     let n = names(args);
-    pubsub::unsubscribe(ctx.server, ctx.client, ctx.out, kind, &n);
+    pubsub::unsubscribe(
+        &ctx.server.pubsub_env(),
+        &ctx.client.handle,
+        &mut ctx.client.pubsub,
+        ctx.out,
+        kind,
+        &n,
+    );
 }
 
 /// SUBSCRIBE channel [channel ...]: one confirmation per channel
@@ -196,13 +210,13 @@ fn sunsubscribe(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 
 /// PUBLISH channel message: the number of receivers.
 fn publish(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let n = pubsub::publish(ctx.server, args.get(1), args.get(2));
+    let n = pubsub::publish(&ctx.server.pubsub_env(), args.get(1), args.get(2));
     ctx.out.int(n as i64);
 }
 
 /// SPUBLISH shardchannel message: the number of receivers.
 fn spublish(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let n = pubsub::spublish(ctx.server, args.get(1), args.get(2));
+    let n = pubsub::spublish(&ctx.server.pubsub_env(), args.get(1), args.get(2));
     ctx.out.int(n as i64);
 }
 

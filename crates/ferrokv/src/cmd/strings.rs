@@ -1392,6 +1392,7 @@ mod tests {
 
     impl Rig {
         fn new() -> Rig {
+            crate::cmd::init();
             let server = Server::new(Config::default(), 1);
             let h = new_handle(
                 &server.clients,

@@ -250,7 +250,7 @@ where
         }
         super::spin::batch_done();
         // BCAST invalidations of the keys this batch modified.
-        crate::tracking::flush_bcast(&server);
+        crate::tracking::flush_bcast(&server.tracking_env());
         if invalid {
             codec.reject(&server, &mut out);
             client.close_after_reply = true;
@@ -339,8 +339,8 @@ where
     let _ = wr.shutdown().await;
     client.leave_monitor(&server);
     crate::tx::unwatch_all(&server.tx_env(), &mut client.watch);
-    crate::pubsub::unsubscribe_all(&server, &mut client);
-    crate::tracking::disable(&server, &mut client);
+    crate::pubsub::unsubscribe_all(&server.pubsub_env(), &handle, &mut client.pubsub);
+    crate::tracking::disable(&server.tracking_env(), &handle, &mut client.tracking);
     handle.outbox.clear();
     server.clients.remove(handle.id);
 }
@@ -365,10 +365,13 @@ fn after_command(
     let over = if client.pubsub.is_some() || tracked || client.tracking {
         h.outbox.append_own(&mut out.buf, out.resp3);
         if tracked {
-            crate::tracking::end_command(server, client);
+            crate::tracking::end_command(
+                &server.tracking_env(),
+                h,
+                crate::cmd::keeps_caching(client),
+            );
         }
-        h.outbox
-            .over_limit(crate::pubsub::limit_for(server, h), now)
+        h.outbox.over_limit(server.live.limit_for(h), now)
     } else {
         let used = normal_obuf_usage(out.buf.len()) + h.outbox.pending() as u64;
         normal.exceeded(used, soft_since, now)

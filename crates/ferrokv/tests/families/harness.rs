@@ -48,6 +48,7 @@ impl Rig {
         for (k, v) in directives {
             config.load_str(&format!("{k} \"{v}\"")).unwrap();
         }
+        ferrokv::cmd::init();
         let server = Server::new(config, 1);
         server.clock.set_ms(T0);
         let stats = server.stats.local(ferrokv::cmd::table().all.len());
@@ -95,7 +96,7 @@ impl Rig {
         let mut out = Out::new();
         ferrokv::cmd::execute(&self.server, c, &mut out, &o.args(), &self.stats);
         // The end of a batch: BCAST invalidations go out.
-        ferrokv::tracking::flush_bcast(&self.server);
+        ferrokv::tracking::flush_bcast(&self.server.tracking_env());
         let mut bytes = out.buf;
         // Pushed frames (pub/sub, invalidations) wait in the outbox.
         let mut outbox = Vec::new();
@@ -172,7 +173,11 @@ impl Drop for Rig {
     fn drop(&mut self) {
         for mut c in std::mem::take(&mut self.clients) {
             ferrokv::tx::unwatch_all(&self.server.tx_env(), &mut c.watch);
-            ferrokv::pubsub::unsubscribe_all(&self.server, &mut c);
+            ferrokv::pubsub::unsubscribe_all(
+                &self.server.pubsub_env(),
+                &c.handle.clone(),
+                &mut c.pubsub,
+            );
             self.server.clients.remove(c.handle.id);
         }
     }

@@ -325,7 +325,7 @@ fn getkeys_positions(ctx: &mut Ctx<'_>, args: &Args<'_>) -> Option<crate::cmd::k
         ctx.error("ERR Invalid command specified");
         return None;
     };
-    if !crate::cmd::keyspecs::has_keys(c) {
+    if !c.has_keys() {
         ctx.error("ERR The command has no key arguments");
         return None;
     }
@@ -334,7 +334,7 @@ fn getkeys_positions(ctx: &mut Ctx<'_>, args: &Args<'_>) -> Option<crate::cmd::k
         ctx.error("ERR Invalid number of arguments specified for command");
         return None;
     }
-    let keys = crate::cmd::keyspecs::get_keys(c, &sub);
+    let keys = c.keys(&sub);
     if keys.is_empty() && c.flags & flags::NO_MANDATORY_KEYS == 0 {
         ctx.error("ERR Invalid arguments specified for command");
         return None;

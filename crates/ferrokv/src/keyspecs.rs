@@ -14,7 +14,6 @@
 //! The table below holds Redis 7.0.15's key specs for the commands ferrokv
 //! implements (taken from its COMMAND INFO output).
 
-use super::Command;
 use crate::resp::Args;
 
 /// Read-only key.
@@ -370,26 +369,27 @@ impl IntoIterator for &Keys {
     }
 }
 
-/// True when the command has keys (Redis's `doesCommandHaveKeys`).
-pub fn has_keys(c: &Command) -> bool {
-    c.key_specs.iter().any(|s| s.flags & NOT_KEY == 0)
+/// True when a command with key specs `specs` has keys (Redis's
+/// `doesCommandHaveKeys`).
+pub fn has_keys(specs: &[KeySpec]) -> bool {
+    specs.iter().any(|s| s.flags & NOT_KEY == 0)
 }
 
-/// The keys of request `args` for command `c` (args[0] is the command name,
-/// or for a subcommand args[1] its name), as Redis's
+/// The keys of request `args` for a command with key specs `sp` and key
+/// finder `finder` (args[0] is the command name, or for a subcommand
+/// args[1] its name), as Redis's
 /// `getKeysFromCommandWithSpecs(..., GET_KEYSPEC_DEFAULT)` (db.c): the key
 /// specs when they resolve, else the command's own key finder. Allocates
 /// nothing: ACL key checks, COMMAND GETKEYS and cluster slot routing call
 /// it on the request path.
-pub fn get_keys(c: &Command, args: &Args<'_>) -> Keys {
-    let sp = c.key_specs;
+pub fn get_keys(sp: &[KeySpec], finder: Option<KeyFinder>, args: &Args<'_>) -> Keys {
     let varflags = sp.iter().any(|s| s.flags & VARIABLE_FLAGS != 0);
     if !sp.is_empty() && !varflags {
         if let Some(k) = from_specs(sp, args) {
             return k;
         }
     }
-    c.key_finder.map_or(Keys::NONE, |f| f(args))
+    finder.map_or(Keys::NONE, |f| f(args))
 }
 
 /// Redis's `getKeysUsingKeySpecs`; None for an unresolvable spec.
@@ -590,13 +590,13 @@ mod tests {
     use super::*;
 
     fn keys(argv: &[&str]) -> Vec<(usize, u16)> {
-        let t = super::super::table();
+        let t = crate::cmd::table();
         let mut a = crate::resp::OwnedArgs::default();
         for s in argv {
             a.push(s.as_bytes());
         }
         let c = t.by_full_name(argv[0].as_bytes()).unwrap();
-        let k = get_keys(c, &a.args());
+        let k = c.keys(&a.args());
         let v: Vec<(usize, u16)> = k.iter().map(|k| (k.pos, k.flags)).collect();
         assert_eq!(v.len(), k.len());
         assert_eq!(v.is_empty(), k.is_empty());
@@ -608,7 +608,7 @@ mod tests {
     /// cluster routing).
     #[test]
     fn entries_with_keys_carry_specs() {
-        for c in &super::super::table().all {
+        for c in &crate::cmd::table().all {
             if c.first_key != 0 {
                 assert!(!c.key_specs.is_empty(), "{} has no key specs", c.name);
             }
@@ -618,7 +618,7 @@ mod tests {
     /// Every entry's keys fit in [`Keys`] without allocating.
     #[test]
     fn specs_fit_inline() {
-        for c in &super::super::table().all {
+        for c in &crate::cmd::table().all {
             let n = c
                 .key_specs
                 .iter()
