@@ -16,6 +16,7 @@ pub mod config;
 pub mod db;
 pub mod events;
 pub mod evict;
+pub mod fdlimit;
 pub mod keyspecs;
 pub mod ldouble;
 pub mod memory;
@@ -26,9 +27,11 @@ pub mod pubsub;
 pub mod resp;
 pub mod server;
 pub mod stats;
+pub mod tls;
 pub mod tracking;
 pub mod tx;
 pub mod util;
+pub mod workers;
 
 use config::Config;
 use server::Server;
@@ -78,12 +81,12 @@ pub fn run(mut config: Config) -> std::io::Result<()> {
     }
     // maxclients must fit in the open-file limit (Redis's
     // adjustOpenFilesLimit): raise it, or lower maxclients with a warning.
-    match net::fdlimit::adjust(config.get_i64("maxclients").max(1) as u64) {
-        net::fdlimit::Adjusted::Ok => {}
-        net::fdlimit::Adjusted::Lowered(n) => {
+    match fdlimit::adjust(config.get_i64("maxclients").max(1) as u64) {
+        fdlimit::Adjusted::Ok => {}
+        fdlimit::Adjusted::Lowered(n) => {
             let _ = config.load_str(&format!("maxclients {n}"));
         }
-        net::fdlimit::Adjusted::TooLow => {
+        fdlimit::Adjusted::TooLow => {
             return Err(std::io::Error::other(
                 "the open file limit is too low to start",
             ))
@@ -163,7 +166,7 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
     let _ = server
         .net
         .workers
-        .set(net::listener::Workers::start(threads, idle_poll_us)?);
+        .set(workers::Workers::start(threads, idle_poll_us)?);
     {
         let (aclfile, lines) = {
             let c = server.config.read();
@@ -180,7 +183,7 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
     persist::aof::start_tick(&server);
     let tls_port = server.config.read().get_i64("tls-port") as u16;
     if tls_port != 0 {
-        let ctx = net::tls::build(&server.config.read()).map_err(|e| {
+        let ctx = tls::build(&server.config.read()).map_err(|e| {
             tracing::warn!("{e}");
             std::io::Error::other(format!(
                 "Failed to configure TLS. Check logs for more info. ({e})"

@@ -112,9 +112,9 @@ pub struct Server {
     /// The stream of effects of write commands (propagate.rs).
     pub propagation: crate::propagate::Stream,
     /// I/O workers, listeners (net/listener.rs).
-    pub net: crate::net::listener::Net,
+    pub net: crate::workers::Net,
     /// The TLS context of the TLS listener (net::tls).
-    pub tls: crate::net::tls::TlsState,
+    pub tls: crate::tls::TlsState,
 }
 
 impl Server {

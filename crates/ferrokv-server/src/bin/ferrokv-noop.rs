@@ -57,7 +57,7 @@ async fn serve(mut sock: tokio::net::TcpStream) {
             }
         }
         rbuf.advance(consumed);
-        ferrokv::net::spin::batch_done();
+        ferrokv::workers::spin::batch_done();
         if !out.buf.is_empty() {
             if sock.write_all(&out.buf).await.is_err() {
                 return;
@@ -80,7 +80,7 @@ fn main() -> std::io::Result<()> {
         }
         i += 2;
     }
-    let workers = ferrokv::net::listener::Workers::start(threads, 50)?;
+    let workers = ferrokv::workers::Workers::start(threads, 50)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

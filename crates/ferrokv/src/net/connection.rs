@@ -248,7 +248,7 @@ where
             rbuf = BytesMut::with_capacity(READ_CHUNK);
             rbuf_grown = false;
         }
-        super::spin::batch_done();
+        crate::workers::spin::batch_done();
         // BCAST invalidations of the keys this batch modified.
         crate::tracking::flush_bcast(&server.tracking_env());
         if invalid {

@@ -7,7 +7,7 @@ use super::connection::serve;
 use crate::clients::new_handle;
 use crate::server::Server;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpSocket, UnixListener};
@@ -100,142 +100,8 @@ fn protected_mode_refuses(server: &Server, peer: std::net::IpAddr) -> bool {
 /// The rate limit of the "Accepting client connection" log line: when
 /// descriptors run out (EMFILE), the pending connection stays queued and
 /// every retry fails again, so at most one line a second is logged.
-#[derive(Debug, Default)]
-pub struct AcceptLog {
-    /// When the last line was logged, ms since the Unix epoch.
-    last_ms: AtomicU64,
-    /// Failures not logged since.
-    suppressed: AtomicU64,
-}
-
-impl AcceptLog {
-    /// Logs a failed accept (Redis: "Accepting client connection:
-    /// <error>"), at most once a second.
-    fn failed(&self, e: &std::io::Error) {
-        let now = crate::util::now_ms();
-        let last = self.last_ms.load(Ordering::Relaxed);
-        if now.saturating_sub(last) < 1000
-            || self
-                .last_ms
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_err()
-        {
-            self.suppressed.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        let n = self.suppressed.swap(0, Ordering::Relaxed);
-        let e = e.to_string();
-        let e = e.split(" (os error").next().unwrap_or_default();
-        if n > 0 {
-            tracing::warn!(
-                "Accepting client connection: {e} ({n} similar errors in the last second not logged)"
-            );
-        } else {
-            tracing::warn!("Accepting client connection: {e}");
-        }
-    }
-}
-
-/// A server's network state: its I/O workers, its listeners and the
-/// accept-failure log limit (`Server::net`).
-#[derive(Default)]
-pub struct Net {
-    /// The I/O worker threads, once started ([`Workers::start`]); servers
-    /// embedded in tests have none and run connections on the current
-    /// runtime.
-    pub workers: std::sync::OnceLock<Workers>,
-    listening: parking_lot::Mutex<Option<Listening>>,
-    accept_log: AcceptLog,
-}
-
-impl Net {
-    /// The runtime of the next worker (round-robin), or the current
-    /// runtime when no workers were started.
-    pub fn next_worker(&self) -> tokio::runtime::Handle {
-        match self.workers.get() {
-            Some(w) => w.next(),
-            None => tokio::runtime::Handle::current(),
-        }
-    }
-
-    /// Handles of every I/O worker runtime (empty when none were started):
-    /// a task spawned on one runs between two of its batches (AOF barrier).
-    pub fn worker_handles(&self) -> Vec<tokio::runtime::Handle> {
-        self.workers
-            .get()
-            .map(|w| w.handles.clone())
-            .unwrap_or_default()
-    }
-
-    /// Sets how long the workers keep polling for input after a batch
-    /// (`io-idle-poll-us`, net/spin.rs).
-    pub fn set_idle_poll_us(&self, us: u64) {
-        if let Some(w) = self.workers.get() {
-            w.idle_poll_us.store(us, Ordering::Relaxed);
-        }
-    }
-}
-
 fn over_limit(server: &Server) -> bool {
     server.clients.len() as u64 >= server.live.maxclients.load(Ordering::Relaxed)
-}
-
-/// The I/O worker threads: one current-thread tokio runtime per thread,
-/// each owning the connections handed to it (thread per core, no work
-/// stealing: a connection's reads, commands and writes stay on one thread,
-/// so no request costs a cross-thread wake-up). New connections are dealt
-/// round-robin. Each runtime's `block_on` future is the idle poller
-/// ([`super::spin::run`], `io-idle-poll-us`).
-pub struct Workers {
-    handles: Vec<tokio::runtime::Handle>,
-    next: std::sync::atomic::AtomicUsize,
-    /// `io-idle-poll-us`, read by every worker's poller.
-    idle_poll_us: Arc<AtomicU64>,
-}
-
-impl Workers {
-    /// Starts `n` I/O worker threads (`io-threads`) polling for input up
-    /// to `idle_poll_us` µs after a batch. Errors: a thread or runtime
-    /// could not be created.
-    pub fn start(n: usize, idle_poll_us: u64) -> std::io::Result<Workers> {
-        let poll = Arc::new(AtomicU64::new(idle_poll_us));
-        let mut handles = Vec::with_capacity(n.max(1));
-        for i in 0..n.max(1) {
-            let (tx, rx) = std::sync::mpsc::channel();
-            let poll = poll.clone();
-            std::thread::Builder::new()
-                .name(format!("ferrokv-io-{i}"))
-                .spawn(move || {
-                    let rt = match tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                    {
-                        Ok(rt) => rt,
-                        Err(e) => {
-                            let _ = tx.send(Err(e));
-                            return;
-                        }
-                    };
-                    let _ = tx.send(Ok(rt.handle().clone()));
-                    rt.block_on(super::spin::run(poll));
-                })?;
-            let h = rx
-                .recv()
-                .map_err(|_| std::io::Error::other("I/O worker thread exited"))??;
-            handles.push(h);
-        }
-        Ok(Workers {
-            handles,
-            next: std::sync::atomic::AtomicUsize::new(0),
-            idle_poll_us: poll,
-        })
-    }
-
-    /// The runtime of the next worker (round-robin).
-    pub fn next(&self) -> tokio::runtime::Handle {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.handles.len();
-        self.handles[i].clone()
-    }
 }
 
 /// Counts an accepted TCP socket, sets TCP_NODELAY and keepalive, and
@@ -348,7 +214,7 @@ pub async fn accept_tls(server: Arc<Server>, listener: TcpListener) {
         let Some((std_sock, handle)) = admit_tcp(&server, sock, peer, true) else {
             continue;
         };
-        let mode = super::tls::AuthClients::parse(server.config.read().get("tls-auth-clients"));
+        let mode = crate::tls::AuthClients::parse(server.config.read().get("tls-auth-clients"));
         let acceptor = match server.tls.acceptor(mode) {
             Ok(a) => a,
             Err(why) => {
@@ -390,41 +256,6 @@ pub async fn accept_tls(server: Arc<Server>, listener: TcpListener) {
     }
 }
 
-/// One running accept loop and a duplicate of its listening socket, so it
-/// can be closed at once from any thread (the loop itself is dropped later,
-/// on the main runtime).
-struct AcceptLoop {
-    task: tokio::task::AbortHandle,
-    fd: std::os::fd::OwnedFd,
-}
-
-impl AcceptLoop {
-    /// Stops accepting now: new connections are refused from this point,
-    /// as when Redis closes a listener.
-    fn close(self) {
-        self.task.abort();
-        // SAFETY: shutdown(2) on a descriptor this struct owns (a dup of the
-        // listener's), so it cannot name an unrelated socket.
-        unsafe {
-            libc::shutdown(self.fd.as_raw_fd(), libc::SHUT_RDWR);
-        }
-    }
-}
-
-/// The running TCP and TLS accept loops, so CONFIG SET port / tls-port can
-/// replace them (Redis 7.0's changeListenPort).
-#[derive(Default)]
-struct Listening {
-    /// The runtime the accept loops run on (the main one).
-    main: Option<tokio::runtime::Handle>,
-    /// `bind` addresses and `tcp-backlog`, as at start-up.
-    binds: Vec<String>,
-    backlog: u32,
-    /// Accept loops of the plain port and of the TLS port.
-    tcp: Vec<AcceptLoop>,
-    tls: Vec<AcceptLoop>,
-}
-
 /// Binds `port` on every bind address. Errors: a mandatory address failed,
 /// or no address could be bound ("Failed listening on any bind address").
 fn bind_all(binds: &[String], port: u16, backlog: u32) -> std::io::Result<Vec<TcpListener>> {
@@ -448,7 +279,7 @@ fn spawn_loops(
     main: &tokio::runtime::Handle,
     listeners: Vec<TcpListener>,
     tls: bool,
-) -> std::io::Result<Vec<AcceptLoop>> {
+) -> std::io::Result<Vec<crate::workers::AcceptLoop>> {
     use std::os::fd::AsFd;
     let mut out = Vec::with_capacity(listeners.len());
     for l in listeners {
@@ -459,7 +290,7 @@ fn spawn_loops(
         } else {
             main.spawn(accept_tcp(s, l)).abort_handle()
         };
-        out.push(AcceptLoop { task, fd });
+        out.push(crate::workers::AcceptLoop { task, fd });
     }
     Ok(out)
 }
@@ -479,7 +310,7 @@ pub fn listen(
     unixsocket: bool,
 ) -> std::io::Result<u16> {
     let main = tokio::runtime::Handle::current();
-    let mut state = Listening {
+    let mut state = crate::workers::Listening {
         main: Some(main.clone()),
         binds: binds.to_vec(),
         backlog,
@@ -496,6 +327,14 @@ pub fn listen(
         state.tls = spawn_loops(server, &main, ls, true)?;
     }
     *server.net.listening.lock() = Some(state);
+    let weak = Arc::downgrade(server);
+    let _ = server
+        .net
+        .reconfigure
+        .set(Box::new(move |old, new| match weak.upgrade() {
+            Some(s) => apply_config_set(&s, old, new),
+            None => Ok(()),
+        }));
     Ok(bound)
 }
 
@@ -545,7 +384,7 @@ pub fn apply_config_set(
     old: &crate::config::Config,
     new: &crate::config::Config,
 ) -> Result<(), (&'static str, &'static str)> {
-    use super::tls;
+    use crate::tls;
     const TLS_ERR: &str = "Unable to update TLS configuration. Check server logs.";
     const PORT_ERR: &str = "Unable to listen on this port. Check server logs.";
     let changed_tls = tls::RELOAD_DIRECTIVES

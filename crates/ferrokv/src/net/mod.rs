@@ -1,12 +1,10 @@
 //! Networking: listeners ([`listener`]), the per-connection loop
 //! ([`connection`]) and the wire protocols it speaks through a [`codec`]
-//! ([`resp`]), TLS ([`tls`]) and
-//! the open-file limit behind `maxclients` ([`fdlimit`]).
+//! ([`resp`]). The top layer: the worker threads and listener state
+//! (`crate::workers`), TLS contexts (`crate::tls`) and the open-file limit
+//! (`crate::fdlimit`) live below the server.
 
 pub mod codec;
 pub mod connection;
-pub mod fdlimit;
 pub mod listener;
 pub mod resp;
-pub mod spin;
-pub mod tls;

@@ -161,9 +161,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         if want > prev {
             // Redis's updateMaxclients: the open-file limit must serve the
             // new count (raised when possible).
-            if let crate::net::fdlimit::Adjusted::Lowered(n) =
-                crate::net::fdlimit::adjust(want as u64)
-            {
+            if let crate::fdlimit::Adjusted::Lowered(n) = crate::fdlimit::adjust(want as u64) {
                 drop(live);
                 tracing::warn!("Failed applying new configuration. Possibly related to new maxclients setting. Restoring previous settings.");
                 ctx.error(&format!(
@@ -172,7 +170,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 return;
             }
         }
-        if let Err((name, why)) = crate::net::listener::apply_config_set(ctx.server, &live, &next) {
+        if let Err((name, why)) = ctx.server.net.reconfigure(&live, &next) {
             drop(live);
             ctx.error(&format!(
                 "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"

@@ -2,7 +2,7 @@
 //! (Redis 7.0's src/tls.c `tlsConfigure` and redis.conf's TLS section) and
 //! keeps the current one for the TLS listener, which wraps each accepted
 //! socket with tokio-rustls and hands it to the same connection loop as
-//! plain TCP ([`crate::cmd::client::serve`]).
+//! plain TCP (net/connection.rs).
 //!
 //! What each directive does here:
 //! - `tls-cert-file`: PEM certificate chain (leaf first); `tls-key-file`: PEM
