@@ -177,7 +177,9 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
     // The dataset is loaded before any listener exists, so no client sees
     // a partial keyspace; a bad file stops the start-up with its name.
     // The AOF when appendonly is yes (Redis's loadDataFromDisk), else the RDB.
-    if !persist::aof::load_at_startup(&server).map_err(std::io::Error::other)? {
+    if !persist::aof::load_at_startup(&server, &mut cmd::replay::AofReplay::new(&server))
+        .map_err(std::io::Error::other)?
+    {
         persist::rdb::load_at_startup(&server).map_err(std::io::Error::other)?;
     }
     persist::aof::start_tick(&server);

@@ -335,6 +335,42 @@ impl crate::events::Deliver for Server {
 
 /// Serving blocked clients (db/blocking.rs) reaches the server through
 /// this interface.
+impl crate::persist::Host for Server {
+    fn config(&self) -> &RwLock<Config> {
+        &self.config
+    }
+    fn live(&self) -> &LiveConfig {
+        &self.live
+    }
+    fn keyspace(&self) -> &Keyspace {
+        &self.keyspace
+    }
+    fn rdb(&self) -> &crate::persist::rdb::RdbState {
+        &self.rdb
+    }
+    fn aof(&self) -> &Arc<crate::persist::aof::Aof> {
+        &self.aof
+    }
+    fn propagation(&self) -> &crate::propagate::Stream {
+        &self.propagation
+    }
+    fn stats(&self) -> &Stats {
+        &self.stats
+    }
+    fn clock(&self) -> &crate::clock::Clock {
+        &self.clock
+    }
+    fn lastsave(&self) -> &AtomicU64 {
+        &self.lastsave
+    }
+    fn clients(&self) -> &ClientRegistry {
+        &self.clients
+    }
+    fn worker_handles(&self) -> Vec<tokio::runtime::Handle> {
+        self.net.worker_handles()
+    }
+}
+
 impl crate::db::blocking::Host for Server {
     fn keyspace(&self) -> &crate::db::keyspace::Keyspace {
         &self.keyspace

@@ -21,6 +21,7 @@ pub use crate::keyspecs;
 pub mod lists;
 pub mod persist;
 pub mod pubsub;
+pub mod replay;
 pub mod server;
 pub mod sets;
 pub mod sort;
@@ -1379,21 +1380,4 @@ fn feed_monitors(server: &Server, client: &Client, args: &Args<'_>) {
     }
 }
 
-/// Appends `s` quoted and escaped as Redis's `sdscatrepr`.
-pub fn repr(s: &[u8], out: &mut Vec<u8>) {
-    out.push(b'"');
-    for &c in s {
-        match c {
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x07 => out.extend_from_slice(b"\\a"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            c if c.is_ascii_graphic() || c == b' ' => out.push(c),
-            c => out.extend_from_slice(format!("\\x{c:02x}").as_bytes()),
-        }
-    }
-    out.push(b'"');
-}
+pub use crate::util::repr;

@@ -11,10 +11,8 @@ use super::manifest::{base_name, file_len, paths, write_manifest, FileInfo, Mani
 use super::policy;
 use super::rewrite::{base_serialiser, use_preamble, write_base};
 use super::STATE_ON;
-use crate::cmd::client::Client;
-use crate::cmd::{self, Ctx};
-use crate::resp::{Args, Out, OwnedArgs};
-use crate::server::Server;
+use crate::persist::Host;
+use crate::resp::{Args, OwnedArgs};
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -25,6 +23,17 @@ use std::time::Instant;
 /// A failed load: the message to print before exiting with status 1.
 pub type LoadError = String;
 
+/// Runs the commands read from AOF files: the command layer implements it
+/// (cmd/replay.rs), so loading here only reads and checks the files.
+pub trait Replay {
+    /// A new file begins: a fresh loading client (Redis's
+    /// `createAOFClient` per file: database 0, no transaction).
+    fn begin_file(&mut self);
+    /// Runs `args`, read from file `file` at byte `offset`. Err stops
+    /// loading with that message.
+    fn run(&mut self, args: &Args<'_>, file: &str, offset: usize) -> Result<(), LoadError>;
+}
+
 /// Loads the AOF at start-up when `appendonly yes` (Redis's
 /// `loadDataFromDisk` + `aofOpenIfNeededOnServerStart`): manifest, base,
 /// incr files; a legacy single file is loaded and moved into the AOF
@@ -32,16 +41,21 @@ pub type LoadError = String;
 /// first base and incr files on a fresh start) and turns propagation on.
 /// Returns Ok(true) when the AOF is on (the caller must not load an RDB
 /// file then), Ok(false) when `appendonly no`.
-pub fn load_at_startup(server: &Arc<Server>) -> Result<bool, LoadError> {
+///
+/// `replay` runs the commands the files hold.
+pub fn load_at_startup(
+    server: &Arc<impl Host>,
+    replay: &mut dyn Replay,
+) -> Result<bool, LoadError> {
     let (enabled, truncated_ok, pol) = {
-        let c = server.config.read();
+        let c = server.config().read();
         (
             c.get_bool("appendonly"),
             c.get_bool("aof-load-truncated"),
             policy(c.get("appendfsync")),
         )
     };
-    let a = &server.aof;
+    let a = &server.aof();
     a.fsync.store(pol, Ordering::Relaxed);
     if !enabled {
         return Ok(false);
@@ -61,7 +75,7 @@ pub fn load_at_startup(server: &Arc<Server>) -> Result<bool, LoadError> {
         Manifest::parse(&text).map_err(|e| format!("*** FATAL AOF MANIFEST FILE ERROR *** {e}"))?
     } else if legacy.is_file() {
         // Redis 7.0 aofUpgradePrepare: the old file becomes the base.
-        load_file(server, &legacy, true, truncated_ok)?;
+        load_file(server, replay, &legacy, true, truncated_ok)?;
         std::fs::create_dir_all(&p.dir)
             .map_err(|e| format!("Can't create the AOF directory {}: {e}", p.dir.display()))?;
         let m = Manifest {
@@ -98,7 +112,7 @@ pub fn load_at_startup(server: &Arc<Server>) -> Result<bool, LoadError> {
             if !path.is_file() {
                 return Err(format!("The AOF file {} doesn't exist", f.name));
             }
-            load_file(server, &path, i + 1 == files.len(), truncated_ok)?;
+            load_file(server, replay, &path, i + 1 == files.len(), truncated_ok)?;
         }
         if !files.is_empty() {
             tracing::info!(
@@ -140,8 +154,8 @@ pub fn load_at_startup(server: &Arc<Server>) -> Result<bool, LoadError> {
             let mut w = BufWriter::new(File::create(&bpath)?);
             // Start-up: no writer runs yet.
             let snap = crate::persist::snapshot::Snapshot::begin(
-                &server.keyspace,
-                server.clock.now_ms(),
+                server.keyspace(),
+                server.clock().now_ms(),
                 base_serialiser(server, preamble),
             );
             write_base(server, &mut w, preamble, &snap, &AtomicBool::new(false))?;
@@ -172,7 +186,7 @@ pub fn load_at_startup(server: &Arc<Server>) -> Result<bool, LoadError> {
     a.io.lock().file = Some(f);
     a.buf.lock().db = -1;
     a.state.store(STATE_ON, Ordering::Release);
-    server.propagation.set_on(true);
+    server.propagation().set_on(true);
     Ok(true)
 }
 
@@ -180,7 +194,7 @@ pub fn load_at_startup(server: &Arc<Server>) -> Result<bool, LoadError> {
 /// preamble) from `data`: keys whose TTL has passed are kept, the AOF
 /// that follows decides (Redis's loadSingleAppendOnlyFile). Returns the
 /// bytes consumed, so the command part (if any) is read after it.
-fn read_rdb_base(server: &Arc<Server>, data: &[u8]) -> Result<usize, String> {
+fn read_rdb_base(server: &Arc<impl Host>, data: &[u8]) -> Result<usize, String> {
     let mut cur = std::io::Cursor::new(data);
     let opts = crate::persist::rdb::LoadOpts {
         allow_dup: false,
@@ -194,7 +208,8 @@ fn read_rdb_base(server: &Arc<Server>, data: &[u8]) -> Result<usize, String> {
 /// Loads one AOF file (base or incr) by executing its commands. `last`:
 /// the last file of the set (only its tail may be truncated).
 pub fn load_file(
-    server: &Arc<Server>,
+    server: &Arc<impl Host>,
+    replay: &mut dyn Replay,
     path: &Path,
     last: bool,
     truncated_ok: bool,
@@ -212,20 +227,7 @@ pub fn load_file(
             format!("Error reading the RDB base file {name}, AOF loading aborted: {e}")
         })?;
     }
-    let handle = crate::clients::new_handle(
-        &server.clients,
-        server.clock.now_ms(),
-        "aof".into(),
-        String::new(),
-        -1,
-        false,
-    );
-    let mut client = Client::new(handle);
-    client.authenticated = true;
-    client.deny_blocking = true;
-    let mut out = Out::new();
-    let ncmds = cmd::table().all.len();
-    let stats = server.stats.local(ncmds);
+    replay.begin_file();
     let mut valid_up_to = pos;
     let mut valid_before_multi = pos;
     let mut multi: Option<Vec<OwnedArgs>> = None;
@@ -307,21 +309,13 @@ pub fn load_file(
         } else if cname.eq_ignore_ascii_case(b"exec") {
             if let Some(q) = multi.take() {
                 for a in &q {
-                    run_loaded(
-                        server,
-                        &mut client,
-                        &mut out,
-                        &stats,
-                        &a.args(),
-                        &name,
-                        start,
-                    )?;
+                    replay.run(&a.args(), &name, start)?;
                 }
             }
         } else if let Some(q) = multi.as_mut() {
             q.push(argv.clone());
         } else {
-            run_loaded(server, &mut client, &mut out, &stats, &args, &name, start)?;
+            replay.run(&args, &name, start)?;
         }
         valid_up_to = pos;
     };
@@ -369,96 +363,4 @@ fn read_num(data: &[u8], from: usize) -> Option<(i64, usize)> {
     }
     let n = crate::util::parse_i64(&data[from..nl - 1])?;
     Some((n, nl + 1))
-}
-
-/// A command replayed from the AOF replied with an error (`reply`, the
-/// RESP error frame): logged as Redis's `afterErrorReply` does for its
-/// AOF-loading client (`== CRITICAL == This server is sending an error to
-/// its AOF-loading-client: '<error>' after processing the command
-/// '<name>'`), counted in INFO `unexpected_error_replies`, and loading
-/// stops when `propagation-error-behavior` is `panic` (Redis panics;
-/// `ignore` and `panic-on-replicas` go on with the next command).
-fn loaded_command_failed(server: &Server, name: &str, reply: &[u8]) -> Result<(), LoadError> {
-    // Redis logs the text its handler passed: without "ERR " for plain
-    // errors, with the leading "-CODE" for errors that carry their own code.
-    let line = reply.split(|&b| b == b'\r').next().unwrap_or_default();
-    let text = line.strip_prefix(b"-ERR ").unwrap_or(line);
-    let text = String::from_utf8_lossy(&text[..text.len().min(4096)]);
-    tracing::warn!(
-        "== CRITICAL == This server is sending an error to its AOF-loading-client: '{text}' after processing the command '{name}'"
-    );
-    server
-        .stats
-        .unexpected_error_replies
-        .fetch_add(1, Ordering::Relaxed);
-    if server.config.read().get("propagation-error-behavior") == "panic" {
-        let msg = format!(
-            "This server panicked sending an error to its AOF-loading-client after processing the command '{name}'"
-        );
-        tracing::error!("{msg}");
-        return Err(msg);
-    }
-    Ok(())
-}
-
-fn run_loaded(
-    server: &Arc<Server>,
-    client: &mut Client,
-    out: &mut Out,
-    stats: &crate::stats::ThreadStats,
-    args: &Args<'_>,
-    file: &str,
-    offset: usize,
-) -> Result<(), LoadError> {
-    let t = cmd::table();
-    let name = args.get(0);
-    let Some(mut id) = t.lookup(name) else {
-        let msg = format!(
-            "Unknown command '{}' reading the append only file {file} at offset {offset}",
-            String::from_utf8_lossy(name)
-        );
-        tracing::error!("{msg}");
-        return Err(msg);
-    };
-    let mut c = t.all[id];
-    if c.is_container() && args.len() >= 2 {
-        if let Some(s) = t.lookup_sub(id, args.get(1)) {
-            id = s;
-            c = t.all[id];
-        }
-    }
-    let argc = args.len() as i32;
-    if (c.arity > 0 && argc != c.arity) || argc < -c.arity {
-        let msg = format!(
-            "Bad file format reading the append only file {file} at offset {offset}: wrong number of arguments for '{}'",
-            c.name
-        );
-        tracing::error!("{msg}");
-        return Err(msg);
-    }
-    // A clock of 0: no key expires while loading (Redis's keyIsExpired
-    // returns 0 while loading); absolute expiry times are kept as logged.
-    let mut ctx = Ctx {
-        server,
-        client,
-        out,
-        now: 0,
-        stats,
-        failed: false,
-        dirty: None,
-    };
-    (c.handler)(&mut ctx, args);
-    if ctx.failed {
-        loaded_command_failed(server, c.name, &out.buf)?;
-    }
-    out.buf.clear();
-    if crate::events::pending() {
-        // Key events of loaded commands (no subscriber exists yet).
-        crate::events::drain(&**server);
-    }
-    if let Some(b) = client.blocked.take() {
-        b.waiter.claim();
-        crate::db::blocking::unregister(&server.keyspace, &b.waiter);
-    }
-    Ok(())
 }

@@ -6,9 +6,8 @@
 //! of the manifest on disk (temp file, fsync, rename, fsync of the
 //! directory).
 
-use crate::cmd;
+use crate::persist::Host;
 use crate::resp::Args;
-use crate::server::Server;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -130,7 +129,7 @@ impl Manifest {
                 f.name.clone()
             } else {
                 let mut q = Vec::new();
-                cmd::repr(f.name.as_bytes(), &mut q);
+                crate::util::repr(f.name.as_bytes(), &mut q);
                 String::from_utf8_lossy(&q).into_owned()
             };
             s.push_str(&format!(
@@ -158,8 +157,8 @@ pub(super) struct Paths {
     pub(super) fname: String,
 }
 
-pub(super) fn paths(server: &Server) -> Paths {
-    let c = server.config.read();
+pub(super) fn paths(server: &impl Host) -> Paths {
+    let c = server.config().read();
     Paths {
         dir: PathBuf::from(c.get("appenddirname")),
         fname: c.get("appendfilename").to_string(),

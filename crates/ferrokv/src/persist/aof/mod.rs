@@ -49,13 +49,13 @@ mod manifest;
 mod rewrite;
 mod writer;
 
-pub use loader::{load_at_startup, load_file, LoadError};
+pub use loader::{load_at_startup, load_file, LoadError, Replay};
 pub use manifest::{FileInfo, Manifest};
 pub use rewrite::start_rewrite;
 pub use writer::{before_reply, before_served_reply, reply_target, start_tick};
 
+use crate::persist::Host;
 use crate::propagate::encode as enc;
-use crate::server::Server;
 use parking_lot::Mutex;
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
@@ -252,28 +252,28 @@ fn policy(s: &str) -> u8 {
 /// After CONFIG SET: applies `appendfsync`, and `appendonly` turned on
 /// (starts a rewrite that produces the base, as Redis's startAppendOnly)
 /// or off (flushes, fsyncs and closes the file, as stopAppendOnly).
-pub fn config_changed(server: &Arc<Server>) {
+pub fn config_changed(server: &Arc<impl Host>) {
     let (want, pol) = {
-        let c = server.config.read();
+        let c = server.config().read();
         (c.get_bool("appendonly"), policy(c.get("appendfsync")))
     };
-    let a = &server.aof;
+    let a = &server.aof();
     a.fsync.store(pol, Ordering::Relaxed);
     let st = a.state.load(Ordering::Acquire);
     if want && st == STATE_OFF {
         a.state.store(STATE_WAIT_REWRITE, Ordering::Release);
-        server.propagation.set_on(true);
+        server.propagation().set_on(true);
         start_tick(server);
         if !start_rewrite(server, true) {
             a.rewrite_scheduled.store(true, Ordering::Relaxed);
         }
     } else if !want && st != STATE_OFF {
-        server.propagation.set_on(false);
+        server.propagation().set_on(false);
         a.rewrite_cancel.store(true, Ordering::SeqCst);
         // Wait for write commands in flight, then close the file (inside
         // an EXEC block this thread already holds the gate).
         let nested = crate::propagate::Stream::in_write_context();
-        let _g = (!nested).then(|| server.propagation.pause_writes());
+        let _g = (!nested).then(|| server.propagation().pause_writes());
         a.flush_all();
         a.io.lock().file = None;
         a.buf.lock().db = -1;

@@ -11,8 +11,8 @@
 use super::manifest::{base_name, file_len, paths, write_manifest, FileInfo};
 use super::{select_rec, FSYNC_ALWAYS, STATE_OFF, STATE_ON, STATE_WAIT_REWRITE};
 use crate::db::keyspace::SHARDS;
+use crate::persist::Host;
 use crate::propagate::encode as enc;
-use crate::server::Server;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,8 +25,8 @@ const ITEMS_PER_CMD: usize = 64;
 /// Waits until every I/O thread has finished the batch it was executing
 /// (a task queued on each worker runs only between batches), so that
 /// commands started before recording was turned on are over.
-fn io_barrier(server: &Server) {
-    for h in server.net.worker_handles() {
+fn io_barrier(server: &impl Host) {
+    for h in server.worker_handles() {
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         h.spawn(async move {
             let _ = tx.send(());
@@ -38,8 +38,8 @@ fn io_barrier(server: &Server) {
 /// Starts a background rewrite (BGREWRITEAOF). Returns false when one is
 /// already running. `barrier`: first wait for commands that may have run
 /// unpropagated (the AOF was just turned on).
-pub fn start_rewrite(server: &Arc<Server>, barrier: bool) -> bool {
-    let a = &server.aof;
+pub fn start_rewrite(server: &Arc<impl Host>, barrier: bool) -> bool {
+    let a = &server.aof();
     if a.rewriting.swap(true, Ordering::AcqRel) {
         return false;
     }
@@ -55,7 +55,7 @@ pub fn start_rewrite(server: &Arc<Server>, barrier: bool) -> bool {
             }
             let t0 = Instant::now();
             let r = rewrite(&s);
-            let a = &s.aof;
+            let a = &s.aof();
             match r {
                 Ok(()) => {
                     a.last_rewrite_ok.store(true, Ordering::Relaxed);
@@ -81,11 +81,11 @@ pub fn start_rewrite(server: &Arc<Server>, barrier: bool) -> bool {
 }
 
 /// The rewrite itself (see the module documentation).
-fn rewrite(server: &Arc<Server>) -> std::io::Result<()> {
-    let a = &server.aof;
+fn rewrite(server: &Arc<impl Host>) -> std::io::Result<()> {
+    let a = &server.aof();
     let p = paths(server);
     std::fs::create_dir_all(&p.dir)?;
-    let gate = server.propagation.pause_writes();
+    let gate = server.propagation().pause_writes();
     let st = a.state.load(Ordering::Acquire);
     let propagating = st != STATE_OFF;
     let mut new_incr = None;
@@ -130,8 +130,8 @@ fn rewrite(server: &Arc<Server>) -> std::io::Result<()> {
     // (persist/snapshot.rs): writes resume at once.
     let preamble = use_preamble(server);
     let snap = crate::persist::snapshot::Snapshot::begin(
-        &server.keyspace,
-        server.clock.now_ms(),
+        server.keyspace(),
+        server.clock().now_ms(),
         base_serialiser(server, preamble),
     );
     drop(gate);
@@ -276,13 +276,13 @@ fn put_key_commands(
 /// first key, then each shard's keys from `src(db, shard, buf)` (which
 /// appends keys in command form ([`put_key_commands`]) and returns the keys written).
 fn write_commands_from(
-    server: &Server,
+    server: &impl Host,
     w: &mut impl Write,
     src: &mut dyn FnMut(usize, usize, &mut Vec<u8>) -> u64,
 ) -> std::io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     let mut shard = Vec::new();
-    for dbi in 0..server.keyspace.db_count() {
+    for dbi in 0..server.keyspace().db_count() {
         let mut selected = false;
         for si in 0..SHARDS {
             shard.clear();
@@ -330,8 +330,8 @@ fn batched<'a>(
 /// automatic one when the AOF grew by `auto-aof-rewrite-percentage` since
 /// the last rewrite (or load) and is larger than `auto-aof-rewrite-min-size`
 /// (Redis's serverCron).
-pub(super) fn on_tick(server: &Arc<Server>) {
-    let a = &server.aof;
+pub(super) fn on_tick(server: &Arc<impl Host>) {
+    let a = &server.aof();
     if a.rewriting.load(Ordering::Acquire) {
         return;
     }
@@ -344,7 +344,7 @@ pub(super) fn on_tick(server: &Arc<Server>) {
         return;
     }
     let (pct, min) = {
-        let c = server.config.read();
+        let c = server.config().read();
         (
             c.get_i64("auto-aof-rewrite-percentage"),
             c.get_u64("auto-aof-rewrite-min-size"),
@@ -363,14 +363,14 @@ pub(super) fn on_tick(server: &Arc<Server>) {
 
 /// True when new base files are written in RDB format
 /// (`aof-use-rdb-preamble yes`, Redis's default).
-pub(super) fn use_preamble(server: &Server) -> bool {
-    server.config.read().get_bool("aof-use-rdb-preamble")
+pub(super) fn use_preamble(server: &impl Host) -> bool {
+    server.config().read().get_bool("aof-use-rdb-preamble")
 }
 
 /// The serialiser of a base's shards: RDB form when `preamble`, else
 /// commands.
 pub(super) fn base_serialiser(
-    server: &Server,
+    server: &impl Host,
     preamble: bool,
 ) -> Box<crate::persist::snapshot::Serialise> {
     if preamble {
@@ -383,7 +383,7 @@ pub(super) fn base_serialiser(
 /// Writes a base of the dataset as `snap` copied it: an RDB snapshot (with
 /// the `aof-base` aux field) when `preamble`, else commands.
 pub(super) fn write_base(
-    server: &Server,
+    server: &impl Host,
     w: &mut impl Write,
     preamble: bool,
     snap: &crate::persist::snapshot::Snapshot<'_>,

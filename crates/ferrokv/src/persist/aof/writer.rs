@@ -8,8 +8,8 @@
 //! scheduled and automatic rewrites (see the `rewrite` module).
 
 use super::{select_rec, Aof, Io, FSYNC_ALWAYS, FSYNC_EVERYSEC, STATE_OFF};
+use crate::persist::Host;
 use crate::propagate::encode as enc;
-use crate::server::Server;
 use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 /// records must reach (written; with `appendfsync always` also fsync'd)
 /// and whether it is reached already. Pass a position not yet reached to
 /// [`before_reply`].
-pub fn reply_target(server: &Server) -> Option<u64> {
-    let need = server.propagation.wait_durable();
-    (need != 0 && !server.aof.reached(need)).then_some(need)
+pub fn reply_target(server: &impl Host) -> Option<u64> {
+    let need = server.propagation().wait_durable();
+    (need != 0 && !server.aof().reached(need)).then_some(need)
 }
 
 /// Makes the records up to `need` durable as `appendfsync` asks. The
@@ -29,15 +29,15 @@ pub fn reply_target(server: &Server) -> Option<u64> {
 /// run their batches, so that one write (and one fsync) covers them all:
 /// Redis writes the AOF once per event-loop iteration (beforeSleep's
 /// flushAppendOnlyFile), before any reply of that iteration.
-pub fn before_reply(server: &Server, need: u64) {
-    let a = &server.aof;
+pub fn before_reply(server: &impl Host, need: u64) {
+    let a = &server.aof();
     a.flush_to(need, a.fsync.load(Ordering::Relaxed) == FSYNC_ALWAYS);
 }
 
 /// Before the reply of a blocked client served by another connection:
 /// flushes everything appended so far (its pop's record included).
-pub fn before_served_reply(server: &Server) {
-    let a = &server.aof;
+pub fn before_served_reply(server: &impl Host) {
+    let a = &server.aof();
     let end = a.buf.lock().end;
     a.flush_to(end, a.fsync.load(Ordering::Relaxed) == FSYNC_ALWAYS);
 }
@@ -177,8 +177,8 @@ impl Aof {
 /// Starts the background thread (once): writes buffered records every
 /// 100 ms, fsyncs once a second with `everysec`, runs scheduled and
 /// automatic rewrites (`auto-aof-rewrite-percentage` / `-min-size`).
-pub fn start_tick(server: &Arc<Server>) {
-    if server.aof.tick_started.swap(true, Ordering::AcqRel) {
+pub fn start_tick(server: &Arc<impl Host>) {
+    if server.aof().tick_started.swap(true, Ordering::AcqRel) {
         return;
     }
     let s = server.clone();
@@ -190,8 +190,8 @@ pub fn start_tick(server: &Arc<Server>) {
         });
 }
 
-fn tick(server: &Arc<Server>) {
-    let a = &server.aof;
+fn tick(server: &Arc<impl Host>) {
+    let a = &server.aof();
     if a.state.load(Ordering::Acquire) == STATE_OFF {
         return;
     }

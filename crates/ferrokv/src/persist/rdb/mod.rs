@@ -48,7 +48,7 @@ pub mod write;
 use crate::db::keyspace::Shard;
 use crate::db::keyspace::SHARDS as SHARDS_PER_DB;
 use crate::db::{Entry, Value};
-use crate::server::Server;
+use crate::persist::Host;
 use crate::util::now_ms;
 use parking_lot::Mutex;
 use read::{LoadLimits, Reader};
@@ -236,20 +236,20 @@ pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, bu
 /// stop-writes-on-bgsave-error is yes (Redis's
 /// writeCommandsDeniedByDiskError). One atomic load when saves succeed.
 #[inline]
-pub fn writes_denied(server: &Server) -> bool {
-    server.rdb.last_bgsave_failed.load(Ordering::Relaxed) && {
-        let c = server.config.read();
+pub fn writes_denied(server: &impl Host) -> bool {
+    server.rdb().last_bgsave_failed.load(Ordering::Relaxed) && {
+        let c = server.config().read();
         c.get_bool("stop-writes-on-bgsave-error") && !c.get("save").trim().is_empty()
     }
 }
 
 /// Changes since the last successful save (rdb_changes_since_last_save).
-pub fn dirty(server: &Server) -> u64 {
+pub fn dirty(server: &impl Host) -> u64 {
     server
-        .stats
+        .stats()
         .totals()
         .dirty
-        .saturating_sub(server.stats.dirty_base.load(Ordering::Relaxed))
+        .saturating_sub(server.stats().dirty_base.load(Ordering::Relaxed))
 }
 
 /// Controls of one save run.
@@ -279,8 +279,8 @@ impl<W: Write> CrcWriter<'_, W> {
     }
 }
 
-fn write_opts(server: &Server) -> (WriteOpts, bool) {
-    let c = server.config.read();
+fn write_opts(server: &impl Host) -> (WriteOpts, bool) {
+    let c = server.config().read();
     (
         WriteOpts {
             compress: c.get_bool("rdbcompression"),
@@ -308,7 +308,7 @@ fn put_shard(b: &mut Vec<u8>, shard: &Shard, opts: &WriteOpts) -> u64 {
 /// A serialiser of keys in RDB form with `server`'s options, for a
 /// point-in-time copy (persist/snapshot.rs): writes nothing and returns
 /// false for a key whose TTL has passed at `now`.
-pub fn key_serialiser(server: &Server) -> Box<crate::persist::snapshot::Serialise> {
+pub fn key_serialiser(server: &impl Host) -> Box<crate::persist::snapshot::Serialise> {
     let (opts, _) = write_opts(server);
     Box::new(
         move |k: &[u8], e: &Entry, expire_at: u64, now: u64, b: &mut Vec<u8>| {
@@ -327,13 +327,13 @@ pub fn key_serialiser(server: &Server) -> Box<crate::persist::snapshot::Serialis
 /// the lock released. Keys whose TTL has passed are left out. `aof_base`
 /// sets the aof-base AUX field (1 for an AOF preamble).
 pub fn write_snapshot<W: Write>(
-    server: &Server,
+    server: &impl Host,
     w: &mut W,
     aof_base: bool,
     ctl: SaveCtl<'_>,
 ) -> std::io::Result<(u64, u64)> {
     let (opts, _) = write_opts(server);
-    let ks = &server.keyspace;
+    let ks = &server.keyspace();
     write_snapshot_from(server, w, aof_base, ctl, &mut |dbi, si, b| {
         let db = ks.db(dbi);
         if si == 0 && db.is_empty() {
@@ -351,7 +351,7 @@ pub type ShardSource<'a> = dyn FnMut(usize, usize, &mut Vec<u8>) -> Option<u64> 
 /// number, or None (asked for shard 0) to skip the database. Databases
 /// whose shards hold nothing are left out.
 pub fn write_snapshot_from<W: Write>(
-    server: &Server,
+    server: &impl Host,
     w: &mut W,
     aof_base: bool,
     ctl: SaveCtl<'_>,
@@ -375,7 +375,7 @@ pub fn write_snapshot_from<W: Write>(
     );
     put_aux(&mut b, "aof-base", if aof_base { b"1" } else { b"0" });
     out.put(&b)?;
-    let ks = &server.keyspace;
+    let ks = &server.keyspace();
     let mut keys = 0u64;
     for dbi in 0..ks.db_count() {
         let db = ks.db(dbi);
@@ -468,7 +468,7 @@ const RESIZE_HINT_MIN: u64 = 4096;
 /// to what is there). Consumes exactly the RDB's bytes through the
 /// checksum. Errors name what is wrong and where; on error the keys read
 /// before it stay loaded (the caller refuses to start, or empties).
-pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats, RdbError> {
+pub fn load<R: Read>(server: &impl Host, r: R, opts: LoadOpts) -> Result<LoadStats, RdbError> {
     let mut rd = Reader::new(r);
     let magic: [u8; 9] = rd.array().map_err(|e| RdbError {
         msg: format!("not an RDB file: {}", e.msg),
@@ -485,7 +485,7 @@ pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats,
         return Err(rd.err(format!("Can't handle RDB format version {ver}")));
     }
     let lim = LoadLimits::of(server);
-    let ks = &server.keyspace;
+    let ks = &server.keyspace();
     let now = now_ms();
     let mut st = LoadStats::default();
     let mut db = 0usize;
@@ -657,14 +657,14 @@ pub fn load<R: Read>(server: &Server, r: R, opts: LoadOpts) -> Result<LoadStats,
 }
 
 /// Path of the RDB file: `dbfilename` in the working directory (`dir`).
-pub fn file_path(server: &Server) -> std::path::PathBuf {
-    std::path::PathBuf::from(server.config.read().get("dbfilename"))
+pub fn file_path(server: &impl Host) -> std::path::PathBuf {
+    std::path::PathBuf::from(server.config().read().get("dbfilename"))
 }
 
 /// Saves to `dbfilename` through `temp-<pid>.rdb` (written, fsynced,
 /// renamed over the target). Returns (keys, bytes).
-pub fn save_file(server: &Server, ctl: SaveCtl<'_>) -> std::io::Result<(u64, u64)> {
-    let _g = server.rdb.save_lock.lock();
+pub fn save_file(server: &impl Host, ctl: SaveCtl<'_>) -> std::io::Result<(u64, u64)> {
+    let _g = server.rdb().save_lock.lock();
     let target = file_path(server);
     let tmp = std::path::PathBuf::from(format!("temp-{}.rdb", std::process::id()));
     let res = (|| {
@@ -684,13 +684,13 @@ pub fn save_file(server: &Server, ctl: SaveCtl<'_>) -> std::io::Result<(u64, u64
 
 /// Records a successful save that started when the dirty counter was
 /// `dirty_at_start` (absolute).
-fn save_succeeded(server: &Server, dirty_at_start: u64, bytes: u64) {
-    let st = &server.rdb;
+fn save_succeeded(server: &impl Host, dirty_at_start: u64, bytes: u64) {
+    let st = &server.rdb();
     server
-        .stats
+        .stats()
         .dirty_base
         .store(dirty_at_start, Ordering::Relaxed);
-    server.lastsave.store(now_ms() / 1000, Ordering::Relaxed);
+    server.lastsave().store(now_ms() / 1000, Ordering::Relaxed);
     st.last_bgsave_failed.store(false, Ordering::Relaxed);
     st.saves.fetch_add(1, Ordering::Relaxed);
     st.last_save_bytes.store(bytes, Ordering::Relaxed);
@@ -699,8 +699,8 @@ fn save_succeeded(server: &Server, dirty_at_start: u64, bytes: u64) {
 /// SAVE: a synchronous save in the calling thread. Errors: a BGSAVE is
 /// running ("Background save already in progress") or the write failed
 /// (logged).
-pub fn save(server: &Server) -> Result<(), String> {
-    if server.rdb.bgsave_in_progress.load(Ordering::SeqCst) {
+pub fn save(server: &impl Host) -> Result<(), String> {
+    if server.rdb().bgsave_in_progress.load(Ordering::SeqCst) {
         return Err("Background save already in progress".into());
     }
     save_now(server)
@@ -708,11 +708,11 @@ pub fn save(server: &Server) -> Result<(), String> {
 
 /// Saves synchronously whatever else runs (SHUTDOWN, FLUSHALL, DEBUG
 /// RELOAD); a running BGSAVE is cancelled first.
-pub fn save_now(server: &Server) -> Result<(), String> {
-    if server.rdb.bgsave_in_progress.load(Ordering::SeqCst) {
-        server.rdb.cancel.store(true, Ordering::SeqCst);
+pub fn save_now(server: &impl Host) -> Result<(), String> {
+    if server.rdb().bgsave_in_progress.load(Ordering::SeqCst) {
+        server.rdb().cancel.store(true, Ordering::SeqCst);
     }
-    let start = server.stats.totals().dirty;
+    let start = server.stats().totals().dirty;
     let t0 = std::time::Instant::now();
     match save_file(server, SaveCtl::default()) {
         Ok((keys, bytes)) => {
@@ -731,8 +731,8 @@ pub fn save_now(server: &Server) -> Result<(), String> {
 }
 
 /// BGSAVE: starts a background save thread. Errors: one is running.
-pub fn bgsave(server: &Arc<Server>) -> Result<(), &'static str> {
-    let st = &server.rdb;
+pub fn bgsave(server: &Arc<impl Host>) -> Result<(), &'static str> {
+    let st = &server.rdb();
     if st.bgsave_in_progress.swap(true, Ordering::SeqCst) {
         return Err("Background save already in progress");
     }
@@ -741,18 +741,18 @@ pub fn bgsave(server: &Arc<Server>) -> Result<(), &'static str> {
     st.bgsave_start_ms.store(now, Ordering::Relaxed);
     st.last_bgsave_try.store(now / 1000, Ordering::Relaxed);
     st.dirty_at_start
-        .store(server.stats.totals().dirty, Ordering::Relaxed);
+        .store(server.stats().totals().dirty, Ordering::Relaxed);
     st.save_keys_processed.store(0, Ordering::Relaxed);
-    let total: usize = (0..server.keyspace.db_count())
-        .map(|i| server.keyspace.db(i).len())
+    let total: usize = (0..server.keyspace().db_count())
+        .map(|i| server.keyspace().db(i).len())
         .sum();
     st.save_keys_total.store(total as u64, Ordering::Relaxed);
-    let delay = server.config.read().get_i64("rdb-key-save-delay").max(0) as u64;
+    let delay = server.config().read().get_i64("rdb-key-save-delay").max(0) as u64;
     let srv = server.clone();
     let spawned = std::thread::Builder::new()
         .name("ferrokv-bgsave".into())
         .spawn(move || {
-            let st = &srv.rdb;
+            let st = &srv.rdb();
             let ctl = SaveCtl {
                 cancel: Some(&st.cancel),
                 key_delay_us: delay,
@@ -788,8 +788,8 @@ pub fn bgsave(server: &Arc<Server>) -> Result<(), &'static str> {
 
 /// Cancels a running BGSAVE and waits (up to 5 s) until it has stopped
 /// (FLUSHALL, as Redis kills its child; SHUTDOWN).
-pub fn cancel_bgsave(server: &Server) {
-    let st = &server.rdb;
+pub fn cancel_bgsave(server: &impl Host) {
+    let st = &server.rdb();
     if !st.bgsave_in_progress.load(Ordering::SeqCst) {
         return;
     }
@@ -802,14 +802,14 @@ pub fn cancel_bgsave(server: &Server) {
 
 /// FLUSHALL's persistence part: cancels a running BGSAVE and, when save
 /// points are configured, saves the (now empty) dataset. True when saved.
-pub fn on_flushall(server: &Server) -> bool {
+pub fn on_flushall(server: &impl Host) -> bool {
     cancel_bgsave(server);
     !save_points(server).is_empty() && save_now(server).is_ok()
 }
 
 /// Parsed `save` directive: (seconds, changes) pairs.
-pub fn save_points(server: &Server) -> Vec<(u64, u64)> {
-    let c = server.config.read();
+pub fn save_points(server: &impl Host) -> Vec<(u64, u64)> {
+    let c = server.config().read();
     let w: Vec<u64> = c
         .get("save")
         .split_whitespace()
@@ -821,8 +821,8 @@ pub fn save_points(server: &Server) -> Vec<(u64, u64)> {
 /// Once per cron tick (serverCron): starts a scheduled BGSAVE, or one due
 /// by a save point (enough changes and enough seconds since the last save;
 /// after a failure, retried no sooner than 5 seconds later).
-pub fn cron(server: &Arc<Server>) {
-    let st = &server.rdb;
+pub fn cron(server: &Arc<impl Host>) {
+    let st = &server.rdb();
     if st.bgsave_in_progress.load(Ordering::Relaxed) {
         return;
     }
@@ -836,7 +836,7 @@ pub fn cron(server: &Arc<Server>) {
     }
     let d = dirty(server);
     let now = now_ms() / 1000;
-    let last = server.lastsave.load(Ordering::Relaxed);
+    let last = server.lastsave().load(Ordering::Relaxed);
     let can_retry = now.saturating_sub(st.last_bgsave_try.load(Ordering::Relaxed)) > 5
         || !st.last_bgsave_failed.load(Ordering::Relaxed);
     for (secs, changes) in points {
@@ -851,7 +851,7 @@ pub fn cron(server: &Arc<Server>) {
 /// Loads `dbfilename` at start-up, before clients are accepted. A missing
 /// file is an empty dataset; any other problem is an error naming the file
 /// (the server refuses to start).
-pub fn load_at_startup(server: &Server) -> Result<(), String> {
+pub fn load_at_startup(server: &impl Host) -> Result<(), String> {
     let path = file_path(server);
     let shown = std::env::current_dir()
         .map(|d| d.join(&path))
@@ -890,14 +890,17 @@ pub fn load_at_startup(server: &Server) -> Result<(), String> {
     }
 }
 
-fn record_load(server: &Server, st: &LoadStats) {
-    server.rdb.keys_loaded.store(st.loaded, Ordering::Relaxed);
-    server.rdb.keys_expired.store(st.expired, Ordering::Relaxed);
+fn record_load(server: &impl Host, st: &LoadStats) {
+    server.rdb().keys_loaded.store(st.loaded, Ordering::Relaxed);
+    server
+        .rdb()
+        .keys_expired
+        .store(st.expired, Ordering::Relaxed);
 }
 
 /// Empties every database (DEBUG RELOAD, before loading).
-pub fn empty_all(server: &Server) {
-    let ks = &server.keyspace;
+pub fn empty_all(server: &impl Host) {
+    let ks = &server.keyspace();
     for i in 0..ks.db_count() {
         let db = ks.db(i);
         // Locked as writers lock (a rewrite's point-in-time copy copies
@@ -911,7 +914,7 @@ pub fn empty_all(server: &Server) {
 /// (unless `noflush`), load the file back (`merge`: existing keys are
 /// replaced instead of being an error).
 pub fn debug_reload(
-    server: &Server,
+    server: &impl Host,
     merge: bool,
     noflush: bool,
     nosave: bool,
@@ -979,7 +982,7 @@ pub fn verify_payload(p: &[u8]) -> bool {
 
 /// Decodes the value of a verified DUMP payload with the server's encoding
 /// limits.
-pub fn restore_value(server: &Server, p: &[u8], key: &[u8]) -> Result<Value, PayloadError> {
+pub fn restore_value(server: &impl Host, p: &[u8], key: &[u8]) -> Result<Value, PayloadError> {
     if !verify_payload(p) {
         return Err(PayloadError::VersionOrChecksum);
     }
@@ -993,7 +996,7 @@ pub fn restore_value(server: &Server, p: &[u8], key: &[u8]) -> Result<Value, Pay
 }
 
 /// Write options from the live configuration (DUMP).
-pub fn dump_opts(server: &Server) -> WriteOpts {
+pub fn dump_opts(server: &impl Host) -> WriteOpts {
     write_opts(server).0
 }
 

@@ -30,9 +30,9 @@ pub struct LoadLimits {
 
 impl LoadLimits {
     /// The limits of the server's live configuration.
-    pub fn of(server: &crate::server::Server) -> Self {
+    pub fn of(server: &impl Host) -> Self {
         use std::sync::atomic::Ordering::Relaxed;
-        let l = &server.live;
+        let l = &server.live();
         LoadLimits {
             list_fill: l.list_max_listpack_size.load(Relaxed),
             hash: hash::Limits {
