@@ -10,9 +10,9 @@
 //! (measured by the counting global allocator below).
 
 use arbitrary::{Arbitrary, Unstructured};
-use ferrokv::config::Config;
+use ferrokv::clients::new_handle;
 use ferrokv::cmd::client::{Client, ReplyMode};
-use ferrokv::net::clients::new_handle;
+use ferrokv::config::Config;
 use ferrokv::resp::parse::{Parsed, ProtocolError, RequestParser, PROTO_INLINE_MAX_SIZE};
 use ferrokv::resp::reply::Out;
 use ferrokv::resp::OwnedArgs;
@@ -204,7 +204,11 @@ pub fn resp_parse(data: &[u8]) {
     // proto-max-bulk-len), by each of the two parsers.
     let reserved = a.big_reserved_peak() + b.big_reserved_peak();
     assert!(reserved as u64 <= 2 * max_bulk);
-    check_bound("resp_parse", live, 64 * stream.len() + 256 * 1024 + reserved);
+    check_bound(
+        "resp_parse",
+        live,
+        64 * stream.len() + 256 * 1024 + reserved,
+    );
     if stream.len() <= PROTO_INLINE_MAX_SIZE {
         assert_eq!(one, split, "split parsing differs from one-shot parsing");
         assert_eq!(used_one, used_split, "consumed lengths differ");
@@ -507,11 +511,19 @@ fn new_server() -> Arc<Server> {
     ] {
         config.set(k, v).expect("config");
     }
+    ferrokv::cmd::init();
     Server::new(config, 1)
 }
 
 fn new_client(server: &Arc<Server>) -> Client {
-    let h = new_handle(server, "fuzz:1".into(), "fuzz:0".into(), -1, false);
+    let h = new_handle(
+        &server.clients,
+        server.clock.now_ms(),
+        "fuzz:1".into(),
+        "fuzz:0".into(),
+        -1,
+        false,
+    );
     server.clients.add(h.clone());
     let mut c = Client::new(h);
     c.authenticated = true;
@@ -578,8 +590,9 @@ fn run_script(script: &Script) {
         client.handle.outbox.clear();
     }
     for mut c in clients {
-        ferrokv::tx::unwatch_all(&server, &mut c.watch);
-        ferrokv::pubsub::unsubscribe_all(&server, &mut c);
+        ferrokv::tx::unwatch_all(&server.tx_env(), &mut c.watch);
+        let h = c.handle.clone();
+        ferrokv::pubsub::unsubscribe_all(&server.pubsub_env(), &h, &mut c.pubsub);
         c.leave_monitor(&server);
         server.clients.remove(c.handle.id);
     }
@@ -783,7 +796,13 @@ pub fn aof_load(data: &[u8]) {
     std::fs::write(&path, body).expect("write temp AOF");
     let live = live_now();
     measure_start();
-    let _ = ferrokv::persist::aof::load_file(&server, &path, true, ctl & 1 == 1);
+    let _ = ferrokv::persist::aof::load_file(
+        &server,
+        &mut ferrokv::cmd::replay::AofReplay::new(&server),
+        &path,
+        true,
+        ctl & 1 == 1,
+    );
     check_bound("aof load", live, 128 * data.len() + (64 << 20));
     let _ = std::fs::remove_file(&path);
 }
