@@ -160,6 +160,7 @@ fn render_obl(d: &Directive, v: &str) -> String {
 }
 const SANITIZE: &[&str] = &["no", "yes", "clients"];
 
+const REPL_DISKLESS_LOAD: &[&str] = &["disabled", "on-empty-db", "swapdb"];
 const APPENDFSYNC: &[&str] = &["always", "everysec", "no"];
 const TLS_AUTH_CLIENTS: &[&str] = &["no", "yes", "optional"];
 
@@ -319,6 +320,8 @@ pub static DIRECTIVES: &[Directive] = &[
     ),
     d("logfile", Kind::Str, "", false),
     d("loglevel", Kind::Enum(LOGLEVELS), "notice", true),
+    d("masterauth", Kind::Str, "", true),
+    d("masteruser", Kind::Str, "", true),
     d(
         "maxclients",
         Kind::Int {
@@ -358,6 +361,24 @@ pub static DIRECTIVES: &[Directive] = &[
         "5",
         true,
     ),
+    d(
+        "min-replicas-max-lag",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "10",
+        true,
+    ),
+    d(
+        "min-replicas-to-write",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "0",
+        true,
+    ),
     d("no-appendfsync-on-rewrite", Kind::Bool, "no", true),
     d("notify-keyspace-events", Kind::Str, "", true),
     d("pidfile", Kind::Str, "", false),
@@ -390,6 +411,90 @@ pub static DIRECTIVES: &[Directive] = &[
     ),
     d("rdbchecksum", Kind::Bool, "yes", false),
     d("rdbcompression", Kind::Bool, "yes", true),
+    d(
+        "repl-backlog-size",
+        Kind::Memory {
+            min: 1,
+            max: i64::MAX as u64,
+        },
+        "1048576",
+        true,
+    ),
+    d(
+        "repl-backlog-ttl",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "3600",
+        true,
+    ),
+    d("repl-disable-tcp-nodelay", Kind::Bool, "no", true),
+    d(
+        "repl-diskless-load",
+        Kind::Enum(REPL_DISKLESS_LOAD),
+        "disabled",
+        true,
+    ),
+    d("repl-diskless-sync", Kind::Bool, "yes", true),
+    d(
+        "repl-diskless-sync-delay",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "5",
+        true,
+    ),
+    d(
+        "repl-diskless-sync-max-replicas",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "0",
+        true,
+    ),
+    d(
+        "repl-ping-replica-period",
+        Kind::Int {
+            min: 1,
+            max: i32::MAX as i64,
+        },
+        "10",
+        true,
+    ),
+    d(
+        "repl-timeout",
+        Kind::Int {
+            min: 1,
+            max: i32::MAX as i64,
+        },
+        "60",
+        true,
+    ),
+    d("replica-announce-ip", Kind::Str, "", true),
+    d(
+        "replica-announce-port",
+        Kind::Int { min: 0, max: 65535 },
+        "0",
+        true,
+    ),
+    d("replica-announced", Kind::Bool, "yes", true),
+    d("replica-ignore-maxmemory", Kind::Bool, "yes", true),
+    d("replica-lazy-flush", Kind::Bool, "no", true),
+    d(
+        "replica-priority",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "100",
+        true,
+    ),
+    d("replica-read-only", Kind::Bool, "yes", true),
+    d("replica-serve-stale-data", Kind::Bool, "yes", true),
+    d("replicaof", Kind::List, "", false),
     d("requirepass", Kind::Str, "", true),
     d("sanitize-dump-payload", Kind::Enum(SANITIZE), "no", true),
     d("save", Kind::List, "3600 1 300 100 60 10000", true),
@@ -527,6 +632,17 @@ pub static ALIASES: &[(&str, &str)] = &[
     ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
     ("hash-max-ziplist-value", "hash-max-listpack-value"),
     ("list-max-ziplist-size", "list-max-listpack-size"),
+    ("min-slaves-max-lag", "min-replicas-max-lag"),
+    ("min-slaves-to-write", "min-replicas-to-write"),
+    ("repl-ping-slave-period", "repl-ping-replica-period"),
+    ("slave-announce-ip", "replica-announce-ip"),
+    ("slave-announce-port", "replica-announce-port"),
+    ("slave-ignore-maxmemory", "replica-ignore-maxmemory"),
+    ("slave-lazy-flush", "replica-lazy-flush"),
+    ("slave-priority", "replica-priority"),
+    ("slave-read-only", "replica-read-only"),
+    ("slave-serve-stale-data", "replica-serve-stale-data"),
+    ("slaveof", "replicaof"),
     ("zset-max-ziplist-entries", "zset-max-listpack-entries"),
     ("zset-max-ziplist-value", "zset-max-listpack-value"),
 ];

@@ -24,6 +24,7 @@ pub mod net;
 pub mod persist;
 pub mod propagate;
 pub mod pubsub;
+pub mod repl;
 pub mod resp;
 pub mod server;
 pub mod stats;
@@ -218,6 +219,12 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         }
     }
     tokio::spawn(cron(server.clone()));
+    let replicaof = server.config.read().get("replicaof").to_string();
+    if let Some((host, port)) = replicaof.split_once(' ') {
+        if let Ok(port) = port.trim().parse::<u16>() {
+            cmd::repl::replica::follow(&server, host.trim().to_string(), port);
+        }
+    }
     tracing::info!(
         version = %VERSION,
         redis_version = %REDIS_VERSION,
@@ -259,6 +266,11 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
 /// keys it expired. Tests call it directly to expire keys without waiting
 /// for the cron.
 pub fn active_expire(server: &Arc<Server>, budget: Duration) {
+    if server.repl.backlog.replica_mode() {
+        // A replica's keys expire when its master says DEL (Redis's
+        // activeExpireCycle runs on masters only).
+        return;
+    }
     // Expiry DELs are propagated in order with write commands: each step
     // holds its gate stripe (tx.rs).
     server
@@ -290,6 +302,7 @@ async fn cron(server: Arc<Server>) {
         let _ = tokio::task::spawn_blocking(move || active_expire(&s, budget)).await;
         if tick.is_multiple_of(hz) {
             memory::release_free_memory();
+            cmd::repl::master::cron(&server, tick / hz);
             let timeout = server.live.timeout.load(Ordering::Relaxed);
             if timeout > 0 {
                 let now = server.clock.now_ms();
@@ -299,6 +312,7 @@ async fn cron(server: Arc<Server>) {
                     // clientsCronHandleTimeout.
                     if !c.monitor.load(Ordering::Relaxed)
                         && !c.subscribed()
+                        && !c.info.lock().flags.contains(['S', 'M'])
                         && c.blocked.lock().is_none()
                         && c.idle_secs(now) > timeout
                     {

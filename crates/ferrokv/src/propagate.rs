@@ -419,6 +419,11 @@ impl Order {
     }
 }
 
+/// [`Stream::set_user`]: the AOF is on.
+pub const USER_AOF: u8 = 1;
+/// [`Stream::set_user`]: the replication backlog exists (repl/).
+pub const USER_REPL: u8 = 2;
+
 /// The stream: its sinks, the order of units, and the write gate. One per
 /// server.
 ///
@@ -437,7 +442,9 @@ impl Order {
 /// write context): [`Stream::pause_writes`] takes every stripe to hold all
 /// writers while an AOF rewrite walks the keyspace.
 pub struct Stream {
-    /// Effects are recorded (the AOF is on); shared with the keyspace
+    /// The consumers that need the stream ([`USER_AOF`], [`USER_REPL`]).
+    users: std::sync::atomic::AtomicU8,
+    /// Effects are recorded (some consumer needs them); shared with the keyspace
     /// (`Keyspace::propagating`), whose expiry path tests it.
     on: Arc<AtomicBool>,
     stripes: Box<[parking_lot::RawRwLock]>,
@@ -450,6 +457,7 @@ impl Default for Stream {
     fn default() -> Self {
         use parking_lot::lock_api::RawRwLock as _;
         Stream {
+            users: Default::default(),
             on: Arc::default(),
             stripes: (0..16).map(|_| parking_lot::RawRwLock::INIT).collect(),
             next_stripe: Default::default(),
@@ -489,9 +497,16 @@ impl Stream {
         self.on.load(Ordering::Relaxed)
     }
 
-    /// Turns recording on or off (the AOF turning on or off).
-    pub fn set_on(&self, v: bool) {
-        self.on.store(v, Ordering::SeqCst);
+    /// Registers (`v` true) or withdraws a consumer that needs the stream
+    /// ([`USER_AOF`], [`USER_REPL`]); recording is on while any is
+    /// registered.
+    pub fn set_user(&self, user: u8, v: bool) {
+        let old = if v {
+            self.users.fetch_or(user, Ordering::SeqCst) | user
+        } else {
+            self.users.fetch_and(!user, Ordering::SeqCst) & !user
+        };
+        self.on.store(old != 0, Ordering::SeqCst);
     }
 
     /// The recording flag, for the keyspace to share

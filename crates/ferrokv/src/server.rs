@@ -85,9 +85,8 @@ pub struct Server {
     pub monitor_count: AtomicUsize,
     /// 40 hex characters, random per start (INFO run_id).
     pub run_id: String,
-    /// The replication id (INFO master_replid): 40 hex characters, random
-    /// per start; ferrokv has no replication yet, so it never changes.
-    pub replid: String,
+    /// Replication: ids, backlog, replicas, the link to a master (repl/).
+    pub repl: crate::repl::Repl,
     /// When the server started.
     pub started: Instant,
     /// Unix ms at start.
@@ -160,14 +159,7 @@ impl Server {
     pub fn new(config: Config, threads: usize) -> Arc<Server> {
         let dbs = config.get_i64("databases").max(1) as usize;
         let now = crate::util::now_ms();
-        let random_id = || {
-            let mut id = String::with_capacity(48);
-            while id.len() < 40 {
-                id.push_str(&format!("{:016x}", crate::util::rand_u64()));
-            }
-            id.truncate(40);
-            id
-        };
+        let random_id = crate::repl::random_id;
         let run_id = random_id();
         let propagation = crate::propagate::Stream::default();
         let keyspace = Keyspace::with_propagation_flag(dbs, propagation.flag());
@@ -188,7 +180,7 @@ impl Server {
             monitors: Mutex::new(Vec::new()),
             monitor_count: AtomicUsize::new(0),
             run_id,
-            replid: random_id(),
+            repl: Default::default(),
             started: Instant::now(),
             started_ms: now,
             shutdown: tokio::sync::Notify::new(),
@@ -206,6 +198,7 @@ impl Server {
             tls: Default::default(),
         });
         s.propagation.add_sink(s.aof.clone());
+        s.propagation.add_sink(s.repl.backlog.clone());
         s.apply_config();
         s
     }
@@ -234,6 +227,16 @@ impl Server {
         l.zset_max_listpack_value
             .store(u("zset-max-listpack-value"), Ordering::Relaxed);
         l.timeout.store(u("timeout"), Ordering::Relaxed);
+        let r = &self.repl;
+        r.min_to_write
+            .store(u("min-replicas-to-write"), Ordering::Relaxed);
+        r.min_max_lag
+            .store(u("min-replicas-max-lag"), Ordering::Relaxed);
+        r.read_only
+            .store(c.get_bool("replica-read-only"), Ordering::Relaxed);
+        r.serve_stale
+            .store(c.get_bool("replica-serve-stale-data"), Ordering::Relaxed);
+        r.backlog.resize(u("repl-backlog-size") as usize);
         self.net.set_idle_poll_us(u("io-idle-poll-us"));
         self.tracking.set_max_keys(u("tracking-table-max-keys"));
         l.tcp_keepalive.store(u("tcp-keepalive"), Ordering::Relaxed);

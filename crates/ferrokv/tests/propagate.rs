@@ -36,7 +36,7 @@ fn text(r: &(usize, Vec<u8>)) -> String {
 #[test]
 fn units_follow_the_rules() {
     let s = Stream::default();
-    s.set_on(true);
+    s.set_user(ferrokv::propagate::USER_AOF, true);
     let cap = Arc::new(Capture(Mutex::new(Vec::new())));
     s.add_sink(cap.clone());
     // Changed nothing: no record.
@@ -64,7 +64,7 @@ fn units_follow_the_rules() {
     s.end_command(0, &args(&["INCR", "m"]).args());
     s.end_block(b);
     assert!(!deleted(0, b"outside"));
-    s.set_on(false);
+    s.set_user(ferrokv::propagate::USER_AOF, false);
     let units = cap.0.lock();
     let t: Vec<Vec<String>> = units.iter().map(|u| u.iter().map(text).collect()).collect();
     assert_eq!(

@@ -70,6 +70,16 @@ pub struct Client {
     /// Replies left for the connection to produce (cmd/stream.rs), in the
     /// order they go into the output buffer.
     pub streams: Vec<crate::cmd::stream::PendingStream>,
+    /// Set by PSYNC / SYNC: after the command the connection becomes a
+    /// replica's (cmd/repl/master.rs).
+    pub repl_sync: Option<crate::cmd::repl::SyncRequest>,
+    /// What REPLCONF said before PSYNC.
+    pub repl_conf: Option<Box<crate::cmd::repl::master::ReplConf>>,
+    /// Set by a WAIT that must wait for acknowledgements.
+    pub repl_wait: Option<crate::cmd::repl::WaitRequest>,
+    /// The master client of a replica's link: its writes are the
+    /// master's (exempt from replica-read-only).
+    pub is_master: bool,
 }
 
 /// A client waiting on keys: its waiter, where the wake-up arrives and the
@@ -106,6 +116,10 @@ impl Client {
             tracking: false,
             can_stream: false,
             streams: Vec::new(),
+            repl_sync: None,
+            repl_conf: None,
+            repl_wait: None,
+            is_master: false,
         }
     }
 

@@ -376,7 +376,11 @@ fn hello(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     ctx.out.bulk(b"mode");
     ctx.out.bulk(b"standalone");
     ctx.out.bulk(b"role");
-    ctx.out.bulk(b"master");
+    ctx.out.bulk(if ctx.server.repl.is_replica() {
+        b"replica".as_slice()
+    } else {
+        b"master"
+    });
     ctx.out.bulk(b"modules");
     ctx.out.array(0);
 }
@@ -554,11 +558,16 @@ fn client_type_by_name(s: &[u8]) -> Option<ClientType> {
     }
 }
 
-/// A client's type; MONITOR clients count as normal, as in Redis.
-/// Replication is not implemented yet, so there are no replica or master
-/// clients.
+/// A client's type (Redis's getClientType): a replica's connection
+/// (flag S), the master of a replica's link (M), a subscriber (P), else
+/// normal; MONITOR clients count as normal, as in Redis.
 fn client_type(h: &ClientHandle) -> ClientType {
-    if h.info.lock().flags.contains('P') {
+    let i = h.info.lock();
+    if i.flags.contains('M') {
+        ClientType::Master
+    } else if i.flags.contains('S') {
+        ClientType::Replica
+    } else if i.flags.contains('P') {
         ClientType::PubSub
     } else {
         ClientType::Normal

@@ -21,6 +21,7 @@ pub use crate::keyspecs;
 pub mod lists;
 pub mod persist;
 pub mod pubsub;
+pub mod repl;
 pub mod replay;
 pub mod server;
 pub mod sets;
@@ -499,7 +500,7 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 18] = [
+        let families: [&'static [Command]; 19] = [
             connection::COMMANDS,
             tx::COMMANDS,
             acl_cmd::COMMANDS,
@@ -518,6 +519,7 @@ pub fn table() -> &'static Table {
             server::shutdown::COMMANDS,
             pubsub::COMMANDS,
             persist::COMMANDS,
+            repl::COMMANDS,
         ];
         let mut t = Table {
             all: Vec::new(),
@@ -914,6 +916,18 @@ pub fn execute(
         finish_reply(client, out, reply_start);
         return;
     }
+    if c.flags & flags::WRITE != 0 {
+        if let Some(msg) = refused_by_replication(server, client, now_ms_of(client)) {
+            reject_in_multi(server, client, out, stats, id, msg, is_exec);
+            finish_reply(client, out, reply_start);
+            return;
+        }
+    }
+    if c.flags & flags::STALE == 0 && server.repl.backlog.replica_mode() && stale_refused(server) {
+        reject_in_multi(server, client, out, stats, id, MASTERDOWN, is_exec);
+        finish_reply(client, out, reply_start);
+        return;
+    }
     if client.pubsub.is_some() && refused_in_context(client, out.resp3, t.all[client.last_top]) {
         let msg = crate::pubsub::refused_message(c.name);
         reject_in_multi(server, client, out, stats, id, &msg, is_exec);
@@ -952,6 +966,42 @@ pub fn execute(
     run(server, client, out, args, stats, id);
     drop(gate);
     finish_reply(client, out, reply_start);
+}
+
+/// `-MASTERDOWN` of a replica whose link is down with
+/// `replica-serve-stale-data no` (server.c processCommand).
+const MASTERDOWN: &str =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+
+fn now_ms_of(client: &Client) -> u64 {
+    client.clock_us / 1000
+}
+
+/// Why replication refuses a write command now: `-NOREPLICAS` on a
+/// master short of good replicas (min-replicas-to-write), `-READONLY` on
+/// a read-only replica unless the command comes from its master
+/// (server.c processCommand).
+fn refused_by_replication(server: &Server, client: &Client, now_ms: u64) -> Option<&'static str> {
+    if client.is_master {
+        return None;
+    }
+    if server.repl.backlog.replica_mode() {
+        if server.repl.read_only.load(Ordering::Relaxed) {
+            return Some("READONLY You can't write against a read only replica.");
+        }
+        return None;
+    }
+    if repl::not_enough_replicas(server, now_ms) {
+        return Some("NOREPLICAS Not enough good replicas to write.");
+    }
+    None
+}
+
+/// True when a replica whose link is down must refuse commands not flagged
+/// `stale` (`replica-serve-stale-data no`).
+fn stale_refused(server: &Server) -> bool {
+    !server.repl.serve_stale.load(Ordering::Relaxed)
+        && server.repl.link_state.load(Ordering::Relaxed) != crate::repl::link::CONNECTED
 }
 
 /// Runs command `id` (looked up and checked by [`execute`], or queued by

@@ -231,6 +231,8 @@ where
                     if s.client.close_after_reply
                         || s.client.blocked.is_some()
                         || !s.client.streams.is_empty()
+                        || s.client.repl_sync.is_some()
+                        || s.client.repl_wait.is_some()
                     {
                         break;
                     }
@@ -314,6 +316,34 @@ where
         if client.close_after_reply || server.shutting_down.load(Ordering::Relaxed) {
             break;
         }
+        if let Some(req) = client.repl_sync.take() {
+            // The connection is a replica's from now on.
+            cmd::repl::master::serve_replica(
+                &server,
+                &mut client,
+                &mut rd,
+                &mut wr,
+                &mut rbuf,
+                req,
+            )
+            .await;
+            break;
+        }
+        if let Some(w) = client.repl_wait.take() {
+            let n = wait_acks(&server, &handle, &mut rd, &mut rbuf, w).await;
+            match n {
+                Some(n) => {
+                    out.int(n as i64);
+                    bump(&thread_stats.net_out, out.buf.len() as u64);
+                    if !send(&mut wr, &out.buf).await {
+                        break 'conn;
+                    }
+                    out.buf.clear();
+                    resume = true;
+                }
+                None => break 'conn,
+            }
+        }
         if let Some(b) = client.blocked.take() {
             match block_wait(&server, &handle, &mut rd, &mut rbuf, b, &mut out).await {
                 true => {
@@ -343,6 +373,50 @@ where
     crate::tracking::disable(&server.tracking_env(), &handle, &mut client.tracking);
     handle.outbox.clear();
     server.clients.remove(handle.id);
+}
+
+/// WAIT: until `w.replicas` replicas acknowledged `w.offset`, or the
+/// deadline; the number that did. None when the client went away (input
+/// that arrives meanwhile stays buffered for after the reply).
+async fn wait_acks<R>(
+    server: &Server,
+    handle: &ClientHandle,
+    rd: &mut R,
+    rbuf: &mut BytesMut,
+    w: cmd::repl::WaitRequest,
+) -> Option<usize>
+where
+    R: AsyncRead + Unpin,
+{
+    let mut reading = true;
+    loop {
+        let acked = server.repl.acked.notified();
+        tokio::pin!(acked);
+        acked.as_mut().enable();
+        let n = server.repl.acked_at_least(w.offset);
+        if n >= w.replicas || w.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            return Some(n);
+        }
+        let sleep = match w.deadline {
+            Some(d) => tokio::time::Instant::from_std(d),
+            None => tokio::time::Instant::now() + std::time::Duration::from_secs(3600),
+        };
+        tokio::select! {
+            () = &mut acked => {}
+            () = tokio::time::sleep_until(sleep) => {}
+            r = rd.read_buf(rbuf), if reading => match r {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {
+                    if rbuf.len() > 1 << 20 {
+                        reading = false;
+                    }
+                }
+            },
+        }
+        if handle.killed.load(Ordering::Relaxed) {
+            return None;
+        }
+    }
 }
 
 /// Output bookkeeping after each command, when the client is subscribed,

@@ -53,7 +53,9 @@ fn set(items: &[&str]) -> BTreeSet<String> {
 fn a_copy_keeps_the_keyspace_as_it_was_when_it_began() {
     let mut r = Rig::new();
     // Writes run in write contexts, as with the AOF on.
-    r.server.propagation.set_on(true);
+    r.server
+        .propagation
+        .set_user(ferrokv::propagate::USER_AOF, true);
     r.cmd("MSET a 1 b 2 c 3");
     r.cmd("RPUSH l x y");
     r.cmd("SET gone v PX 100");
@@ -81,13 +83,17 @@ fn a_copy_keeps_the_keyspace_as_it_was_when_it_began() {
     assert_eq!(r.bulk("GET a"), Some("11x".into()));
     assert_eq!(contents(&server, &snap), before);
     drop(snap);
-    r.server.propagation.set_on(false);
+    r.server
+        .propagation
+        .set_user(ferrokv::propagate::USER_AOF, false);
 }
 
 #[test]
 fn reads_outside_write_contexts_copy_nothing_and_a_later_copy_sees_the_changes() {
     let mut r = Rig::new();
-    r.server.propagation.set_on(true);
+    r.server
+        .propagation
+        .set_user(ferrokv::propagate::USER_AOF, true);
     r.cmd("SET k v1");
     let server = r.server.clone();
     let first = Snapshot::begin(&server.keyspace, server.clock.now_ms(), Box::new(line));
@@ -99,5 +105,7 @@ fn reads_outside_write_contexts_copy_nothing_and_a_later_copy_sees_the_changes()
     r.cmd("SET k v3");
     assert_eq!(contents(&server, &second), set(&["0:k=v2"]));
     drop(second);
-    r.server.propagation.set_on(false);
+    r.server
+        .propagation
+        .set_user(ferrokv::propagate::USER_AOF, false);
 }

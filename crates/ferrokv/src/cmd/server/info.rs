@@ -366,9 +366,13 @@ fn info_stats(ctx: &Ctx<'_>, s: &mut Section) {
         "rejected_connections",
         st.rejected_connections.load(Ordering::Relaxed),
     );
-    s.kv("sync_full", 0);
-    s.kv("sync_partial_ok", 0);
-    s.kv("sync_partial_err", 0);
+    let r = &srv.repl;
+    s.kv("sync_full", r.sync_full.load(Ordering::Relaxed));
+    s.kv("sync_partial_ok", r.sync_partial_ok.load(Ordering::Relaxed));
+    s.kv(
+        "sync_partial_err",
+        r.sync_partial_err.load(Ordering::Relaxed),
+    );
     s.kv("expired_keys", expired);
     s.kv(
         "expired_time_cap_reached_count",
@@ -398,17 +402,9 @@ fn info_stats(ctx: &Ctx<'_>, s: &mut Section) {
 
 fn info_replication(ctx: &Ctx<'_>, s: &mut Section) {
     s.header("Replication");
-    s.kv("role", "master");
-    s.kv("connected_slaves", 0);
-    s.kv("master_failover_state", "no-failover");
-    s.kv("master_replid", &ctx.server.replid);
-    s.kv("master_replid2", "0".repeat(40));
-    s.kv("master_repl_offset", 0);
-    s.kv("second_repl_offset", -1);
-    s.kv("repl_backlog_active", 0);
-    s.kv("repl_backlog_size", 1048576);
-    s.kv("repl_backlog_first_byte_offset", 0);
-    s.kv("repl_backlog_histlen", 0);
+    for (k, v) in crate::cmd::repl::info_fields(ctx.server, ctx.now) {
+        s.kv(&k, v);
+    }
 }
 
 fn rusage(who: libc::c_int) -> (f64, f64) {

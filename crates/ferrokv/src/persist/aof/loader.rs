@@ -186,7 +186,9 @@ pub fn load_at_startup(
     a.io.lock().file = Some(f);
     a.buf.lock().db = -1;
     a.state.store(STATE_ON, Ordering::Release);
-    server.propagation().set_on(true);
+    server
+        .propagation()
+        .set_user(crate::propagate::USER_AOF, true);
     Ok(true)
 }
 

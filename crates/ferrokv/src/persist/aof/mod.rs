@@ -262,13 +262,17 @@ pub fn config_changed(server: &Arc<impl Host>) {
     let st = a.state.load(Ordering::Acquire);
     if want && st == STATE_OFF {
         a.state.store(STATE_WAIT_REWRITE, Ordering::Release);
-        server.propagation().set_on(true);
+        server
+            .propagation()
+            .set_user(crate::propagate::USER_AOF, true);
         start_tick(server);
         if !start_rewrite(server, true) {
             a.rewrite_scheduled.store(true, Ordering::Relaxed);
         }
     } else if !want && st != STATE_OFF {
-        server.propagation().set_on(false);
+        server
+            .propagation()
+            .set_user(crate::propagate::USER_AOF, false);
         a.rewrite_cancel.store(true, Ordering::SeqCst);
         // Wait for write commands in flight, then close the file (inside
         // an EXEC block this thread already holds the gate).

@@ -1,0 +1,560 @@
+//! The replica side: following a master (Redis's replicationSetMaster,
+//! connectWithMaster, syncWithMaster, readSyncBulkPayload, the master
+//! client and replicationSendAck).
+//!
+//! One thread per link ("ferrokv-repl"), with blocking sockets: it
+//! connects, does the handshake (PING, AUTH with `masteruser` /
+//! `masterauth`, `REPLCONF listening-port`, `ip-address`, `capa eof capa
+//! psync2`), asks `PSYNC <replid> <offset+1>` (or `PSYNC ? -1` with
+//! nothing to continue), loads the RDB of a full resynchronisation
+//! straight from the socket (`$<len>` or `$EOF:<mark>` framing), then
+//! applies the command stream through a master client (flag `M`, exempt
+//! from `replica-read-only`), counting the bytes it applied
+//! (`slave_repl_offset`), copying them into its own backlog for its
+//! sub-replicas, and acknowledging once a second and on `REPLCONF GETACK`.
+//! A lost link is retried every second, with a partial resynchronisation
+//! when the master still has the bytes.
+
+use crate::cmd::client::Client;
+use crate::repl::link;
+use crate::resp::parse::{Parsed, RequestParser};
+use crate::resp::Out;
+use crate::server::Server;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Makes the server a replica of `host:port` (REPLICAOF, the `replicaof`
+/// directive): its own replicas are disconnected (they resynchronise with
+/// the new history), a link thread starts.
+pub fn follow(server: &Arc<Server>, host: String, port: u16) {
+    let r = &server.repl;
+    let gen = r.generation.fetch_add(1, Ordering::SeqCst) + 1;
+    let was_master = {
+        let mut m = r.master.lock();
+        let was = m.is_none();
+        *m = Some(crate::repl::MasterLink {
+            host,
+            port,
+            generation: gen,
+        });
+        was
+    };
+    if was_master {
+        // What this server has is what it can continue from (PSYNC2:
+        // a former master continues with the new master's stream).
+        r.processed.store(r.backlog.end(), Ordering::SeqCst);
+    }
+    r.backlog.set_replica_mode(true);
+    kill_link(server);
+    disconnect_replicas(server);
+    r.link_state.store(link::CONNECT, Ordering::SeqCst);
+    r.link_down_since_ms.store(0, Ordering::Relaxed);
+    let s = server.clone();
+    let _ = std::thread::Builder::new()
+        .name("ferrokv-repl".into())
+        .spawn(move || link_loop(&s, gen));
+}
+
+/// REPLICAOF NO ONE: the replica becomes a master. Its history continues
+/// under a new replication id; the old one stays valid up to the current
+/// offset (`master_replid2`), so the replicas of the former master can
+/// continue from this server with a partial resynchronisation.
+pub fn promote(server: &Arc<Server>) {
+    let r = &server.repl;
+    r.generation.fetch_add(1, Ordering::SeqCst);
+    *r.master.lock() = None;
+    kill_link(server);
+    let offset = r.processed.load(Ordering::SeqCst);
+    if !r.backlog.active() {
+        let size = server.config.read().get_u64("repl-backlog-size") as usize;
+        r.backlog.create(offset, size);
+    }
+    r.shift_id(offset);
+    r.backlog.set_db(-1);
+    r.backlog.set_replica_mode(false);
+    server
+        .propagation
+        .set_user(crate::propagate::USER_REPL, true);
+    r.link_state.store(link::CONNECT, Ordering::SeqCst);
+    // Our replicas learn the new id by reconnecting (+CONTINUE <new id>).
+    disconnect_replicas(server);
+}
+
+/// Closes the current link to the master, if any.
+fn kill_link(server: &Server) {
+    let id = server.repl.master_client_id.swap(0, Ordering::SeqCst);
+    if id != 0 {
+        if let Some(h) = server.clients.get(id) {
+            h.kill();
+        }
+    }
+}
+
+/// Disconnects every replica of this server.
+fn disconnect_replicas(server: &Server) {
+    let ids: Vec<u64> = server
+        .repl
+        .replicas
+        .lock()
+        .iter()
+        .map(|x| x.client_id)
+        .collect();
+    for id in ids {
+        if let Some(h) = server.clients.get(id) {
+            h.kill();
+        }
+    }
+}
+
+/// True while generation `gen` is the current REPLICAOF.
+fn current(server: &Server, gen: u64) -> bool {
+    server.repl.generation.load(Ordering::SeqCst) == gen
+        && !server.shutting_down.load(Ordering::Relaxed)
+}
+
+fn link_loop(server: &Arc<Server>, gen: u64) {
+    let mut first = true;
+    while current(server, gen) {
+        if !first {
+            // Reconnect once a second (replicationCron).
+            std::thread::sleep(Duration::from_secs(1));
+            if !current(server, gen) {
+                break;
+            }
+        }
+        first = false;
+        let (host, port) = match server.repl.master.lock().as_ref() {
+            Some(m) => (m.host.clone(), m.port),
+            None => return,
+        };
+        tracing::info!("Connecting to MASTER {host}:{port}");
+        match run_link(server, gen, &host, port) {
+            Ok(()) => {}
+            Err(e) => tracing::warn!("Replication link with {host}:{port}: {e}"),
+        }
+        let r = &server.repl;
+        r.master_client_id.store(0, Ordering::SeqCst);
+        if current(server, gen) {
+            r.link_state.store(link::CONNECT, Ordering::SeqCst);
+            r.link_down_since_ms
+                .store(crate::util::now_ms(), Ordering::Relaxed);
+        }
+    }
+}
+
+type LinkResult = Result<(), String>;
+
+fn io_err(what: &str) -> impl Fn(std::io::Error) -> String + '_ {
+    move |e| format!("{what}: {e}")
+}
+
+/// Sends a command as a RESP multibulk.
+fn send_cmd(w: &mut TcpStream, args: &[&[u8]]) -> std::io::Result<()> {
+    let mut b = Vec::new();
+    crate::propagate::encode(&mut b, args);
+    w.write_all(&b)
+}
+
+/// Reads one reply line (without CRLF), skipping the empty lines a
+/// master sends as keep-alives while it prepares the RDB.
+fn read_line(r: &mut BufReader<TcpStream>) -> Result<String, String> {
+    loop {
+        let mut line = Vec::new();
+        let n = r
+            .read_until(b'\n', &mut line)
+            .map_err(io_err("reading from master"))?;
+        if n == 0 {
+            return Err("connection closed by master".into());
+        }
+        while line.last().is_some_and(|&b| b == b'\n' || b == b'\r') {
+            line.pop();
+        }
+        if !line.is_empty() {
+            return Ok(String::from_utf8_lossy(&line).into_owned());
+        }
+    }
+}
+
+fn run_link(server: &Arc<Server>, gen: u64, host: &str, port: u16) -> LinkResult {
+    let r = &server.repl;
+    let timeout = Duration::from_secs(server.config.read().get_u64("repl-timeout").max(1));
+    r.link_state.store(link::CONNECTING, Ordering::SeqCst);
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
+        .map_err(io_err("resolving master"))?
+        .next()
+        .ok_or("master address not found")?;
+    let sock = TcpStream::connect_timeout(&addr, timeout).map_err(io_err("connecting"))?;
+    let _ = sock.set_nodelay(true);
+    sock.set_read_timeout(Some(timeout))
+        .map_err(io_err("socket"))?;
+    let mut w = sock.try_clone().map_err(io_err("socket"))?;
+    let mut rd = BufReader::with_capacity(256 * 1024, sock);
+    tracing::info!("MASTER <-> REPLICA sync started");
+    // The master client: in CLIENT LIST (flag M), killable.
+    let handle = {
+        use std::os::fd::AsRawFd;
+        let laddr = w.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        let h = crate::clients::new_handle(
+            &server.clients,
+            server.clock.now_ms(),
+            addr.to_string(),
+            laddr,
+            w.as_raw_fd(),
+            false,
+        );
+        h.info.lock().flags.insert(0, 'M');
+        server.clients.add(h.clone());
+        h
+    };
+    r.master_client_id.store(handle.id, Ordering::SeqCst);
+    let res = handshake_and_stream(server, gen, &mut w, &mut rd, &handle);
+    server.clients.remove(handle.id);
+    let _ = w.shutdown(std::net::Shutdown::Both);
+    res
+}
+
+fn handshake_and_stream(
+    server: &Arc<Server>,
+    gen: u64,
+    w: &mut TcpStream,
+    rd: &mut BufReader<TcpStream>,
+    handle: &Arc<crate::clients::ClientHandle>,
+) -> LinkResult {
+    let r = &server.repl;
+    send_cmd(w, &[b"PING"]).map_err(io_err("PING"))?;
+    let pong = read_line(rd)?;
+    if pong.starts_with('-')
+        && !pong.starts_with("-NOAUTH")
+        && !pong.starts_with("-NOPERM")
+        && !pong.starts_with("-ERR operation not permitted")
+    {
+        return Err(format!("Error reply to PING from master: '{pong}'"));
+    }
+    tracing::info!("Master replied to PING, replication can continue...");
+    let (user, pass, announce_ip, announce_port) = {
+        let c = server.config.read();
+        (
+            c.get("masteruser").to_string(),
+            c.get("masterauth").to_string(),
+            c.get("replica-announce-ip").to_string(),
+            c.get_u64("replica-announce-port"),
+        )
+    };
+    if !pass.is_empty() {
+        if user.is_empty() {
+            send_cmd(w, &[b"AUTH", pass.as_bytes()])
+        } else {
+            send_cmd(w, &[b"AUTH", user.as_bytes(), pass.as_bytes()])
+        }
+        .map_err(io_err("AUTH"))?;
+        let ok = read_line(rd)?;
+        if ok.starts_with('-') {
+            return Err(format!("Unable to AUTH to MASTER: {ok}"));
+        }
+    }
+    let port = if announce_port != 0 {
+        announce_port
+    } else {
+        server.bound_port.load(Ordering::Relaxed)
+    };
+    send_cmd(
+        w,
+        &[b"REPLCONF", b"listening-port", port.to_string().as_bytes()],
+    )
+    .map_err(io_err("REPLCONF"))?;
+    let reply = read_line(rd)?;
+    if reply.starts_with('-') {
+        tracing::info!(
+            "(Non critical) Master does not understand REPLCONF listening-port: {reply}"
+        );
+    }
+    if !announce_ip.is_empty() {
+        send_cmd(w, &[b"REPLCONF", b"ip-address", announce_ip.as_bytes()])
+            .map_err(io_err("REPLCONF"))?;
+        let reply = read_line(rd)?;
+        if reply.starts_with('-') {
+            tracing::info!(
+                "(Non critical) Master does not understand REPLCONF ip-address: {reply}"
+            );
+        }
+    }
+    send_cmd(w, &[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"]).map_err(io_err("REPLCONF"))?;
+    let reply = read_line(rd)?;
+    if reply.starts_with('-') {
+        tracing::info!("(Non critical) Master does not understand REPLCONF capa: {reply}");
+    }
+    // PSYNC with what this server has, if anything.
+    let (replid, offset) = {
+        let ids = r.ids.lock();
+        (ids.replid.clone(), r.processed.load(Ordering::SeqCst))
+    };
+    let have_history = r.backlog.active() || offset > 0;
+    if have_history {
+        tracing::info!(
+            "Trying a partial resynchronization (request {replid}:{}).",
+            offset + 1
+        );
+        send_cmd(
+            w,
+            &[
+                b"PSYNC",
+                replid.as_bytes(),
+                (offset + 1).to_string().as_bytes(),
+            ],
+        )
+    } else {
+        tracing::info!("Partial resynchronization not possible (no cached master)");
+        send_cmd(w, &[b"PSYNC", b"?", b"-1"])
+    }
+    .map_err(io_err("PSYNC"))?;
+    let reply = read_line(rd)?;
+    let mut db = 0usize;
+    if let Some(rest) = reply.strip_prefix("+FULLRESYNC") {
+        let mut it = rest.split_whitespace();
+        let id = it.next().unwrap_or_default().to_string();
+        let off: u64 = it
+            .next()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| format!("bad FULLRESYNC reply: {reply}"))?;
+        tracing::info!("Full resync from master: {id}:{off}");
+        full_sync(server, rd, id, off)?;
+    } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
+        let new_id = rest.trim();
+        if !new_id.is_empty() && new_id != replid {
+            // The master changed id (a promoted replica): our history
+            // continues under the new one.
+            let mut ids = r.ids.lock();
+            ids.replid2 = std::mem::replace(&mut ids.replid, new_id.to_string());
+            ids.second_offset = offset as i64 + 1;
+            drop(ids);
+            disconnect_replicas(server);
+        }
+        tracing::info!("Successful partial resynchronization with master.");
+        if !r.backlog.active() {
+            let size = server.config.read().get_u64("repl-backlog-size") as usize;
+            r.backlog.create(offset, size);
+        }
+        db = usize::MAX;
+    } else if reply.starts_with("-NOMASTERLINK") || reply.starts_with("-LOADING") {
+        return Err(format!(
+            "Master is currently unable to PSYNC but should be in the future: {reply}"
+        ));
+    } else {
+        return Err(format!("Unexpected reply to PSYNC from master: {reply}"));
+    }
+    r.link_state.store(link::CONNECTED, Ordering::SeqCst);
+    r.link_last_io_ms
+        .store(crate::util::now_ms(), Ordering::Relaxed);
+    tracing::info!("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization or Finished with success.");
+    apply_stream(server, gen, w, rd, handle, db)
+}
+
+/// Receives and loads the RDB of a full resynchronisation at `offset` of
+/// the master's history `replid`.
+fn full_sync(
+    server: &Arc<Server>,
+    rd: &mut BufReader<TcpStream>,
+    replid: String,
+    offset: u64,
+) -> LinkResult {
+    let r = &server.repl;
+    r.link_state.store(link::TRANSFER, Ordering::SeqCst);
+    let header = read_line(rd)?;
+    let Some(spec) = header.strip_prefix('$') else {
+        return Err(format!("Bad protocol from MASTER, the first byte is not '$' (we received '{header}'), are you sure the host and port are right?"));
+    };
+    let eof_mark = spec.strip_prefix("EOF:").map(|m| m.as_bytes().to_vec());
+    let len: i64 = if eof_mark.is_some() {
+        -1
+    } else {
+        spec.parse()
+            .map_err(|_| format!("bad bulk length '{spec}'"))?
+    };
+    r.transfer_size.store(len, Ordering::Relaxed);
+    r.transfer_read.store(0, Ordering::Relaxed);
+    tracing::info!(
+        "MASTER <-> REPLICA sync: receiving {}",
+        if len < 0 {
+            "streamed RDB from master with EOF to disk".to_string()
+        } else {
+            format!("{len} bytes from master to disk")
+        }
+    );
+    // Our own replicas cannot follow a new history.
+    disconnect_replicas(server);
+    tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
+    crate::persist::rdb::empty_all(&**server);
+    tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+    let opts = crate::persist::rdb::LoadOpts {
+        keep_expired: true,
+        ..Default::default()
+    };
+    let counted = Counted {
+        inner: rd,
+        n: 0,
+        server,
+    };
+    let loaded = if len >= 0 {
+        let mut t = counted.take(len as u64);
+        let st = crate::persist::rdb::load(&**server, &mut t, opts).map_err(|e| e.to_string())?;
+        // Bytes after the RDB's checksum inside the bulk (none expected).
+        std::io::copy(&mut t, &mut std::io::sink()).map_err(io_err("reading RDB"))?;
+        st
+    } else {
+        let mut c = counted;
+        let st = crate::persist::rdb::load(&**server, &mut c, opts).map_err(|e| e.to_string())?;
+        let mark = eof_mark.unwrap_or_default();
+        let mut got = vec![0u8; mark.len()];
+        c.read_exact(&mut got).map_err(io_err("reading EOF mark"))?;
+        if got != mark {
+            return Err("RDB transfer ended without its EOF mark".into());
+        }
+        st
+    };
+    tracing::info!(
+        "Done loading RDB, keys loaded: {}, keys expired: {}.",
+        loaded.loaded,
+        loaded.expired
+    );
+    {
+        let mut ids = r.ids.lock();
+        ids.replid = replid;
+        ids.replid2 = "0".repeat(40);
+        ids.second_offset = -1;
+    }
+    let size = server.config.read().get_u64("repl-backlog-size") as usize;
+    if r.backlog.active() {
+        r.backlog.reset_to(offset);
+    } else {
+        r.backlog.create(offset, size);
+        r.backlog.reset_to(offset);
+    }
+    r.processed.store(offset, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Counts the RDB bytes received (INFO master_sync_read_bytes).
+struct Counted<'a> {
+    inner: &'a mut BufReader<TcpStream>,
+    n: u64,
+    server: &'a Server,
+}
+
+impl Read for Counted<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.n += n as u64;
+        self.server
+            .repl
+            .transfer_read
+            .store(self.n, Ordering::Relaxed);
+        self.server
+            .repl
+            .link_last_io_ms
+            .store(crate::util::now_ms(), Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Applies the master's stream until the link fails or is replaced.
+/// `db`: the database the stream has selected (usize::MAX: unknown
+/// after a partial resynchronisation; the master client keeps 0 until
+/// the stream selects).
+fn apply_stream(
+    server: &Arc<Server>,
+    gen: u64,
+    w: &mut TcpStream,
+    rd: &mut BufReader<TcpStream>,
+    handle: &Arc<crate::clients::ClientHandle>,
+    db: usize,
+) -> LinkResult {
+    let r = &server.repl;
+    let timeout_ms = server.config.read().get_u64("repl-timeout").max(1) * 1000;
+    rd.get_ref()
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .map_err(io_err("socket"))?;
+    let mut client = Client::new(handle.clone());
+    client.authenticated = true;
+    client.deny_blocking = true;
+    client.is_master = true;
+    if db != usize::MAX {
+        client.db = db;
+    }
+    let mut out = Out::new();
+    let stats = server.stats.local(crate::cmd::table().all.len());
+    let mut parser = RequestParser::default();
+    let mut buf: Vec<u8> = Vec::with_capacity(256 * 1024);
+    let mut last_ack = Instant::now() - Duration::from_secs(2);
+    loop {
+        if !current(server, gen) || handle.killed.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        if last_ack.elapsed() >= Duration::from_secs(1) {
+            send_ack(w, r.processed.load(Ordering::SeqCst)).map_err(io_err("ACK"))?;
+            last_ack = Instant::now();
+        }
+        let avail = match rd.fill_buf() {
+            Ok([]) => return Err("connection closed by master".into()),
+            Ok(b) => b.len(),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                let last = r.link_last_io_ms.load(Ordering::Relaxed);
+                if crate::util::now_ms().saturating_sub(last) > timeout_ms {
+                    return Err("MASTER timeout: no data nor PING received...".into());
+                }
+                continue;
+            }
+            Err(e) => return Err(format!("reading from master: {e}")),
+        };
+        buf.extend_from_slice(&rd.buffer()[..avail]);
+        rd.consume(avail);
+        r.link_last_io_ms
+            .store(crate::util::now_ms(), Ordering::Relaxed);
+        let mut consumed = 0;
+        client.clock_us = server.clock.now_us();
+        loop {
+            let n = match parser.parse(&buf[consumed..]) {
+                Ok(Parsed::Request(n)) => n,
+                Ok(Parsed::Incomplete) => break,
+                Err(e) => return Err(format!("protocol error from master: {}", e.message())),
+            };
+            let bytes_at = consumed;
+            consumed += n;
+            let args = parser.args(&buf[bytes_at..]);
+            if args.is_empty() {
+                r.processed.fetch_add(n as u64, Ordering::SeqCst);
+                r.backlog.feed(&buf[bytes_at..consumed]);
+                continue;
+            }
+            let name = args.get(0);
+            if name.eq_ignore_ascii_case(b"replconf")
+                && args.len() >= 2
+                && args.get(1).eq_ignore_ascii_case(b"getack")
+            {
+                // The offset before this request (Redis updates the
+                // master client's offset after the command).
+                send_ack(w, r.processed.load(Ordering::SeqCst)).map_err(io_err("ACK"))?;
+                last_ack = Instant::now();
+            } else if !name.eq_ignore_ascii_case(b"ping") {
+                crate::cmd::execute(server, &mut client, &mut out, &args, &stats);
+                out.buf.clear();
+            }
+            parser.release_big();
+            r.processed.fetch_add(n as u64, Ordering::SeqCst);
+            // Sub-replicas get the master's bytes as they are.
+            r.backlog.feed(&buf[bytes_at..consumed]);
+        }
+        buf.drain(..consumed);
+    }
+}
+
+fn send_ack(w: &mut TcpStream, offset: u64) -> std::io::Result<()> {
+    send_cmd(w, &[b"REPLCONF", b"ACK", offset.to_string().as_bytes()])
+}
