@@ -1,0 +1,605 @@
+//! Replication end to end, with real processes on loopback ports, each in
+//! its own directory and stopped by its PID: ferrokv → ferrokv,
+//! ferrokv → redis-server 7.0 and redis-server 7.0 → ferrokv under a
+//! write load of every data type (TTLs, expiries, blocking pops,
+//! transactions), the datasets compared key by key once the offsets
+//! match; partial resynchronisation after a killed link, promotion with
+//! PSYNC2, a chain of three, the replica output-buffer limit, kill -9 of a
+//! replica, READONLY / NOREPLICAS / WAIT / ROLE / INFO.
+
+mod common;
+
+use common::{free_port, which, Rng};
+use redis::{Commands, Connection};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ferrokv-server");
+
+/// One server process: its binary, directory, port and arguments, so it
+/// can be killed and started again in place.
+struct Node {
+    bin: String,
+    child: Option<Child>,
+    port: u16,
+    dir: tempfile::TempDir,
+    args: Vec<String>,
+}
+
+impl Node {
+    fn ferrokv(extra: &[&str]) -> Node {
+        Node::start(BIN.to_string(), extra)
+    }
+
+    /// redis-server 7.0, or None (skip) when not installed and
+    /// FERROKV_REQUIRE_REDIS is unset.
+    fn redis(extra: &[&str]) -> Option<Node> {
+        match which("redis-server") {
+            Some(b) => {
+                let mut a = vec!["--save", "", "--appendonly", "no", "--daemonize", "no"];
+                a.extend_from_slice(extra);
+                Some(Node::start(b, &a))
+            }
+            None => {
+                assert!(
+                    std::env::var_os("FERROKV_REQUIRE_REDIS").is_none(),
+                    "redis-server not installed but FERROKV_REQUIRE_REDIS is set"
+                );
+                eprintln!("redis-server not installed: interop test skipped");
+                None
+            }
+        }
+    }
+
+    fn start(bin: String, extra: &[&str]) -> Node {
+        let mut n = Node {
+            bin,
+            child: None,
+            port: free_port(),
+            dir: tempfile::tempdir().expect("tempdir"),
+            args: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        n.run();
+        n
+    }
+
+    fn run(&mut self) {
+        let child = Command::new(&self.bin)
+            .arg("--port")
+            .arg(self.port.to_string())
+            .arg("--dir")
+            .arg(self.dir.path())
+            .args(&self.args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(c) = redis::Client::open(self.url()) {
+                if let Ok(mut c) = c.get_connection() {
+                    if redis::cmd("PING").query::<String>(&mut c).is_ok() {
+                        return;
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("{} did not start", self.bin);
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    fn conn(&self) -> Connection {
+        redis::Client::open(self.url())
+            .expect("url")
+            .get_connection()
+            .expect("connect")
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.as_ref().map(|c| c.id() as i32).unwrap_or(0)
+    }
+
+    fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.pid(), sig);
+        }
+    }
+
+    fn replicaof(&self, master: &Node) {
+        let _: String = redis::cmd("REPLICAOF")
+            .arg("127.0.0.1")
+            .arg(master.port)
+            .query(&mut self.conn())
+            .expect("REPLICAOF");
+    }
+
+    fn info(&self, field: &str) -> String {
+        let s: String = redis::cmd("INFO").query(&mut self.conn()).expect("INFO");
+        s.lines()
+            .find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
+            .unwrap_or_default()
+    }
+
+    fn info_u64(&self, field: &str) -> u64 {
+        self.info(field).trim().parse().unwrap_or(0)
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+fn dir_of(n: &Node) -> &Path {
+    n.dir.path()
+}
+
+/// Waits until `cond` holds (up to `secs`).
+fn wait_for(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < deadline {
+        if cond() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn link_up(replica: &Node) -> bool {
+    replica.info("master_link_status") == "up"
+}
+
+/// Every key of every database as (type, value, has a TTL), read with
+/// ordinary commands (the helper the tests compare datasets with).
+fn dataset(n: &Node) -> BTreeMap<(i64, Vec<u8>), (String, String, bool)> {
+    let mut c = n.conn();
+    let mut out = BTreeMap::new();
+    for db in 0..16i64 {
+        let _: () = redis::cmd("SELECT").arg(db).query(&mut c).unwrap();
+        let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
+        for k in keys {
+            let t: String = redis::cmd("TYPE").arg(&k).query(&mut c).unwrap();
+            let v = match t.as_str() {
+                "string" => {
+                    let v: Option<Vec<u8>> = c.get(&k).unwrap();
+                    format!("{v:?}")
+                }
+                "list" => {
+                    let v: Vec<Vec<u8>> = c.lrange(&k, 0, -1).unwrap();
+                    format!("{v:?}")
+                }
+                "hash" => {
+                    let v: BTreeMap<Vec<u8>, Vec<u8>> = c.hgetall(&k).unwrap();
+                    format!("{v:?}")
+                }
+                "set" => {
+                    let mut v: Vec<Vec<u8>> = c.smembers(&k).unwrap();
+                    v.sort();
+                    format!("{v:?}")
+                }
+                "zset" => {
+                    let v: Vec<(Vec<u8>, String)> = c.zrange_withscores(&k, 0, -1).unwrap();
+                    format!("{v:?}")
+                }
+                "none" => continue,
+                other => other.to_string(),
+            };
+            let pttl: i64 = c.pttl(&k).unwrap();
+            if pttl == -2 {
+                continue;
+            }
+            out.insert((db, k), (t, v, pttl >= 0));
+        }
+    }
+    out
+}
+
+/// Waits until the replica has applied everything the master produced,
+/// then compares the datasets.
+fn assert_converged(master: &Node, replica: &Node) {
+    wait_for(30, "replica offset to reach the master's", || {
+        let m = master.info_u64("master_repl_offset");
+        link_up(replica) && m > 0 && replica.info_u64("slave_repl_offset") == m
+    });
+    let a = dataset(master);
+    let b = dataset(replica);
+    if a != b {
+        let only_a: Vec<_> = a
+            .iter()
+            .filter(|(k, v)| b.get(*k) != Some(v))
+            .take(5)
+            .collect();
+        let only_b: Vec<_> = b
+            .iter()
+            .filter(|(k, v)| a.get(*k) != Some(v))
+            .take(5)
+            .collect();
+        panic!(
+            "datasets differ ({} vs {} keys): master has {only_a:?}, replica has {only_b:?}",
+            a.len(),
+            b.len()
+        );
+    }
+    assert!(!a.is_empty());
+}
+
+/// Writes `n` commands of every type to `node` (seeded): strings with
+/// TTLs (some expiring during the run), lists, hashes, sets, sorted sets,
+/// MULTI/EXEC blocks, blocking pops served by pushes, several databases.
+fn load(node: &Node, seed: u64, n: usize) {
+    let mut c = node.conn();
+    let mut rng = Rng(seed | 1);
+    // A client blocked in BLPOP, served by a later push.
+    let port = node.port;
+    let popper = std::thread::spawn(move || {
+        let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let _: Option<(String, String)> =
+            redis::cmd("BLPOP").arg("bq").arg(5).query(&mut c).unwrap();
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    for i in 0..n {
+        let k = format!("k{}", rng.below(200));
+        let v = format!("v{}", rng.next() % 1000);
+        let db = rng.below(3) as i64;
+        let _: () = redis::cmd("SELECT").arg(db).query(&mut c).unwrap();
+        let r: redis::RedisResult<redis::Value> = match rng.below(14) {
+            0 => redis::cmd("SET").arg(&k).arg(&v).query(&mut c),
+            1 => redis::cmd("SET")
+                .arg(&k)
+                .arg(&v)
+                .arg("EX")
+                .arg(100)
+                .query(&mut c),
+            2 => redis::cmd("SET")
+                .arg(&k)
+                .arg(&v)
+                .arg("PX")
+                .arg(30)
+                .query(&mut c),
+            3 => redis::cmd("INCRBYFLOAT")
+                .arg(format!("f{}", rng.below(5)))
+                .arg("1.5")
+                .query(&mut c),
+            4 => redis::cmd("RPUSH")
+                .arg(format!("l{}", rng.below(10)))
+                .arg(&v)
+                .arg(&k)
+                .query(&mut c),
+            5 => redis::cmd("LPOP")
+                .arg(format!("l{}", rng.below(10)))
+                .query(&mut c),
+            6 => redis::cmd("HSET")
+                .arg(format!("h{}", rng.below(10)))
+                .arg(&k)
+                .arg(&v)
+                .query(&mut c),
+            7 => redis::cmd("SADD")
+                .arg(format!("s{}", rng.below(10)))
+                .arg(&v)
+                .query(&mut c),
+            8 => redis::cmd("SPOP")
+                .arg(format!("s{}", rng.below(10)))
+                .query(&mut c),
+            9 => redis::cmd("ZADD")
+                .arg(format!("z{}", rng.below(10)))
+                .arg(rng.below(100))
+                .arg(&v)
+                .query(&mut c),
+            10 => redis::cmd("DEL").arg(&k).query(&mut c),
+            11 => redis::cmd("EXPIRE")
+                .arg(format!("h{}", rng.below(10)))
+                .arg(1000)
+                .query(&mut c),
+            12 => redis::pipe()
+                .atomic()
+                .cmd("INCR")
+                .arg(format!("ctr{}", rng.below(3)))
+                .cmd("LPUSH")
+                .arg("txl")
+                .arg(&v)
+                .query(&mut c),
+            _ => redis::cmd("GETEX").arg(&k).arg("PX").arg(50).query(&mut c),
+        };
+        // WRONGTYPE and the like are part of the load.
+        let _ = r;
+        if i == n / 2 {
+            let _: () = redis::cmd("SELECT").arg(0).query(&mut c).unwrap();
+            let _: i64 = c.rpush("bq", "served").unwrap();
+        }
+    }
+    let _ = popper.join();
+    // Let the short TTLs pass: their keys are deleted on the master (DEL
+    // propagated) and must be gone on the replica too.
+    std::thread::sleep(Duration::from_millis(120));
+    for db in 0..3 {
+        let _: () = redis::cmd("SELECT").arg(db).query(&mut c).unwrap();
+        let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
+        for k in keys {
+            let _: i64 = c.exists(&k).unwrap();
+        }
+    }
+}
+
+#[test]
+fn ferrokv_master_ferrokv_replica_converge_under_load() {
+    let m = Node::ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    load(&m, 1, 300);
+    let r = Node::ferrokv(&[]);
+    r.replicaof(&m);
+    wait_for(20, "link up", || link_up(&r));
+    load(&m, 2, 1500);
+    assert_converged(&m, &r);
+    // ROLE and INFO read as Redis's.
+    let role: (String, String, u16, String, i64) = redis::cmd("ROLE").query(&mut r.conn()).unwrap();
+    assert_eq!(
+        (role.0.as_str(), role.2, role.3.as_str()),
+        ("slave", m.port, "connected")
+    );
+    assert_eq!(m.info("connected_slaves"), "1");
+    assert!(
+        m.info("slave0").contains("state=online"),
+        "{}",
+        m.info("slave0")
+    );
+    assert_eq!(m.info_u64("sync_full"), 1);
+    // Writes to a read-only replica are refused with Redis's error.
+    let e = r.conn().set::<_, _, ()>("x", "1").unwrap_err();
+    assert_eq!(e.code(), Some("READONLY"));
+    // WAIT counts the replicas that acknowledged.
+    let n: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(5000)
+        .query(&mut m.conn())
+        .unwrap();
+    assert_eq!(n, 1);
+    let n: i64 = redis::cmd("WAIT")
+        .arg(2)
+        .arg(300)
+        .query(&mut m.conn())
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
+#[test]
+fn disk_backed_transfer_and_sync_command() {
+    // repl-diskless-sync no: the RDB goes through a file ($<len>).
+    let m = Node::ferrokv(&["--repl-diskless-sync", "no"]);
+    load(&m, 3, 300);
+    let r = Node::ferrokv(&[]);
+    r.replicaof(&m);
+    assert_converged(&m, &r);
+    assert!(std::fs::read_dir(dir_of(&m)).unwrap().all(|e| !e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .starts_with("temp-repl")));
+}
+
+#[test]
+fn partial_resync_after_the_link_is_killed() {
+    let m = Node::ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    let r = Node::ferrokv(&[]);
+    r.replicaof(&m);
+    load(&m, 4, 300);
+    assert_converged(&m, &r);
+    let _: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("master")
+        .query(&mut r.conn())
+        .unwrap();
+    load(&m, 5, 300);
+    assert_converged(&m, &r);
+    assert_eq!(m.info_u64("sync_full"), 1);
+    assert!(m.info_u64("sync_partial_ok") >= 1);
+    // The replica side lists its master client.
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .arg("TYPE")
+        .arg("master")
+        .query(&mut r.conn())
+        .unwrap();
+    assert!(list.contains("flags=M"), "{list}");
+}
+
+#[test]
+fn promotion_keeps_the_other_replicas_with_psync2_and_chains_work() {
+    let a = Node::ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    let b = Node::ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    let c = Node::ferrokv(&[]);
+    b.replicaof(&a);
+    c.replicaof(&a);
+    load(&a, 6, 400);
+    assert_converged(&a, &b);
+    assert_converged(&a, &c);
+    // B becomes the master; C follows it and continues partially.
+    let _: String = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(&mut b.conn())
+        .unwrap();
+    assert_eq!(b.info("role"), "master");
+    assert_ne!(b.info("master_replid2"), "0".repeat(40));
+    c.replicaof(&b);
+    load(&b, 7, 300);
+    assert_converged(&b, &c);
+    assert_eq!(b.info_u64("sync_full"), 0, "C had to resync fully");
+    assert!(b.info_u64("sync_partial_ok") >= 1);
+    // A chain of three: A follows C (which follows B): B -> C -> A.
+    a.replicaof(&c);
+    load(&b, 8, 300);
+    assert_converged(&b, &c);
+    wait_for(30, "end of chain caught up", || {
+        link_up(&a) && a.info_u64("slave_repl_offset") == b.info_u64("master_repl_offset")
+    });
+    assert_eq!(dataset(&a), dataset(&b));
+}
+
+#[test]
+fn replica_over_its_output_buffer_limit_is_dropped_and_resyncs() {
+    let m = Node::ferrokv(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--client-output-buffer-limit",
+        "replica 256kb 0 0",
+        "--repl-backlog-size",
+        "16kb",
+    ]);
+    let r = Node::ferrokv(&[]);
+    r.replicaof(&m);
+    load(&m, 9, 100);
+    assert_converged(&m, &r);
+    r.signal(libc::SIGSTOP);
+    let mut c = m.conn();
+    let big = "x".repeat(10_000);
+    // More than the socket buffers hold, so the backlog keeps the rest.
+    for i in 0..2000 {
+        let _: () = c.set(format!("big{}", i % 300), &big).unwrap();
+    }
+    wait_for(20, "master dropping the stalled replica", || {
+        m.info("connected_slaves") == "0"
+    });
+    r.signal(libc::SIGCONT);
+    assert_converged(&m, &r);
+    assert!(
+        m.info_u64("sync_full") >= 2,
+        "the dropped replica resynchronised"
+    );
+}
+
+#[test]
+fn replica_killed_under_load_restarts_and_converges() {
+    let m = Node::ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    let mut r = Node::ferrokv(&[]);
+    r.replicaof(&m);
+    load(&m, 10, 200);
+    assert_converged(&m, &r);
+    let port = m.port;
+    let writer = std::thread::spawn(move || {
+        let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        for i in 0..3000 {
+            let _: () = c.set(format!("w{i}"), i).unwrap();
+        }
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    r.kill9();
+    // Restarted with the directive form: replicaof <host> <port>.
+    r.args = vec!["--replicaof".into(), format!("127.0.0.1 {}", m.port)];
+    r.run();
+    writer.join().unwrap();
+    assert_converged(&m, &r);
+}
+
+#[test]
+fn min_replicas_to_write_refuses_writes_without_good_replicas() {
+    let m = Node::ferrokv(&[
+        "--min-replicas-to-write",
+        "1",
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
+    let e = m.conn().set::<_, _, ()>("k", "v").unwrap_err();
+    assert_eq!(e.code(), Some("NOREPLICAS"));
+    let r = Node::ferrokv(&[]);
+    r.replicaof(&m);
+    wait_for(20, "a good replica", || {
+        m.conn().set::<_, _, ()>("k", "v").is_ok()
+    });
+    assert_converged(&m, &r);
+}
+
+#[test]
+fn redis_server_replica_of_ferrokv_master() {
+    let m = Node::ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    load(&m, 11, 300);
+    let Some(r) = Node::redis(&[]) else { return };
+    r.replicaof(&m);
+    load(&m, 12, 1000);
+    assert_converged(&m, &r);
+    // Partial resynchronisation after the link is killed on the replica.
+    let _: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("master")
+        .query(&mut r.conn())
+        .unwrap();
+    load(&m, 13, 300);
+    assert_converged(&m, &r);
+    assert!(m.info_u64("sync_partial_ok") >= 1);
+    assert_eq!(m.info_u64("sync_full"), 1);
+    // Disk-backed transfer to a stock replica.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("repl-diskless-sync")
+        .arg("no")
+        .query(&mut m.conn())
+        .unwrap();
+    let Some(r2) = Node::redis(&[]) else { return };
+    r2.replicaof(&m);
+    assert_converged(&m, &r2);
+}
+
+#[test]
+fn ferrokv_replica_of_redis_server_master() {
+    let Some(m) = Node::redis(&["--repl-diskless-sync-delay", "0"]) else {
+        return;
+    };
+    load(&m, 14, 300);
+    let r = Node::ferrokv(&[]);
+    r.replicaof(&m);
+    load(&m, 15, 1000);
+    assert_converged(&m, &r);
+    let _: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("master")
+        .query(&mut r.conn())
+        .unwrap();
+    load(&m, 16, 300);
+    assert_converged(&m, &r);
+    assert!(
+        m.info_u64("sync_partial_ok") >= 1,
+        "ferrokv continued partially"
+    );
+    assert_eq!(m.info_u64("sync_full"), 1);
+    // A disk-backed ($<len>) transfer from redis-server.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("repl-diskless-sync")
+        .arg("no")
+        .query(&mut m.conn())
+        .unwrap();
+    let r2 = Node::ferrokv(&[]);
+    r2.replicaof(&m);
+    assert_converged(&m, &r2);
+    // redis-server's WAIT counts the ferrokv replica's acknowledgements.
+    let n: i64 = redis::cmd("WAIT")
+        .arg(2)
+        .arg(5000)
+        .query(&mut m.conn())
+        .unwrap();
+    assert_eq!(n, 2);
+}
