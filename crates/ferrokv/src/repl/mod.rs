@@ -60,8 +60,10 @@ pub struct Backlog {
     /// This server is a replica: units of its own propagation are not
     /// appended (the master's stream is, verbatim).
     replica_mode: AtomicBool,
-    /// Woken after each append (feeders of replicas wait on it).
-    pub appended: tokio::sync::Notify,
+    /// Woken after an append while a feeder waits (see [`Backlog::wait`]).
+    appended: tokio::sync::Notify,
+    /// Feeders about to wait on `appended`.
+    waiting: std::sync::atomic::AtomicUsize,
     /// Offset of the last byte (mirrors `Inner::end`, readable without the
     /// lock).
     end: AtomicU64,
@@ -117,6 +119,29 @@ impl Backlog {
         g.buf = VecDeque::new();
         g.db = -1;
         self.active.store(false, Ordering::Release);
+    }
+
+    /// A future that completes after the next append; the caller
+    /// registers with [`Backlog::waiting`] first, then reads, then awaits
+    /// (an append between the read and the await is not missed).
+    pub fn notified(&self) -> tokio::sync::futures::Notified<'_> {
+        self.appended.notified()
+    }
+
+    /// Marks a feeder as waiting (true) or not: appends wake waiters only
+    /// while one is marked, so a busy stream costs no wake-up per unit.
+    pub fn waiting(&self, on: bool) {
+        if on {
+            self.waiting.fetch_add(1, Ordering::SeqCst);
+        } else {
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    fn wake(&self) {
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            self.appended.notify_waiters();
+        }
     }
 
     /// Changes `repl-backlog-size`.
@@ -179,7 +204,7 @@ impl Backlog {
         self.end.store(g.end, Ordering::Release);
         Self::trim(&mut g);
         drop(g);
-        self.appended.notify_waiters();
+        self.wake();
     }
 
     /// The database the stream last selected, or -1 (a replica proxying
@@ -285,7 +310,7 @@ impl crate::propagate::Sink for Backlog {
         self.end.store(g.end, Ordering::Release);
         Self::trim(&mut g);
         drop(g);
-        self.appended.notify_waiters();
+        self.wake();
         0
     }
 }

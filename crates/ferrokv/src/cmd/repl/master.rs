@@ -505,13 +505,15 @@ async fn stream<R, W>(
         return;
     }
     loop {
-        let notified = backlog.appended.notified();
+        backlog.waiting(true);
+        let notified = backlog.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
         buf.clear();
         match backlog.read(reader, &mut buf, 1 << 20) {
             Ok(p) => {
                 if !buf.is_empty() {
+                    backlog.waiting(false);
                     if !send_checked(server, client, wr, &buf, pos, soft_since).await {
                         return;
                     }
@@ -522,31 +524,49 @@ async fn stream<R, W>(
                     continue;
                 }
             }
-            Err(_) => return,
+            Err(_) => {
+                backlog.waiting(false);
+                return;
+            }
         }
         if over_limit(server, client, pos, soft_since) {
+            backlog.waiting(false);
             return;
         }
         let timeout_ms = server.config.read().get_u64("repl-timeout") * 1000;
-        tokio::select! {
-            () = &mut notified => {}
+        let woken = tokio::select! {
+            () = &mut notified => true,
             res = rd.read_buf(rbuf) => {
                 match res {
-                    Ok(0) | Err(_) => return,
+                    Ok(0) | Err(_) => {
+                        backlog.waiting(false);
+                        return;
+                    }
                     Ok(_) => {
                         if !read_acks(server, info, &mut parser, rbuf) {
+                            backlog.waiting(false);
                             return;
                         }
                     }
                 }
+                false
             }
             () = tokio::time::sleep(Duration::from_secs(1)) => {
                 let now = crate::util::now_ms();
                 if now.saturating_sub(info.ack_ms.load(Ordering::Relaxed)) > timeout_ms {
                     tracing::warn!("Disconnecting timedout replica (streaming sync): {}", client.handle.addr);
+                    backlog.waiting(false);
                     return;
                 }
+                false
             }
+        };
+        backlog.waiting(false);
+        if woken {
+            // The other connections of this thread run their batches
+            // first: one write then carries all their units (Redis writes
+            // to replicas once per event-loop iteration).
+            tokio::task::yield_now().await;
         }
     }
 }

@@ -521,7 +521,35 @@ fn apply_stream(
             .store(crate::util::now_ms(), Ordering::Relaxed);
         let mut consumed = 0;
         client.clock_us = server.clock.now_us();
+        // Keys of the requests ahead are prefetched, as a connection does
+        // for a pipelined batch (net/resp.rs).
+        let mut ahead = 0usize;
+        let mut hashes = [0u64; PREFETCH_AHEAD];
+        let (mut front, mut queued) = (0usize, 0usize);
         loop {
+            if queued > 0 {
+                front = (front + 1) % PREFETCH_AHEAD;
+                queued -= 1;
+            }
+            let db = server
+                .keyspace
+                .db(client.db.min(server.keyspace.db_count() - 1));
+            while queued < PREFETCH_AHEAD {
+                let at = ahead.max(consumed);
+                match crate::resp::parse::peek_key(&buf[at..]) {
+                    Some((ks, ke, len)) => {
+                        hashes[(front + queued) % PREFETCH_AHEAD] =
+                            db.prefetch(&buf[at + ks..at + ke]);
+                        ahead = at + len;
+                        queued += 1;
+                    }
+                    None => break,
+                }
+            }
+            // Halfway: the bucket has arrived, fetch its entry.
+            if queued >= PREFETCH_AHEAD / 2 {
+                db.prefetch_entry(hashes[(front + PREFETCH_AHEAD / 2 - 1) % PREFETCH_AHEAD]);
+            }
             let n = match parser.parse(&buf[consumed..]) {
                 Ok(Parsed::Request(n)) => n,
                 Ok(Parsed::Incomplete) => break,
@@ -532,7 +560,6 @@ fn apply_stream(
             let args = parser.args(&buf[bytes_at..]);
             if args.is_empty() {
                 r.processed.fetch_add(n as u64, Ordering::SeqCst);
-                r.backlog.feed(&buf[bytes_at..consumed]);
                 continue;
             }
             let name = args.get(0);
@@ -550,12 +577,15 @@ fn apply_stream(
             }
             parser.release_big();
             r.processed.fetch_add(n as u64, Ordering::SeqCst);
-            // Sub-replicas get the master's bytes as they are.
-            r.backlog.feed(&buf[bytes_at..consumed]);
         }
+        // Sub-replicas get the master's bytes as they are, once per read.
+        r.backlog.feed(&buf[..consumed]);
         buf.drain(..consumed);
     }
 }
+
+/// Requests whose keys are prefetched ahead of the one applied.
+const PREFETCH_AHEAD: usize = 8;
 
 fn send_ack(w: &mut TcpStream, offset: u64) -> std::io::Result<()> {
     send_cmd(w, &[b"REPLCONF", b"ACK", offset.to_string().as_bytes()])

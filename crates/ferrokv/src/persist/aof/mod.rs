@@ -162,6 +162,11 @@ impl Default for Aof {
 /// its buffer (written before the replies of its batch leave).
 impl crate::propagate::Sink for Aof {
     fn append_unit(&self, recs: crate::propagate::Records<'_>) -> u64 {
+        // The stream also runs for the replication backlog: with the AOF
+        // off its units are not kept here.
+        if self.state.load(Ordering::Acquire) == STATE_OFF {
+            return 0;
+        }
         self.append_units(recs)
     }
 }
