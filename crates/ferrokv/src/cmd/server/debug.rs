@@ -37,8 +37,16 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             ctx,
             "DEBUG",
             &[
+                "CHANGE-REPL-ID",
+                "    Change the replication IDs of the instance.",
+                "    Dangerous: should be used only for testing the replication subsystem.",
                 "OBJECT <key>",
                 "    Show low level info about `key` and associated value.",
+                "POPULATE <count> [<prefix>] [<size>]",
+                "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+                "    it is used instead of the 'key' prefix. These are not propagated to",
+                "    replicas. Cluster slots are not respected so keys not belonging to the",
+                "    current node can be created in cluster mode.",
                 "RELOAD [option ...]",
                 "    Save the RDB on disk and reload it back to memory. Valid <option> values:",
                 "    * MERGE: conflicting keys will be loaded from RDB.",
@@ -60,6 +68,17 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 "    Stop the server for <seconds>. Decimals allowed.",
             ],
         );
+    } else if sub.eq_ignore_ascii_case(b"populate") && (3..=5).contains(&n) {
+        debug_populate(ctx, args);
+    } else if sub.eq_ignore_ascii_case(b"change-repl-id") && n == 2 {
+        // A new history: partial resynchronisations are refused after it.
+        let mut ids = ctx.server.repl.ids.lock();
+        ids.replid = crate::repl::random_id();
+        ids.replid2 = "0".repeat(40);
+        ids.second_offset = -1;
+        drop(ids);
+        tracing::info!("Changing replication IDs after receiving DEBUG change-repl-id");
+        ctx.out.ok();
     } else if sub.eq_ignore_ascii_case(b"object") && n == 3 {
         debug_object(ctx, args.get(2));
     } else if sub.eq_ignore_ascii_case(b"reload") {
@@ -84,6 +103,63 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             "'. Try DEBUG HELP.",
         );
     }
+}
+
+/// DEBUG POPULATE count [prefix] [size] (debug.c): string keys
+/// `<prefix>:<n>` for n in 0..count, valued `value:<n>` (with `size`:
+/// that many bytes, the text cut or padded with zero bytes); existing keys
+/// are left alone. Not propagated, as in Redis. Errors: a count or size
+/// that is not a positive integer ("value is out of range, must be
+/// positive").
+fn debug_populate(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let positive = |b: &[u8]| crate::util::parse_i64(b).filter(|v| *v >= 0);
+    let Some(count) = positive(args.get(2)) else {
+        return ctx.error("ERR value is out of range, must be positive");
+    };
+    let prefix = if args.len() >= 4 {
+        args.get(3)
+    } else {
+        b"key".as_slice()
+    };
+    let size = if args.len() == 5 {
+        match positive(args.get(4)) {
+            Some(v) => Some(v as usize),
+            None => return ctx.error("ERR value is out of range, must be positive"),
+        }
+    } else {
+        None
+    };
+    let now = ctx.now;
+    let db = ctx.server.keyspace.db(ctx.client.db);
+    let mut key = Vec::with_capacity(prefix.len() + 21);
+    let mut val = Vec::new();
+    let mut num = itoa::Buffer::new();
+    let mut dirty = 0u64;
+    for i in 0..count as u64 {
+        key.clear();
+        key.extend_from_slice(prefix);
+        key.push(b':');
+        key.extend_from_slice(num.format(i).as_bytes());
+        let h = crate::db::hash_key(&key);
+        let mut shard = db.lock(h);
+        if shard.contains(h, &key, now) {
+            continue;
+        }
+        val.clear();
+        val.extend_from_slice(b"value:");
+        val.extend_from_slice(num.format(i).as_bytes());
+        if let Some(n) = size {
+            val.resize(n, 0);
+        }
+        let entry = crate::db::Entry::new(
+            crate::db::Value::Str(crate::db::value::StrValue::from_bytes(&val)),
+            ctx.server.keyspace.lru.initial(now),
+        );
+        shard.insert(h, &key, entry);
+        dirty += 1;
+    }
+    ctx.dirty = Some(dirty);
+    ctx.out.ok();
 }
 
 /// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE] (debug.c): save, empty, load
