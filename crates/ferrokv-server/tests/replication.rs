@@ -603,3 +603,31 @@ fn ferrokv_replica_of_redis_server_master() {
         .unwrap();
     assert_eq!(n, 2);
 }
+
+#[test]
+fn restarts_with_the_rdb_continue_partially() {
+    let mut m = Node::ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    let mut r = Node::ferrokv(&[]);
+    r.replicaof(&m);
+    load(&m, 17, 300);
+    assert_converged(&m, &r);
+    // The master saves, dies (kill -9) and comes back with its RDB: the
+    // replica continues with PSYNC, not a full resynchronisation.
+    let _: () = redis::cmd("SAVE").query(&mut m.conn()).unwrap();
+    m.kill9();
+    m.run();
+    assert_converged(&m, &r);
+    assert_eq!(m.info_u64("sync_full"), 0);
+    assert_eq!(m.info_u64("sync_partial_ok"), 1);
+    load(&m, 18, 200);
+    assert_converged(&m, &r);
+    // The replica saves, dies and restarts with the replicaof directive:
+    // it continues partially too.
+    let _: () = redis::cmd("SAVE").query(&mut r.conn()).unwrap();
+    r.kill9();
+    r.args = vec!["--replicaof".into(), format!("127.0.0.1 {}", m.port)];
+    r.run();
+    assert_converged(&m, &r);
+    assert_eq!(m.info_u64("sync_full"), 0);
+    assert_eq!(m.info_u64("sync_partial_ok"), 2);
+}

@@ -339,6 +339,9 @@ impl crate::events::Deliver for Server {
 /// Serving blocked clients (db/blocking.rs) reaches the server through
 /// this interface.
 impl crate::persist::Host for Server {
+    fn repl(&self) -> &crate::repl::Repl {
+        &self.repl
+    }
     fn config(&self) -> &RwLock<Config> {
         &self.config
     }

@@ -32,6 +32,8 @@ pub trait Host: Send + Sync + 'static {
     fn clients(&self) -> &crate::clients::ClientRegistry;
     /// Handles of the I/O worker runtimes (the AOF rewrite's barrier).
     fn worker_handles(&self) -> Vec<tokio::runtime::Handle>;
+    /// Replication state (the RDB's repl-id / repl-offset fields).
+    fn repl(&self) -> &crate::repl::Repl;
 }
 
 /// A shared server is a host too (callers hold `Arc<Server>`).
@@ -68,5 +70,8 @@ impl<H: Host> Host for Arc<H> {
     }
     fn worker_handles(&self) -> Vec<tokio::runtime::Handle> {
         (**self).worker_handles()
+    }
+    fn repl(&self) -> &crate::repl::Repl {
+        (**self).repl()
     }
 }

@@ -186,6 +186,11 @@ impl Backlog {
         (g.end - g.buf.len() as u64 + 1, g.buf.len() as u64)
     }
 
+    /// The database the stream last selected (-1: none).
+    pub fn db(&self) -> i64 {
+        self.inner.lock().db
+    }
+
     /// Forces the next unit to start with SELECT (a full sync begins: the
     /// replica's database is unknown).
     pub fn forget_db(&self) {
@@ -430,6 +435,9 @@ pub struct Repl {
     pub read_only: AtomicBool,
     /// `replica-serve-stale-data`.
     pub serve_stale: AtomicBool,
+    /// The database the master's stream has selected (a replica's master
+    /// client's), kept across links for partial resynchronisations.
+    pub master_db: AtomicU64,
 }
 
 impl Default for Repl {
@@ -461,6 +469,7 @@ impl Default for Repl {
             min_max_lag: AtomicU64::new(10),
             read_only: AtomicBool::new(true),
             serve_stale: AtomicBool::new(true),
+            master_db: AtomicU64::new(0),
         }
     }
 }
@@ -494,6 +503,45 @@ impl Repl {
                     && now_ms.saturating_sub(r.ack_ms.load(Ordering::Relaxed)) <= max_lag_s * 1000
             })
             .count()
+    }
+
+    /// What an RDB saves of replication (Redis's rdbPopulateSaveInfo):
+    /// (stream database, replication id, offset) when there is a history
+    /// to continue (a master with a backlog, or a replica).
+    pub fn save_info(&self) -> Option<(i64, String, u64)> {
+        let replica = self.backlog.replica_mode();
+        if !replica && !self.backlog.active() {
+            return None;
+        }
+        let id = self.ids.lock().replid.clone();
+        if replica {
+            Some((
+                self.master_db.load(Ordering::Relaxed) as i64,
+                id,
+                self.processed.load(Ordering::Acquire),
+            ))
+        } else {
+            Some((self.backlog.db().max(0), id, self.backlog.end()))
+        }
+    }
+
+    /// Continues the history an RDB was saved with (at start-up): the id
+    /// and offset become this server's, also as `replid2` (Redis's
+    /// loadDataFromDisk), so replicas of the saved history, and this
+    /// server as a replica of its former master, resynchronise partially.
+    pub fn restore(&self, id: &str, offset: u64, db: i64, backlog_size: usize) {
+        {
+            let mut ids = self.ids.lock();
+            ids.replid = id.to_string();
+            ids.replid2 = id.to_string();
+            ids.second_offset = offset as i64 + 1;
+        }
+        self.backlog.create(offset, backlog_size);
+        self.backlog.reset_to(offset);
+        self.processed.store(offset, Ordering::SeqCst);
+        self.master_db.store(db.max(0) as u64, Ordering::Relaxed);
+        self.no_replicas_since_ms
+            .store(crate::util::now_ms(), Ordering::Relaxed);
     }
 
     /// A new replication id: the current one becomes `replid2`, valid up

@@ -311,7 +311,7 @@ fn handshake_and_stream(
     }
     .map_err(io_err("PSYNC"))?;
     let reply = read_line(rd)?;
-    let mut db = 0usize;
+    let db;
     if let Some(rest) = reply.strip_prefix("+FULLRESYNC") {
         let mut it = rest.split_whitespace();
         let id = it.next().unwrap_or_default().to_string();
@@ -321,6 +321,7 @@ fn handshake_and_stream(
             .ok_or_else(|| format!("bad FULLRESYNC reply: {reply}"))?;
         tracing::info!("Full resync from master: {id}:{off}");
         full_sync(server, rd, id, off)?;
+        db = 0;
     } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
         let new_id = rest.trim();
         if !new_id.is_empty() && new_id != replid {
@@ -333,11 +334,11 @@ fn handshake_and_stream(
             disconnect_replicas(server);
         }
         tracing::info!("Successful partial resynchronization with master.");
+        db = r.master_db.load(Ordering::Relaxed) as usize;
         if !r.backlog.active() {
             let size = server.config.read().get_u64("repl-backlog-size") as usize;
             r.backlog.create(offset, size);
         }
-        db = usize::MAX;
     } else if reply.starts_with("-NOMASTERLINK") || reply.starts_with("-LOADING") {
         return Err(format!(
             "Master is currently unable to PSYNC but should be in the future: {reply}"
@@ -433,6 +434,7 @@ fn full_sync(
         r.backlog.reset_to(offset);
     }
     r.processed.store(offset, Ordering::SeqCst);
+    r.master_db.store(0, Ordering::Relaxed);
     Ok(())
 }
 
@@ -580,6 +582,7 @@ fn apply_stream(
         }
         // Sub-replicas get the master's bytes as they are, once per read.
         r.backlog.feed(&buf[..consumed]);
+        r.master_db.store(client.db as u64, Ordering::Relaxed);
         buf.drain(..consumed);
     }
 }

@@ -373,6 +373,13 @@ pub fn write_snapshot_from<W: Write>(
         "used-mem",
         crate::memory::rss_bytes().to_string().as_bytes(),
     );
+    if let Some((db, id, offset)) = server.repl().save_info() {
+        // Redis's rdbSaveInfoAuxFields: a restarted server continues its
+        // replication history from here.
+        put_aux(&mut b, "repl-stream-db", db.to_string().as_bytes());
+        put_aux(&mut b, "repl-id", id.as_bytes());
+        put_aux(&mut b, "repl-offset", offset.to_string().as_bytes());
+    }
     put_aux(&mut b, "aof-base", if aof_base { b"1" } else { b"0" });
     out.put(&b)?;
     let ks = &server.keyspace();
@@ -442,6 +449,9 @@ pub struct LoadOpts {
 /// What a load did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LoadStats {
+    /// The replication id, offset and stream database the file was saved
+    /// with (aux fields repl-id, repl-offset, repl-stream-db), if any.
+    pub repl: Option<([u8; 40], u64, i64)>,
     /// Keys added.
     pub loaded: u64,
     /// Keys skipped because their TTL had passed.
@@ -566,6 +576,30 @@ pub fn load<R: Read>(server: &impl Host, r: R, opts: LoadOpts) -> Result<LoadSta
                 RDB_OPCODE_AUX => {
                     let k = rd.string()?;
                     let v = rd.string()?;
+                    let num = || {
+                        std::str::from_utf8(&v)
+                            .ok()
+                            .and_then(|s| s.parse::<i64>().ok())
+                    };
+                    match k.as_slice() {
+                        b"repl-id" if v.len() == 40 => {
+                            let mut id = [0u8; 40];
+                            id.copy_from_slice(&v);
+                            let r = st.repl.get_or_insert(([b'0'; 40], 0, -1));
+                            r.0 = id;
+                        }
+                        b"repl-offset" => {
+                            if let Some(n) = num().filter(|n| *n >= 0) {
+                                st.repl.get_or_insert(([b'0'; 40], 0, -1)).1 = n as u64;
+                            }
+                        }
+                        b"repl-stream-db" => {
+                            if let Some(n) = num() {
+                                st.repl.get_or_insert(([b'0'; 40], 0, -1)).2 = n;
+                            }
+                        }
+                        _ => {}
+                    }
                     tracing::debug!(
                         "RDB aux field {}: {}",
                         String::from_utf8_lossy(&k),
@@ -875,6 +909,17 @@ pub fn load_at_startup(server: &impl Host) -> Result<(), String> {
     match r {
         Ok(st) => {
             record_load(server, &st);
+            if let Some((id, offset, db)) = st.repl {
+                if id != [b'0'; 40] {
+                    let size = server.config().read().get_u64("repl-backlog-size") as usize;
+                    server
+                        .repl()
+                        .restore(&String::from_utf8_lossy(&id), offset, db, size);
+                    server
+                        .propagation()
+                        .set_user(crate::propagate::USER_REPL, true);
+                }
+            }
             tracing::info!(
                 "DB loaded from disk: {:.3} seconds ({} keys, {} expired keys skipped)",
                 t0.elapsed().as_secs_f64(),
