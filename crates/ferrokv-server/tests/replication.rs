@@ -214,10 +214,22 @@ fn dataset(n: &Node) -> BTreeMap<(i64, Vec<u8>), (String, String, bool)> {
 /// Waits until the replica has applied everything the master produced,
 /// then compares the datasets.
 fn assert_converged(master: &Node, replica: &Node) {
-    wait_for(30, "replica offset to reach the master's", || {
+    let mut last = (0, 0, String::new());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
         let m = master.info_u64("master_repl_offset");
-        link_up(replica) && m > 0 && replica.info_u64("slave_repl_offset") == m
-    });
+        let r = replica.info_u64("slave_repl_offset");
+        let link = replica.info("master_link_status");
+        if link == "up" && r == m {
+            break;
+        }
+        last = (m, r, link);
+        assert!(
+            Instant::now() < deadline,
+            "replica did not catch up: master offset, replica offset, link = {last:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let a = dataset(master);
     let b = dataset(replica);
     if a != b {
@@ -630,4 +642,82 @@ fn restarts_with_the_rdb_continue_partially() {
     assert_converged(&m, &r);
     assert_eq!(m.info_u64("sync_full"), 0);
     assert_eq!(m.info_u64("sync_partial_ok"), 2);
+}
+
+#[test]
+fn replica_keys_expire_when_the_master_says_del() {
+    let m = Node::ferrokv(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--enable-debug-command",
+        "yes",
+    ]);
+    let r = Node::ferrokv(&[]);
+    r.replicaof(&m);
+    let mut mc = m.conn();
+    let _: () = redis::cmd("DEBUG")
+        .arg("SET-ACTIVE-EXPIRE")
+        .arg(0)
+        .query(&mut mc)
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .arg("PX")
+        .arg(50)
+        .query(&mut mc)
+        .unwrap();
+    let _: () = mc.set("keep", "1").unwrap();
+    assert_converged(&m, &r);
+    std::thread::sleep(Duration::from_millis(120));
+    let mut rc = r.conn();
+    // Logically expired: a read reports it missing, without deleting it.
+    let v: Option<String> = rc.get("k").unwrap();
+    assert_eq!(v, None);
+    let n: i64 = redis::cmd("DBSIZE").query(&mut rc).unwrap();
+    assert_eq!(n, 2, "the replica deleted the key itself");
+    // The master's active expiry deletes it and propagates DEL: now it is
+    // gone from the replica too.
+    let _: () = redis::cmd("DEBUG")
+        .arg("SET-ACTIVE-EXPIRE")
+        .arg(1)
+        .query(&mut mc)
+        .unwrap();
+    wait_for(10, "the DEL to arrive", || {
+        redis::cmd("DBSIZE").query::<i64>(&mut r.conn()).unwrap() == 1
+    });
+}
+
+#[test]
+fn evictions_reach_the_replicas_as_del() {
+    let m = Node::ferrokv(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--maxmemory",
+        "4mb",
+        "--maxmemory-policy",
+        "allkeys-lru",
+    ]);
+    let r = Node::ferrokv(&["--maxmemory", "1mb"]);
+    r.replicaof(&m);
+    let stock = Node::redis(&[]);
+    if let Some(s) = &stock {
+        s.replicaof(&m);
+    }
+    let mut c = m.conn();
+    let v = "e".repeat(1000);
+    for i in 0..12_000 {
+        let _: () = c.set(format!("ev{i}"), &v).unwrap();
+    }
+    let evicted: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+    assert!(
+        !evicted.contains("evicted_keys:0\r"),
+        "no eviction happened"
+    );
+    // The replica ignores its own (smaller) maxmemory: it follows the
+    // master's DELs only.
+    assert_converged(&m, &r);
+    if let Some(s) = &stock {
+        assert_converged(&m, s);
+    }
 }

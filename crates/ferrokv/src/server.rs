@@ -236,6 +236,8 @@ impl Server {
             .store(c.get_bool("replica-read-only"), Ordering::Relaxed);
         r.serve_stale
             .store(c.get_bool("replica-serve-stale-data"), Ordering::Relaxed);
+        r.ignore_maxmemory
+            .store(c.get_bool("replica-ignore-maxmemory"), Ordering::Relaxed);
         r.backlog.resize(u("repl-backlog-size") as usize);
         self.net.set_idle_poll_us(u("io-idle-poll-us"));
         self.tracking.set_max_keys(u("tracking-table-max-keys"));

@@ -1026,7 +1026,10 @@ pub fn run(
     // the next in the same batch (the connection refreshes `clock_us` when a
     // batch begins). Redis also times commands with the wall clock (ustime).
     let start_us = client.clock_us;
-    let now = start_us / 1000;
+    // A replica's master client sees no key as expired (Redis's
+    // expireIfNeeded for `server.master`): keys expire when the master's
+    // DEL arrives, and its absolute expiry times need no clock.
+    let now = if client.is_master { 0 } else { start_us / 1000 };
     // AOF propagation (persist/aof/): one relaxed load when it is off.
     let prop = c.flags & flags::WRITE != 0 && server.propagation.on();
     let db_at_start = client.db;
@@ -1158,6 +1161,15 @@ fn flag_transaction(client: &mut Client) {
 /// command queued inside MULTI (except EXEC, DISCARD, MULTI, WATCH, QUIT,
 /// RESET). Called only when maxmemory is set, with no lock held.
 fn oom_refused(server: &Server, client: &Client, c: &Command, is_exec: bool) -> bool {
+    // A replica ignoring maxmemory (replica-ignore-maxmemory yes, the
+    // default) evicts nothing: its master's DELs keep it in step (Redis's
+    // performEvictions). Its master's writes are never refused.
+    if client.is_master
+        || (server.repl.backlog.replica_mode()
+            && server.repl.ignore_maxmemory.load(Ordering::Relaxed))
+    {
+        return false;
+    }
     if crate::evict::perform(&server.evict_env()) != crate::evict::Outcome::Fail {
         return false;
     }

@@ -435,6 +435,8 @@ pub struct Repl {
     pub read_only: AtomicBool,
     /// `replica-serve-stale-data`.
     pub serve_stale: AtomicBool,
+    /// `replica-ignore-maxmemory`.
+    pub ignore_maxmemory: AtomicBool,
     /// The database the master's stream has selected (a replica's master
     /// client's), kept across links for partial resynchronisations.
     pub master_db: AtomicU64,
@@ -469,6 +471,7 @@ impl Default for Repl {
             min_max_lag: AtomicU64::new(10),
             read_only: AtomicBool::new(true),
             serve_stale: AtomicBool::new(true),
+            ignore_maxmemory: AtomicBool::new(true),
             master_db: AtomicU64::new(0),
         }
     }

@@ -48,6 +48,11 @@ pub fn follow(server: &Arc<Server>, host: String, port: u16) {
         r.processed.store(r.backlog.end(), Ordering::SeqCst);
     }
     r.backlog.set_replica_mode(true);
+    // Recording on: reads then report a logically expired key missing
+    // without deleting it (the master's DEL does), as Redis 7.0 replicas.
+    server
+        .propagation
+        .set_user(crate::propagate::USER_REPL, true);
     kill_link(server);
     disconnect_replicas(server);
     r.link_state.store(link::CONNECT, Ordering::SeqCst);
