@@ -214,7 +214,6 @@ fn dataset(n: &Node) -> BTreeMap<(i64, Vec<u8>), (String, String, bool)> {
 /// Waits until the replica has applied everything the master produced,
 /// then compares the datasets.
 fn assert_converged(master: &Node, replica: &Node) {
-    let mut last = (0, 0, String::new());
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let m = master.info_u64("master_repl_offset");
@@ -223,10 +222,9 @@ fn assert_converged(master: &Node, replica: &Node) {
         if link == "up" && r == m {
             break;
         }
-        last = (m, r, link);
         assert!(
             Instant::now() < deadline,
-            "replica did not catch up: master offset, replica offset, link = {last:?}"
+            "replica did not catch up: master offset {m}, replica offset {r}, link {link}"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
