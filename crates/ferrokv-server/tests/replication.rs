@@ -222,6 +222,21 @@ fn assert_converged(master: &Node, replica: &Node) {
         if link == "up" && r == m {
             break;
         }
+        // DUMP_STACKS=1: the master's threads are written to
+        // /tmp/stacks.txt (gdb) when the replica does not catch up.
+        if Instant::now() >= deadline && std::env::var_os("DUMP_STACKS").is_some() {
+            let out = Command::new("gdb")
+                .args([
+                    "-p",
+                    &master.pid().to_string(),
+                    "-batch",
+                    "-ex",
+                    "thread apply all bt 25",
+                ])
+                .output()
+                .unwrap();
+            std::fs::write("/tmp/stacks.txt", out.stdout).unwrap();
+        }
         assert!(
             Instant::now() < deadline,
             "replica did not catch up: master offset {m}, replica offset {r}, link {link}"
@@ -718,4 +733,25 @@ fn evictions_reach_the_replicas_as_del() {
     if let Some(s) = &stock {
         assert_converged(&m, s);
     }
+}
+
+#[test]
+fn diskless_load_from_the_socket_on_an_empty_replica() {
+    // repl-diskless-load on-empty-db: the RDB is parsed as it arrives,
+    // both for $EOF: and for $<len> transfers.
+    let m = Node::ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    load(&m, 19, 400);
+    let r = Node::ferrokv(&["--repl-diskless-load", "on-empty-db"]);
+    r.replicaof(&m);
+    load(&m, 20, 300);
+    assert_converged(&m, &r);
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("repl-diskless-sync")
+        .arg("no")
+        .query(&mut m.conn())
+        .unwrap();
+    let r2 = Node::ferrokv(&["--repl-diskless-load", "on-empty-db"]);
+    r2.replicaof(&m);
+    assert_converged(&m, &r2);
 }

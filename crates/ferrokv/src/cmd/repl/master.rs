@@ -326,6 +326,36 @@ pub async fn serve_replica<R, W>(
         leave(server, &info, id);
         return;
     }
+    if diskless {
+        // The stream starts after the replica's first ACK (Redis's
+        // repl_start_cmd_stream_on_ack): a replica finds the end of an
+        // $EOF: transfer by the mark being the last bytes it read, so
+        // nothing may follow the mark until it has loaded.
+        let timeout = Duration::from_secs(server.config.read().get_u64("repl-timeout").max(1));
+        let mut parser = crate::resp::parse::RequestParser::default();
+        let acked = tokio::time::timeout(timeout, async {
+            while info.state.load(Ordering::Relaxed) != STATE_ONLINE {
+                match rd.read_buf(rbuf).await {
+                    Ok(0) | Err(_) => return false,
+                    Ok(_) => {
+                        if !read_acks(server, &info, &mut parser, rbuf) {
+                            return false;
+                        }
+                    }
+                }
+            }
+            true
+        })
+        .await;
+        if acked != Ok(true) {
+            tracing::warn!(
+                "Replica {} did not acknowledge the RDB transfer",
+                client.handle.addr
+            );
+            leave(server, &info, id);
+            return;
+        }
+    }
     info.state.store(STATE_ONLINE, Ordering::Relaxed);
     info.ack_ms.store(crate::util::now_ms(), Ordering::Relaxed);
     stream(server, client, rd, wr, rbuf, &info, id, pos, &soft_since).await;

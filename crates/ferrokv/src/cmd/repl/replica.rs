@@ -381,44 +381,63 @@ fn full_sync(
     };
     r.transfer_size.store(len, Ordering::Relaxed);
     r.transfer_read.store(0, Ordering::Relaxed);
+    // repl-diskless-load: `disabled` (the default) and `swapdb` first
+    // receive the whole RDB into a file, so a transfer that fails keeps
+    // the old dataset; `on-empty-db` loads straight from the socket when
+    // there is nothing to lose.
+    let mode = server.config.read().get("repl-diskless-load").to_string();
+    let empty = (0..server.keyspace.db_count()).all(|i| server.keyspace.db(i).is_empty());
+    let from_socket = mode == "on-empty-db" && empty;
     tracing::info!(
         "MASTER <-> REPLICA sync: receiving {}",
-        if len < 0 {
-            "streamed RDB from master with EOF to disk".to_string()
-        } else {
-            format!("{len} bytes from master to disk")
+        match (len < 0, from_socket) {
+            (true, true) => "streamed RDB from master with EOF to parser".to_string(),
+            (true, false) => "streamed RDB from master with EOF to disk".to_string(),
+            (false, true) => format!("{len} bytes from master to parser"),
+            (false, false) => format!("{len} bytes from master to disk"),
         }
     );
-    // Our own replicas cannot follow a new history.
-    disconnect_replicas(server);
-    tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
-    crate::persist::rdb::empty_all(&**server);
-    tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
     let opts = crate::persist::rdb::LoadOpts {
         keep_expired: true,
         ..Default::default()
     };
-    let counted = Counted {
+    let mut counted = Counted {
         inner: rd,
         n: 0,
         server,
     };
-    let loaded = if len >= 0 {
-        let mut t = counted.take(len as u64);
-        let st = crate::persist::rdb::load(&**server, &mut t, opts).map_err(|e| e.to_string())?;
-        // Bytes after the RDB's checksum inside the bulk (none expected).
-        std::io::copy(&mut t, &mut std::io::sink()).map_err(io_err("reading RDB"))?;
-        st
-    } else {
-        let mut c = counted;
-        let st = crate::persist::rdb::load(&**server, &mut c, opts).map_err(|e| e.to_string())?;
-        let mark = eof_mark.unwrap_or_default();
-        let mut got = vec![0u8; mark.len()];
-        c.read_exact(&mut got).map_err(io_err("reading EOF mark"))?;
-        if got != mark {
-            return Err("RDB transfer ended without its EOF mark".into());
+    let mark = eof_mark.unwrap_or_default();
+    let loaded = if from_socket {
+        start_load(server);
+        if len >= 0 {
+            let mut t = (&mut counted).take(len as u64);
+            let st =
+                crate::persist::rdb::load(&**server, &mut t, opts).map_err(|e| e.to_string())?;
+            // Bytes after the RDB's checksum inside the bulk (none expected).
+            std::io::copy(&mut t, &mut std::io::sink()).map_err(io_err("reading RDB"))?;
+            st
+        } else {
+            let st = crate::persist::rdb::load(&**server, &mut counted, opts)
+                .map_err(|e| e.to_string())?;
+            let mut got = vec![0u8; mark.len()];
+            counted
+                .read_exact(&mut got)
+                .map_err(io_err("reading EOF mark"))?;
+            if got != mark {
+                return Err("RDB transfer ended without its EOF mark".into());
+            }
+            st
         }
-        st
+    } else {
+        let path = std::path::PathBuf::from(format!("temp-{}.{}.rdb", std::process::id(), offset));
+        let res = receive_to_file(&mut counted, &path, len, &mark).and_then(|()| {
+            start_load(server);
+            let f = std::fs::File::open(&path).map_err(io_err("opening the received RDB"))?;
+            crate::persist::rdb::load(&**server, BufReader::with_capacity(1 << 20, f), opts)
+                .map_err(|e| e.to_string())
+        });
+        let _ = std::fs::remove_file(&path);
+        res?
     };
     tracing::info!(
         "Done loading RDB, keys loaded: {}, keys expired: {}.",
@@ -443,11 +462,92 @@ fn full_sync(
     Ok(())
 }
 
+/// The received RDB replaces the dataset: the replica's own replicas go
+/// (they cannot follow a new history) and the databases are emptied.
+fn start_load(server: &Arc<Server>) {
+    disconnect_replicas(server);
+    tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
+    crate::persist::rdb::empty_all(&**server);
+    tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+}
+
+/// Receives the RDB payload into `path`: `len` bytes, or (len < 0) up to
+/// the EOF `mark`, leaving what follows the mark (the stream) unread.
+fn receive_to_file(
+    rd: &mut Counted<'_>,
+    path: &std::path::Path,
+    len: i64,
+    mark: &[u8],
+) -> LinkResult {
+    let f = std::fs::File::create(path).map_err(io_err("creating the RDB file"))?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+    if len >= 0 {
+        let n = std::io::copy(&mut rd.take(len as u64), &mut w).map_err(io_err("reading RDB"))?;
+        if n != len as u64 {
+            return Err("connection lost during the RDB transfer".into());
+        }
+    } else {
+        let finder = memchr::memmem::Finder::new(mark);
+        let mut carry: Vec<u8> = Vec::new();
+        loop {
+            let avail = rd.fill()?;
+            let fresh = avail.len();
+            let mut combined = std::mem::take(&mut carry);
+            let old = combined.len();
+            combined.extend_from_slice(avail);
+            if let Some(i) = finder.find(&combined) {
+                w.write_all(&combined[..i]).map_err(io_err("writing RDB"))?;
+                rd.consume(i + mark.len() - old);
+                break;
+            }
+            let keep = combined.len().min(mark.len().saturating_sub(1));
+            w.write_all(&combined[..combined.len() - keep])
+                .map_err(io_err("writing RDB"))?;
+            carry = combined[combined.len() - keep..].to_vec();
+            rd.consume(fresh);
+        }
+    }
+    let f = w
+        .into_inner()
+        .map_err(|e| format!("writing RDB: {}", e.error()))?;
+    f.sync_all().map_err(io_err("syncing RDB"))?;
+    Ok(())
+}
+
 /// Counts the RDB bytes received (INFO master_sync_read_bytes).
 struct Counted<'a> {
     inner: &'a mut BufReader<TcpStream>,
     n: u64,
     server: &'a Server,
+}
+
+impl Counted<'_> {
+    /// The buffered bytes, reading more when there are none (EOF is an
+    /// error: the transfer is incomplete).
+    fn fill(&mut self) -> Result<&[u8], String> {
+        loop {
+            match self.inner.fill_buf() {
+                Ok([]) => return Err("connection lost during the RDB transfer".into()),
+                Ok(_) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("reading RDB: {e}")),
+            }
+        }
+        self.server
+            .repl
+            .link_last_io_ms
+            .store(crate::util::now_ms(), Ordering::Relaxed);
+        Ok(self.inner.buffer())
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.inner.consume(n);
+        self.n += n as u64;
+        self.server
+            .repl
+            .transfer_read
+            .store(self.n, Ordering::Relaxed);
+    }
 }
 
 impl Read for Counted<'_> {
