@@ -755,3 +755,38 @@ fn diskless_load_from_the_socket_on_an_empty_replica() {
     r2.replicaof(&m);
     assert_converged(&m, &r2);
 }
+
+#[test]
+fn replication_command_errors_match_redis() {
+    let Some(mut p) = common::Pair::start() else {
+        return;
+    };
+    for line in [
+        "replconf foo bar",
+        "replconf listening-port abc",
+        "replconf listening-port 99999",
+        "replconf ack",
+        "replconf capa",
+        "replconf",
+        "replconf rdb-only 2",
+        "replconf rdb-only x",
+        "replicaof localhost abc",
+        "replicaof localhost 70000",
+        "replicaof no",
+        "replicaof no one",
+        "slaveof no one",
+        "wait 1",
+        "wait a 1",
+        "wait 1 a",
+        "wait 1 -1",
+        "wait 0 0",
+        "wait 1 1",
+        "role x",
+        "role",
+        "psync",
+        "psync a b",
+        "sync x",
+    ] {
+        p.check_line(line);
+    }
+}

@@ -189,9 +189,11 @@ fn replconf(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             .repl_conf
             .get_or_insert_with(|| Box::new(master::ReplConf::default()));
         if opt.eq_ignore_ascii_case(b"listening-port") {
+            // Any integer, as Redis's getLongFromObjectOrReply (the port
+            // is shown as the replica sent it, cut to 16 bits here).
             match crate::util::parse_i64(val) {
-                Some(p) if (0..=65535).contains(&p) => pending.port = p as u16,
-                _ => return ctx.not_int(),
+                Some(p) => pending.port = p as u16,
+                None => return ctx.not_int(),
             }
         } else if opt.eq_ignore_ascii_case(b"ip-address") {
             if val.len() >= 46 {
@@ -215,10 +217,13 @@ fn replconf(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             // Only a master may ask (the replica's link answers it).
             return;
         } else if opt.eq_ignore_ascii_case(b"rdb-only") {
-            match val {
-                b"0" => pending.rdb_only = false,
-                b"1" => pending.rdb_only = true,
-                _ => return ctx.syntax(),
+            match crate::util::parse_i64(val) {
+                Some(0) => pending.rdb_only = false,
+                Some(1) => pending.rdb_only = true,
+                Some(_) => {
+                    return ctx.error("ERR value is out of range, value must between 0 and 1")
+                }
+                None => return ctx.not_int(),
             }
         } else {
             let mut msg = b"ERR Unrecognized REPLCONF option: ".to_vec();
