@@ -439,11 +439,11 @@ fn after_command(
     let over = if client.pubsub.is_some() || tracked || client.tracking {
         h.outbox.append_own(&mut out.buf, out.resp3);
         if tracked {
-            crate::tracking::end_command(
-                &server.tracking_env(),
-                h,
-                crate::cmd::keeps_caching(client),
-            );
+            // The command table is consulted only when CLIENT CACHING was
+            // given for this command (the flag end_command may reset).
+            let keep = h.tracking.flags() & crate::clients::CACHING == 0
+                || crate::cmd::keeps_caching(client);
+            crate::tracking::end_command(&server.tracking_env(), h, keep);
         }
         h.outbox.over_limit(server.live.limit_for(h), now)
     } else {
