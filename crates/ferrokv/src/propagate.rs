@@ -423,6 +423,10 @@ impl Order {
 pub const USER_AOF: u8 = 1;
 /// [`Stream::set_user`]: the replication backlog exists (repl/).
 pub const USER_REPL: u8 = 2;
+/// [`Stream::set_user`]: the server is a replica. Nothing is recorded for
+/// it (its backlog gets its master's bytes), but expired keys are left for
+/// the master's DEL, as with a recorded stream.
+pub const USER_REPLICA: u8 = 4;
 
 /// The stream: its sinks, the order of units, and the write gate. One per
 /// server.
@@ -444,6 +448,11 @@ pub const USER_REPL: u8 = 2;
 pub struct Stream {
     /// The consumers that need the stream ([`USER_AOF`], [`USER_REPL`]).
     users: std::sync::atomic::AtomicU8,
+    /// The keyspace's flag (`Keyspace::with_propagation_flag`): set while
+    /// any user is registered, [`USER_REPLICA`] included: expired keys are
+    /// then deleted only by write contexts (which record the DEL), and
+    /// reads report them missing.
+    keyspace_flag: Arc<AtomicBool>,
     /// Effects are recorded (some consumer needs them); shared with the keyspace
     /// (`Keyspace::propagating`), whose expiry path tests it.
     on: Arc<AtomicBool>,
@@ -458,6 +467,7 @@ impl Default for Stream {
         use parking_lot::lock_api::RawRwLock as _;
         Stream {
             users: Default::default(),
+            keyspace_flag: Arc::default(),
             on: Arc::default(),
             stripes: (0..16).map(|_| parking_lot::RawRwLock::INIT).collect(),
             next_stripe: Default::default(),
@@ -506,13 +516,15 @@ impl Stream {
         } else {
             self.users.fetch_and(!user, Ordering::SeqCst) & !user
         };
-        self.on.store(old != 0, Ordering::SeqCst);
+        self.keyspace_flag.store(old != 0, Ordering::SeqCst);
+        self.on
+            .store(old & (USER_AOF | USER_REPL) != 0, Ordering::SeqCst);
     }
 
-    /// The recording flag, for the keyspace to share
-    /// (`Keyspace::with_propagation_flag`).
+    /// The keyspace's flag, for the keyspace to share
+    /// (`Keyspace::with_propagation_flag`; see `keyspace_flag`).
     pub fn flag(&self) -> Arc<AtomicBool> {
-        self.on.clone()
+        self.keyspace_flag.clone()
     }
 
     /// True when this thread runs a single command's write context (not

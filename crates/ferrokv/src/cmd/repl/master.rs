@@ -240,9 +240,10 @@ pub async fn serve_replica<R, W>(
         }
         let size = server.config.read().get_u64("repl-backlog-size") as usize;
         r.backlog.create(r.backlog.end(), size);
+        // A replica's backlog holds its master's bytes, not its own records.
         server
             .propagation
-            .set_user(crate::propagate::USER_REPL, true);
+            .set_user(crate::propagate::USER_REPL, !r.backlog.replica_mode());
         let ids = r.ids.lock().clone();
         tracing::info!(
             "Replication backlog created, my new replication IDs are '{}' and '{}'",

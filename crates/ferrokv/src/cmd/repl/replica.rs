@@ -48,11 +48,16 @@ pub fn follow(server: &Arc<Server>, host: String, port: u16) {
         r.processed.store(r.backlog.end(), Ordering::SeqCst);
     }
     r.backlog.set_replica_mode(true);
-    // Recording on: reads then report a logically expired key missing
-    // without deleting it (the master's DEL does), as Redis 7.0 replicas.
+    // Reads report a logically expired key missing without deleting it
+    // (the master's DEL does), as Redis 7.0 replicas; nothing of this
+    // server's own is recorded for the backlog (it gets the master's
+    // bytes).
     server
         .propagation
-        .set_user(crate::propagate::USER_REPL, true);
+        .set_user(crate::propagate::USER_REPLICA, true);
+    server
+        .propagation
+        .set_user(crate::propagate::USER_REPL, false);
     kill_link(server);
     disconnect_replicas(server);
     r.link_state.store(link::CONNECT, Ordering::SeqCst);
@@ -83,6 +88,9 @@ pub fn promote(server: &Arc<Server>) {
     server
         .propagation
         .set_user(crate::propagate::USER_REPL, true);
+    server
+        .propagation
+        .set_user(crate::propagate::USER_REPLICA, false);
     r.link_state.store(link::CONNECT, Ordering::SeqCst);
     // Our replicas learn the new id by reconnecting (+CONTINUE <new id>).
     disconnect_replicas(server);
