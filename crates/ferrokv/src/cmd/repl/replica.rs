@@ -333,7 +333,7 @@ fn handshake_and_stream(
             .and_then(|s| s.parse().ok())
             .ok_or_else(|| format!("bad FULLRESYNC reply: {reply}"))?;
         tracing::info!("Full resync from master: {id}:{off}");
-        full_sync(server, rd, id, off)?;
+        full_sync(server, gen, rd, id, off)?;
         db = 0;
     } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
         let new_id = rest.trim();
@@ -370,6 +370,7 @@ fn handshake_and_stream(
 /// the master's history `replid`.
 fn full_sync(
     server: &Arc<Server>,
+    gen: u64,
     rd: &mut BufReader<TcpStream>,
     replid: String,
     offset: u64,
@@ -439,6 +440,11 @@ fn full_sync(
     } else {
         let path = std::path::PathBuf::from(format!("temp-{}.{}.rdb", std::process::id(), offset));
         let res = receive_to_file(&mut counted, &path, len, &mark).and_then(|()| {
+            // A REPLICAOF (NO ONE or another master) during the transfer
+            // cancels it: the dataset and the ids stay this server's.
+            if !current(server, gen) {
+                return Err("transfer cancelled by REPLICAOF".into());
+            }
             start_load(server);
             let f = std::fs::File::open(&path).map_err(io_err("opening the received RDB"))?;
             crate::persist::rdb::load(&**server, BufReader::with_capacity(1 << 20, f), opts)
@@ -447,6 +453,11 @@ fn full_sync(
         let _ = std::fs::remove_file(&path);
         res?
     };
+    if !current(server, gen) {
+        // Promoted (or pointed elsewhere) while loading from the socket:
+        // the ids and offset are not the old master's.
+        return Err("load finished after REPLICAOF changed the master".into());
+    }
     tracing::info!(
         "Done loading RDB, keys loaded: {}, keys expired: {}.",
         loaded.loaded,
