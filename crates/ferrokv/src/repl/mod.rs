@@ -337,10 +337,6 @@ pub struct ReplicaInfo {
     pub ack_offset: AtomicU64,
     /// When it last acknowledged (ms since the epoch).
     pub ack_ms: AtomicU64,
-    /// It understands `$EOF:` transfers (`REPLCONF capa eof`).
-    pub capa_eof: AtomicBool,
-    /// It understands `+CONTINUE <replid>` (`REPLCONF capa psync2`).
-    pub capa_psync2: AtomicBool,
 }
 
 /// [`ReplicaInfo::state`]: waiting for the snapshot to begin.
@@ -368,9 +364,6 @@ pub struct MasterLink {
     pub host: String,
     /// Its port.
     pub port: u16,
-    /// Bumped by every REPLICAOF: a link thread whose generation is stale
-    /// stops.
-    pub generation: u64,
 }
 
 /// Link states (Redis's `repl_state`), for INFO `master_link_status` and
@@ -545,6 +538,15 @@ impl Repl {
         self.master_db.store(db.max(0) as u64, Ordering::Relaxed);
         self.no_replicas_since_ms
             .store(crate::util::now_ms(), Ordering::Relaxed);
+    }
+
+    /// Starts a new history with `replid` (a random one when None) and no
+    /// `replid2` (Redis's changeReplicationId + clearReplicationId2).
+    pub fn new_history(&self, replid: Option<String>) {
+        let mut ids = self.ids.lock();
+        ids.replid = replid.unwrap_or_else(random_id);
+        ids.replid2 = "0".repeat(40);
+        ids.second_offset = -1;
     }
 
     /// A new replication id: the current one becomes `replid2`, valid up

@@ -88,10 +88,7 @@ pub fn cron(server: &Arc<Server>, tick_s: u64) {
             server
                 .propagation
                 .set_user(crate::propagate::USER_REPL, false);
-            let mut ids = r.ids.lock();
-            ids.replid = crate::repl::random_id();
-            ids.replid2 = "0".repeat(40);
-            ids.second_offset = -1;
+            r.new_history(None);
             tracing::info!(
                 "Replication backlog freed after {ttl} seconds without connected replicas."
             );
@@ -172,8 +169,6 @@ pub async fn serve_replica<R, W>(
     });
     *info.ip.lock() = ip;
     info.port.store(conf.port as u64, Ordering::Relaxed);
-    info.capa_eof.store(conf.capa_eof, Ordering::Relaxed);
-    info.capa_psync2.store(conf.capa_psync2, Ordering::Relaxed);
     info.ack_ms.store(crate::util::now_ms(), Ordering::Relaxed);
     {
         let mut i = client.handle.info.lock();
@@ -232,12 +227,7 @@ pub async fn serve_replica<R, W>(
     r.sync_full.fetch_add(1, Ordering::Relaxed);
     if !r.backlog.active() {
         // A new backlog starts a new history (syncCommand).
-        {
-            let mut ids = r.ids.lock();
-            ids.replid = crate::repl::random_id();
-            ids.replid2 = "0".repeat(40);
-            ids.second_offset = -1;
-        }
+        r.new_history(None);
         let size = server.config.read().get_u64("repl-backlog-size") as usize;
         r.backlog.create(r.backlog.end(), size);
         // A replica's backlog holds its master's bytes, not its own records.

@@ -35,11 +35,7 @@ pub fn follow(server: &Arc<Server>, host: String, port: u16) {
     let was_master = {
         let mut m = r.master.lock();
         let was = m.is_none();
-        *m = Some(crate::repl::MasterLink {
-            host,
-            port,
-            generation: gen,
-        });
+        *m = Some(crate::repl::MasterLink { host, port });
         was
     };
     if was_master {
@@ -463,12 +459,7 @@ fn full_sync(
         loaded.loaded,
         loaded.expired
     );
-    {
-        let mut ids = r.ids.lock();
-        ids.replid = replid;
-        ids.replid2 = "0".repeat(40);
-        ids.second_offset = -1;
-    }
+    r.new_history(Some(replid));
     let size = server.config.read().get_u64("repl-backlog-size") as usize;
     if r.backlog.active() {
         r.backlog.reset_to(offset);

@@ -72,11 +72,7 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         debug_populate(ctx, args);
     } else if sub.eq_ignore_ascii_case(b"change-repl-id") && n == 2 {
         // A new history: partial resynchronisations are refused after it.
-        let mut ids = ctx.server.repl.ids.lock();
-        ids.replid = crate::repl::random_id();
-        ids.replid2 = "0".repeat(40);
-        ids.second_offset = -1;
-        drop(ids);
+        ctx.server.repl.new_history(None);
         tracing::info!("Changing replication IDs after receiving DEBUG change-repl-id");
         ctx.out.ok();
     } else if sub.eq_ignore_ascii_case(b"object") && n == 3 {
