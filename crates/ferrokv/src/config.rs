@@ -54,6 +54,7 @@ const ENABLE_PROTECTED: &[&str] = &["no", "yes", "local"];
 const YESNO_ONLY_NO: &[&str] = &["no"];
 const PROPAGATION_ERROR_BEHAVIOR: &[&str] = &["ignore", "panic", "panic-on-replicas"];
 const ACL_PUBSUB_DEFAULT: &[&str] = &["allchannels", "resetchannels"];
+const CLUSTER_ENDPOINT_TYPES: &[&str] = &["ip", "hostname", "unknown-endpoint"];
 
 /// client-output-buffer-limit's default, in CONFIG GET form.
 const OBL_DEFAULT: &str = "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60";
@@ -228,6 +229,81 @@ pub static DIRECTIVES: &[Directive] = &[
         "16",
         false,
     ),
+    d(
+        "cluster-allow-pubsubshard-when-down",
+        Kind::Bool,
+        "yes",
+        true,
+    ),
+    d("cluster-allow-reads-when-down", Kind::Bool, "no", true),
+    d("cluster-allow-replica-migration", Kind::Bool, "yes", true),
+    d(
+        "cluster-announce-bus-port",
+        Kind::Int { min: 0, max: 65535 },
+        "0",
+        true,
+    ),
+    d("cluster-announce-hostname", Kind::Str, "", true),
+    d("cluster-announce-ip", Kind::Str, "", true),
+    d(
+        "cluster-announce-port",
+        Kind::Int { min: 0, max: 65535 },
+        "0",
+        true,
+    ),
+    d(
+        "cluster-announce-tls-port",
+        Kind::Int { min: 0, max: 65535 },
+        "0",
+        true,
+    ),
+    d("cluster-config-file", Kind::Str, "nodes.conf", false),
+    d("cluster-enabled", Kind::Bool, "no", false),
+    d(
+        "cluster-link-sendbuf-limit",
+        Kind::Memory {
+            min: 0,
+            max: i64::MAX as u64,
+        },
+        "0",
+        true,
+    ),
+    d(
+        "cluster-migration-barrier",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "1",
+        true,
+    ),
+    d(
+        "cluster-node-timeout",
+        Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        "15000",
+        true,
+    ),
+    d("cluster-port", Kind::Int { min: 0, max: 65535 }, "0", false),
+    d(
+        "cluster-preferred-endpoint-type",
+        Kind::Enum(CLUSTER_ENDPOINT_TYPES),
+        "ip",
+        true,
+    ),
+    d("cluster-replica-no-failover", Kind::Bool, "no", true),
+    d(
+        "cluster-replica-validity-factor",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "10",
+        true,
+    ),
+    d("cluster-require-full-coverage", Kind::Bool, "yes", true),
     d("daemonize", Kind::Enum(YESNO_ONLY_NO), "no", false),
     d("dbfilename", Kind::Str, "dump.rdb", true),
     d("dir", Kind::Str, ".", true),
@@ -629,6 +705,11 @@ pub static DIRECTIVES: &[Directive] = &[
 /// (alias, canonical name). CONFIG GET lists both, CONFIG SET on either
 /// changes the one value.
 pub static ALIASES: &[(&str, &str)] = &[
+    ("cluster-slave-no-failover", "cluster-replica-no-failover"),
+    (
+        "cluster-slave-validity-factor",
+        "cluster-replica-validity-factor",
+    ),
     ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
     ("hash-max-ziplist-value", "hash-max-listpack-value"),
     ("list-max-ziplist-size", "list-max-listpack-size"),

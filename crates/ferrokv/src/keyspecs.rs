@@ -217,6 +217,55 @@ pub const SORT_RO: &[KeySpec] = &[
 /// Key specs of ZDIFFSTORE, ZINTERSTORE, ZUNIONSTORE (Redis 7.0.15).
 pub const ZDIFFSTORE: &[KeySpec] = &[key_at(OW | UPDATE, 1), keynum_at(RO | ACCESS, 2, 0, 1, 1)];
 
+/// Key specs of MIGRATE (Redis 7.0.15): the key at 3, or the keys after
+/// KEYS (incomplete: resolved by [`migrate_keys`]).
+pub const MIGRATE: &[KeySpec] = &[
+    key_at(RW | ACCESS | DELETE, 3),
+    spec(
+        RW | ACCESS | DELETE | INCOMPLETE,
+        Begin::Keyword(b"KEYS", -2),
+        Find::Range {
+            last: -1,
+            step: 1,
+            limit: 0,
+        },
+    ),
+];
+
+/// Keys of MIGRATE (Redis's migrateGetKeys): the key at 3, or with the
+/// KEYS option (and an empty key argument) every argument after KEYS;
+/// COPY and REPLACE are skipped, AUTH with its argument, AUTH2 with two.
+pub fn migrate_keys(argv: &Args<'_>) -> Keys {
+    let argc = argv.len();
+    let (mut first, mut num) = (3usize, 1usize);
+    if argc > 6 {
+        let mut i = 6;
+        while i < argc {
+            let a = argv.get(i);
+            if a.eq_ignore_ascii_case(b"keys") {
+                if !argv.get(3).is_empty() {
+                    return Keys::NONE;
+                }
+                first = i + 1;
+                num = argc - first;
+                break;
+            }
+            if a.eq_ignore_ascii_case(b"auth") {
+                i += 1;
+            } else if a.eq_ignore_ascii_case(b"auth2") {
+                i += 2;
+            }
+            i += 1;
+        }
+    }
+    if num == 0 || argc < 4 {
+        return Keys::NONE;
+    }
+    let mut k = Keys::NONE;
+    k.push(first, first + num - 1, 1, RW | ACCESS | DELETE);
+    k
+}
+
 /// Key specs of ZRANGESTORE (Redis 7.0.15).
 pub const ZRANGESTORE: &[KeySpec] = &[key_at(OW | UPDATE, 1), key_at(RO | ACCESS, 2)];
 

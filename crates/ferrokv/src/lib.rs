@@ -11,6 +11,7 @@
 pub mod acl;
 pub mod clients;
 pub mod clock;
+pub mod cluster;
 pub mod cmd;
 pub mod config;
 pub mod db;
@@ -175,6 +176,9 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         };
         acl::startup(&server.acl, &aclfile, &lines).map_err(std::io::Error::other)?;
     }
+    // Cluster mode: nodes.conf is read (or created) and keys are sharded
+    // by hash slot before any key is loaded.
+    cluster::init(&server).map_err(std::io::Error::other)?;
     // The dataset is loaded before any listener exists, so no client sees
     // a partial keyspace; a bad file stops the start-up with its name.
     // The AOF when appendonly is yes (Redis's loadDataFromDisk), else the RDB.
@@ -217,6 +221,9 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         if let Err(e) = std::fs::write(&pidfile, format!("{}\n", std::process::id())) {
             tracing::warn!("Failed to write PID file: {e}");
         }
+    }
+    if server.cluster.enabled {
+        cluster::bus::start(&server, &binds)?;
     }
     tokio::spawn(cron(server.clone()));
     let replicaof = server.config.read().get("replicaof").to_string();
@@ -303,6 +310,7 @@ async fn cron(server: Arc<Server>) {
         if tick.is_multiple_of(hz) {
             memory::release_free_memory();
             cmd::repl::master::cron(&server, tick / hz);
+            cmd::migrate::close_idle();
             let timeout = server.live.timeout.load(Ordering::Relaxed);
             if timeout > 0 {
                 let now = server.clock.now_ms();

@@ -87,6 +87,9 @@ pub struct Server {
     pub run_id: String,
     /// Replication: ids, backlog, replicas, the link to a master (repl/).
     pub repl: crate::repl::Repl,
+    /// Redis Cluster: nodes, slots, the bus (cluster/); unused unless
+    /// cluster-enabled yes.
+    pub cluster: crate::cluster::Cluster,
     /// When the server started.
     pub started: Instant,
     /// Unix ms at start.
@@ -163,6 +166,8 @@ impl Server {
         let run_id = random_id();
         let propagation = crate::propagate::Stream::default();
         let keyspace = Keyspace::with_propagation_flag(dbs, propagation.flag());
+        let mut cluster = crate::cluster::Cluster::default();
+        cluster.configure(&config);
         let s = Arc::new(Server {
             tx: Default::default(),
             evict: Default::default(),
@@ -181,6 +186,7 @@ impl Server {
             monitor_count: AtomicUsize::new(0),
             run_id,
             repl: Default::default(),
+            cluster,
             started: Instant::now(),
             started_ms: now,
             shutdown: tokio::sync::Notify::new(),

@@ -80,6 +80,12 @@ pub struct Client {
     /// The master client of a replica's link: its writes are the
     /// master's (exempt from replica-read-only).
     pub is_master: bool,
+    /// ASKING was sent: the next command may touch a slot this node
+    /// imports (cluster mode; cleared after that command).
+    pub asking: bool,
+    /// READONLY was sent: reads of the slots of this replica's master are
+    /// served here (cluster mode).
+    pub cluster_readonly: bool,
 }
 
 /// A client waiting on keys: its waiter, where the wake-up arrives and the
@@ -120,6 +126,8 @@ impl Client {
             repl_conf: None,
             repl_wait: None,
             is_master: false,
+            asking: false,
+            cluster_readonly: false,
         }
     }
 

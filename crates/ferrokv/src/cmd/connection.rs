@@ -236,6 +236,9 @@ fn select(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if i32::try_from(i).is_err() {
         return ctx.error(super::keys::INT_RANGE);
     }
+    if ctx.server.cluster.enabled && i != 0 {
+        return ctx.error("ERR SELECT is not allowed in cluster mode");
+    }
     if i < 0 || i as usize >= ctx.server.keyspace.db_count() {
         return ctx.error(err::DB_RANGE);
     }

@@ -748,6 +748,9 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         }
         i += 1;
     }
+    if ctx.server.cluster.enabled && (src_db != 0 || dst_db != 0) {
+        return ctx.error("ERR Copying to another database is not allowed in cluster mode");
+    }
     let (src, dst) = (args.get(1), args.get(2));
     if src_db == dst_db && src == dst {
         return ctx.error(SAME_OBJECT);
@@ -790,6 +793,9 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// already exists in the target database. Errors: "ERR DB index is out of
 /// range", "ERR source and destination objects are the same".
 fn move_cmd(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    if ctx.server.cluster.enabled {
+        return ctx.error("ERR MOVE is not allowed in cluster mode");
+    }
     let src_db = ctx.client.db;
     let Some(dst_db) = arg_db(ctx, args.get(2)) else {
         return;
@@ -1145,6 +1151,9 @@ fn flushall(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// Errors: "ERR invalid first DB index" / "ERR invalid second DB index" for
 /// a non-integer, "ERR DB index is out of range".
 fn swapdb(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    if ctx.server.cluster.enabled {
+        return ctx.error("ERR SWAPDB is not allowed in cluster mode");
+    }
     let Some(a) = arg_i32(ctx, args.get(1), Some("ERR invalid first DB index")) else {
         return;
     };

@@ -14,11 +14,13 @@
 
 pub mod acl_cmd;
 pub mod client;
+pub mod cluster;
 pub mod connection;
 pub mod hashes;
 pub mod keys;
 pub use crate::keyspecs;
 pub mod lists;
+pub mod migrate;
 pub mod persist;
 pub mod pubsub;
 pub mod repl;
@@ -143,6 +145,9 @@ pub mod behaviour {
     /// Does not end a CLIENT CACHING yes|no window: the CLIENT
     /// subcommands (networking.c resetClient's `prevcmd != clientCommand`).
     pub const KEEPS_CACHING: u32 = 1 << 9;
+    /// Runs as if the client had sent ASKING (RESTORE-ASKING, Redis's
+    /// CMD_ASKING flag).
+    pub const ASKING: u32 = 1 << 10;
 }
 
 /// True when `client` is in RESP2 subscribed mode and the top-level
@@ -500,7 +505,7 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 19] = [
+        let families: [&'static [Command]; 20] = [
             connection::COMMANDS,
             tx::COMMANDS,
             acl_cmd::COMMANDS,
@@ -520,6 +525,7 @@ pub fn table() -> &'static Table {
             pubsub::COMMANDS,
             persist::COMMANDS,
             repl::COMMANDS,
+            cluster::COMMANDS,
         ];
         let mut t = Table {
             all: Vec::new(),
@@ -896,6 +902,30 @@ pub fn execute(
             return;
         }
     }
+    if server.cluster.enabled {
+        // ASKING applies to the next command only (inside MULTI: until
+        // EXEC), as Redis's resetClient.
+        let asking = client.asking;
+        if client.multi.is_none() {
+            client.asking = false;
+        }
+        if !client.is_master && (is_exec || c.has_keys()) {
+            if let Err(r) = cluster_route(server, client, c, args, is_exec, asking) {
+                let msg = server.cluster.redirect_message(&r, false);
+                if is_exec {
+                    // EXEC discards the transaction and replies with the
+                    // redirection itself (not EXECABORT).
+                    client.multi = None;
+                    crate::tx::unwatch_all(&server.tx_env(), &mut client.watch);
+                } else {
+                    flag_transaction(client);
+                }
+                reject(server, out, stats, id, &msg);
+                finish_reply(client, out, reply_start);
+                return;
+            }
+        }
+    }
     if server.evict.maxmemory() != 0 && oom_refused(server, client, c, is_exec) {
         reject_in_multi(server, client, out, stats, id, crate::evict::OOM, is_exec);
         finish_reply(client, out, reply_start);
@@ -966,6 +996,51 @@ pub fn execute(
     run(server, client, out, args, stats, id);
     drop(gate);
     finish_reply(client, out, reply_start);
+}
+
+/// The cluster routing check of a request (cluster/mod.rs `route`): the
+/// command, or for EXEC every queued command.
+fn cluster_route(
+    server: &Server,
+    client: &Client,
+    c: &'static Command,
+    args: &Args<'_>,
+    is_exec: bool,
+    asking: bool,
+) -> Result<(), crate::cluster::Redirect> {
+    use crate::cluster::Routed;
+    let now = client.clock_us / 1000;
+    let db = server.keyspace.db(0);
+    let exists = |key: &[u8]| {
+        let h = crate::db::hash_key(key);
+        db.lock(h).peek(h, key, now).is_some()
+    };
+    let asking = asking || c.behaviour & behaviour::ASKING != 0;
+    let readonly = client.cluster_readonly;
+    if is_exec {
+        let Some(m) = client.multi.as_ref() else {
+            return Ok(());
+        };
+        let t = table();
+        let cmds: Vec<Routed<'_>> = m
+            .queued
+            .iter()
+            .map(|(qid, a)| Routed {
+                cmd: t.all[*qid],
+                args: a.args(),
+            })
+            .collect();
+        return server.cluster.route(&cmds, asking, readonly, &exists);
+    }
+    server.cluster.route(
+        &[Routed {
+            cmd: c,
+            args: *args,
+        }],
+        asking,
+        readonly,
+        &exists,
+    )
 }
 
 /// `-MASTERDOWN` of a replica whose link is down with

@@ -159,7 +159,7 @@ fn dump(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]
 /// (cluster.c restoreCommand): options first, then BUSYKEY, TTL, payload
 /// checks, in Redis's order.
-fn restore(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+pub(crate) fn restore(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let (mut replace, mut absttl) = (false, false);
     let mut idle: Option<i64> = None;
     let mut freq: Option<i64> = None;

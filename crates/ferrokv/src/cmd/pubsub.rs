@@ -211,12 +211,20 @@ fn sunsubscribe(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// PUBLISH channel message: the number of receivers.
 fn publish(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let n = pubsub::publish(&ctx.server.pubsub_env(), args.get(1), args.get(2));
+    if ctx.server.cluster.enabled {
+        // Every node's subscribers get it (cluster.c clusterPropagatePublish).
+        crate::cluster::bus::propagate_publish(ctx.server, args.get(1), args.get(2));
+    }
     ctx.out.int(n as i64);
 }
 
 /// SPUBLISH shardchannel message: the number of receivers.
 fn spublish(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let n = pubsub::spublish(&ctx.server.pubsub_env(), args.get(1), args.get(2));
+    if ctx.server.cluster.enabled {
+        // The shard's other nodes (cluster.c clusterPropagatePublishShard).
+        crate::cluster::bus::propagate_publish_shard(ctx.server, args.get(1), args.get(2));
+    }
     ctx.out.int(n as i64);
 }
 

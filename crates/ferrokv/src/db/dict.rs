@@ -31,11 +31,43 @@ fn hasher() -> &'static foldhash::quality::RandomState {
     H.get_or_init(foldhash::quality::RandomState::default)
 }
 
-/// 64-bit hash of a key, used both for shard selection (high bits) and for the
-/// bucket inside a shard's [`Dict`] (low bits).
+/// 64-bit hash of any byte string (hash fields, set and sorted-set
+/// members; and the low 56 bits of [`hash_key`]).
+#[inline]
+pub fn hash_bytes(bytes: &[u8]) -> u64 {
+    hasher().hash_one(bytes)
+}
+
+/// Set once at start-up, before any key is hashed, when the server runs
+/// in cluster mode (`cluster-enabled yes`): [`hash_key`] then puts the
+/// key's hash slot in the top bits.
+static SLOT_SHARDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes [`hash_key`] shard keys by hash slot from now on (cluster mode).
+/// Must be called before any key is stored: hashes already taken would no
+/// longer match. Process-wide.
+pub fn enable_slot_sharding() {
+    SLOT_SHARDING.store(true, Ordering::Relaxed);
+}
+
+/// 64-bit hash of a key, used both for shard selection (high 8 bits) and
+/// for the bucket inside a shard's [`Dict`] (low bits).
+///
+/// In cluster mode the top 8 bits are the low 8 bits of the key's hash
+/// slot (cluster/slot.rs), so every key of a slot lives in one shard: a
+/// slot is counted, listed, migrated or flushed by walking one shard
+/// (1/256 of the keyspace) instead of all of it. The low 56 bits are
+/// [`hash_bytes`]'s in both modes, so bucket positions never depend on the
+/// mode.
 #[inline]
 pub fn hash_key(key: &[u8]) -> u64 {
-    hasher().hash_one(key)
+    let h = hasher().hash_one(key);
+    if SLOT_SHARDING.load(Ordering::Relaxed) {
+        let slot = crate::cluster::slot::key_hash_slot(key) as u64;
+        (h & ((1 << 56) - 1)) | ((slot & 0xff) << 56)
+    } else {
+        h
+    }
 }
 
 /// One entry: 64 bytes for the keyspace's `Dict<Entry>` (8-byte link,
@@ -414,7 +446,7 @@ impl<V> Dict<V> {
             let mut bucket = old[i].take();
             while let Some(mut n) = bucket {
                 bucket = n.next.take();
-                let idx = hash_key(&n.key) as usize & mask;
+                let idx = hash_bytes(&n.key) as usize & mask;
                 n.next = table[idx].take();
                 table[idx] = Some(n);
             }

@@ -19,7 +19,7 @@
 //! than hash-max-listpack-value bytes ([`Limits`]); it never converts back,
 //! as in Redis.
 
-use super::dict::hash_key;
+use super::dict::hash_bytes;
 
 /// The conversion thresholds (hash-max-listpack-entries and
 /// hash-max-listpack-value), read from the live configuration per command.
@@ -251,7 +251,7 @@ impl PackedTable {
         if self.buckets.is_empty() {
             return None;
         }
-        Some(bucket_of(hash_key(field), self.buckets.len()))
+        Some(bucket_of(hash_bytes(field), self.buckets.len()))
     }
 
     /// The value of `field`.
@@ -286,7 +286,7 @@ impl PackedTable {
         if self.len >= self.buckets.len() {
             self.resize((self.len + 1).next_power_of_two().max(MIN_BUCKETS));
         }
-        let i = bucket_of(hash_key(field), self.buckets.len());
+        let i = bucket_of(hash_bytes(field), self.buckets.len());
         let old = self.buckets[i].take();
         let old: &[u8] = old.as_deref().unwrap_or(&[]);
         let mut nb = Vec::with_capacity(old.len() + pair_size(field, value));
@@ -364,7 +364,7 @@ impl PackedTable {
                 scratch.clear();
                 let mut it = Pairs::new(&b);
                 while let Some((f, p)) = it.next_pos() {
-                    scratch.push((bucket_of(hash_key(f), new_size), p.start, p.end));
+                    scratch.push((bucket_of(hash_bytes(f), new_size), p.start, p.end));
                 }
                 scratch.sort_by_key(|e| e.0);
                 let mut k = 0;

@@ -22,7 +22,7 @@
 //! where Redis itself builds a fresh set (SPOP with a large count, the
 //! *STORE commands), which the command layer reproduces.
 
-use super::dict::hash_key;
+use super::dict::hash_bytes;
 use crate::util::parse_i64;
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
@@ -475,7 +475,7 @@ impl SetTable {
 
     #[inline]
     fn slot(&self, m: &[u8]) -> usize {
-        hash_key(m) as usize & (self.buckets.len() - 1)
+        hash_bytes(m) as usize & (self.buckets.len() - 1)
     }
 
     /// True when `m` is a member.
@@ -489,7 +489,7 @@ impl SetTable {
 
     /// Adds `m`; false when already present.
     pub fn insert(&mut self, m: &[u8]) -> bool {
-        let h = hash_key(m) as usize;
+        let h = hash_bytes(m) as usize;
         if !self.buckets.is_empty()
             && self.buckets[h & (self.buckets.len() - 1)]
                 .entries()
@@ -569,17 +569,17 @@ impl SetTable {
             for b in old.iter_mut() {
                 let first = match b.entries().next() {
                     None => continue,
-                    Some(e) => hash_key(e) as usize & mask,
+                    Some(e) => hash_bytes(e) as usize & mask,
                 };
                 if b.entries()
                     .skip(1)
-                    .all(|e| hash_key(e) as usize & mask == first)
+                    .all(|e| hash_bytes(e) as usize & mask == first)
                 {
                     table[first] = std::mem::replace(b, Bucket::EMPTY);
                     continue;
                 }
                 scratch.clear();
-                scratch.extend(b.entries().map(|e| (hash_key(e) as usize & mask, e)));
+                scratch.extend(b.entries().map(|e| (hash_bytes(e) as usize & mask, e)));
                 scratch.sort_by_key(|x| x.0);
                 let mut k = 0;
                 while k < scratch.len() {

@@ -20,7 +20,7 @@
 //!
 //! Size limit: a set holds at most `u32::MAX - 1` members (ids are `u32`).
 
-use super::dict::hash_key;
+use super::dict::hash_bytes;
 use hashbrown::HashTable;
 use std::cmp::Ordering;
 
@@ -705,7 +705,9 @@ impl Big {
     fn find(&self, m: &[u8]) -> Option<u32> {
         let slots = &self.slots;
         self.index
-            .find(hash_key(m), |&id| slots[id as usize].member.as_slice() == m)
+            .find(hash_bytes(m), |&id| {
+                slots[id as usize].member.as_slice() == m
+            })
             .copied()
     }
 
@@ -727,8 +729,8 @@ impl Big {
         let Big {
             slots, index, tree, ..
         } = self;
-        index.insert_unique(hash_key(m), id, |&x| {
-            hash_key(slots[x as usize].member.as_slice())
+        index.insert_unique(hash_bytes(m), id, |&x| {
+            hash_bytes(slots[x as usize].member.as_slice())
         });
         tree.insert(slots, id);
         self.len += 1;
@@ -742,7 +744,7 @@ impl Big {
 
     fn remove_id(&mut self, id: u32) {
         self.tree.remove(&self.slots, id);
-        let h = hash_key(self.slots[id as usize].member.as_slice());
+        let h = hash_bytes(self.slots[id as usize].member.as_slice());
         if let Ok(e) = self.index.find_entry(h, |&x| x == id) {
             e.remove();
         }

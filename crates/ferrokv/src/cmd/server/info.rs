@@ -106,7 +106,7 @@ pub fn info_text(ctx: &Ctx<'_>, want: &[&str]) -> String {
             "errorstats" => info_errorstats(ctx, &mut s),
             "cluster" => {
                 s.header("Cluster");
-                s.kv("cluster_enabled", 0);
+                s.kv("cluster_enabled", ctx.server.cluster.enabled as u8);
             }
             "keyspace" => info_keyspace(ctx, &mut s),
             _ => {}
