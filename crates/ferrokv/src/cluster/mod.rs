@@ -1106,7 +1106,7 @@ pub fn node_description(st: &State, n: usize, tls: bool, open_slots: bool) -> St
         s,
         " {} {} {} {}",
         node.ping_sent,
-        if n == MYSELF { 0 } else { node.pong_received },
+        node.pong_received,
         node.config_epoch,
         if connected {
             "connected"
