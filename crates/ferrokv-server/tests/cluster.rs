@@ -542,7 +542,6 @@ fn errors_match_redis() {
     ] {
         check(line);
     }
-    drop(check);
     let empty_key: &[&[u8]] = &[
         b"MIGRATE",
         b"127.0.0.1",
