@@ -247,6 +247,11 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         _ = term.recv() => tracing::info!("Received SIGTERM scheduling shutdown..."),
     }
     server.shutting_down.store(true, Ordering::SeqCst);
+    if server.cluster.enabled {
+        if let Err(e) = server.cluster.save_config() {
+            tracing::warn!("Could not save the cluster config file: {e}");
+        }
+    }
     if server.propagation.on() {
         server.aof.flush_all();
     }

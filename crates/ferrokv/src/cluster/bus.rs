@@ -724,6 +724,7 @@ fn update_slots_with(
             st.del_slot(j);
             st.add_slot(sender, j);
             st.todo_save = true;
+            st.todo_fsync = true;
             st.todo_update_state = true;
         }
     }
@@ -803,6 +804,7 @@ fn process(ctx: &Ctx<'_>, st: &mut State, li: &mut LinkInfo, b: &[u8], after: &m
             if sender_cfg_epoch > node.config_epoch {
                 node.config_epoch = sender_cfg_epoch;
                 st.todo_save = true;
+                st.todo_fsync = true;
             }
             let node = st.node_mut(s);
             node.repl_offset = be64(b, O_OFFSET);
@@ -1041,6 +1043,7 @@ fn process(ctx: &Ctx<'_>, st: &mut State, li: &mut LinkInfo, b: &[u8], after: &m
                     }
                     st.node_mut(n).config_epoch = epoch;
                     st.todo_save = true;
+                    st.todo_fsync = true;
                     let slots =
                         b[HDR_LEN + 8 + NAMELEN..HDR_LEN + 8 + NAMELEN + SLOTS / 8].to_vec();
                     update_slots_with(ctx, st, after, n, epoch, &slots);
@@ -1156,6 +1159,7 @@ fn send_auth_if_needed(ctx: &Ctx<'_>, st: &mut State, node: usize, b: &[u8]) {
     st.last_vote_epoch = st.current_epoch;
     st.node_mut(master).voted_time = now;
     st.todo_save = true;
+    st.todo_fsync = true;
     tracing::info!(
         "Failover auth granted to {} for epoch {}",
         st.node(node).name,
@@ -1200,6 +1204,7 @@ fn replace_master(ctx: &Ctx<'_>, st: &mut State, after: &mut After) {
     let ok = st.update_state(&settings);
     ctx.server.cluster.ok.store(ok, Ordering::Relaxed);
     st.todo_save = true;
+    st.todo_fsync = true;
     broadcast_pong(ctx, st, PongTarget::All);
     st.mf_end = 0;
     st.mf_can_start = false;
@@ -1279,6 +1284,7 @@ fn handle_replica_failover(ctx: &Ctx<'_>, st: &mut State, after: &mut After) {
         broadcast(st, &m, msg::AUTH_REQUEST);
         st.failover_auth_sent = true;
         st.todo_save = true;
+        st.todo_fsync = true;
         st.todo_update_state = true;
         return;
     }
@@ -1784,6 +1790,9 @@ pub fn start(server: &Arc<Server>, binds: &[String]) -> std::io::Result<()> {
                 }
             };
             rt.block_on(async move {
+                server.cluster.bus_running.store(true, Ordering::Relaxed);
+                let s = server.clone();
+                tokio::spawn(async move { s.cluster.saver().await });
                 for l in listeners {
                     let Ok(l) = tokio::net::TcpListener::from_std(l) else {
                         continue;

@@ -70,6 +70,9 @@ pub const FAIL_UNDO_TIME_MULT: u64 = 2;
 /// Multiplier of the node timeout for failure report validity
 /// (CLUSTER_FAIL_REPORT_VALIDITY_MULT).
 pub const FAIL_REPORT_VALIDITY_MULT: u64 = 2;
+/// How long a master waits after its first state computation before it
+/// may turn OK, ms (CLUSTER_WRITABLE_DELAY).
+pub const WRITABLE_DELAY: u64 = 2000;
 /// How long a forgotten node is kept from coming back, in seconds
 /// (CLUSTER_BLACKLIST_TTL).
 pub const BLACKLIST_TTL: u64 = 60;
@@ -239,6 +242,9 @@ pub struct State {
     pub links_buffer_limit_exceeded: u64,
     /// The configuration must be saved.
     pub todo_save: bool,
+    /// ... and flushed to disk (epochs and votes changed: Redis's
+    /// CLUSTER_TODO_FSYNC_CONFIG).
+    pub todo_fsync: bool,
     /// The state must be recomputed.
     pub todo_update_state: bool,
     /// Election: when it may start (0 = none planned), ms.
@@ -261,8 +267,8 @@ pub struct State {
     pub mf_can_start: bool,
     /// When the state last changed to FAIL/OK is decided (rejoin delay).
     pub among_minority_time: u64,
-    /// When this node first saw itself in a state to change (ms).
-    pub state_since: u64,
+    /// When the state was first computed (ms; 0 = never).
+    pub first_update: u64,
     /// The route table (shared with [`Cluster::routes`]).
     routes: Arc<[AtomicU32]>,
 }
@@ -301,6 +307,7 @@ impl State {
             stats_received: [0; bus::MSG_TYPES],
             links_buffer_limit_exceeded: 0,
             todo_save: false,
+            todo_fsync: false,
             todo_update_state: true,
             failover_auth_time: 0,
             failover_auth_count: 0,
@@ -312,7 +319,7 @@ impl State {
             mf_master_offset: None,
             mf_can_start: false,
             among_minority_time: 0,
-            state_since: now,
+            first_update: 0,
             routes,
         }
     }
@@ -554,15 +561,27 @@ impl State {
     /// reach a majority of the masters serving slots.
     pub fn update_state(&mut self, cfg: &Settings) -> bool {
         let now = now_ms();
+        // A master waits a little after its first check before it turns
+        // OK, to give the cluster a chance to reconfigure it after a
+        // restart (CLUSTER_WRITABLE_DELAY, counted from the first call).
+        if self.first_update == 0 {
+            self.first_update = now;
+        }
+        if self.myself().is_master() && !self.state_ok && now - self.first_update < WRITABLE_DELAY {
+            return self.state_ok;
+        }
         let mut ok = true;
         if cfg.require_full_coverage {
-            for s in 0..SLOTS {
-                let o = self.slots[s];
-                if o == NO_NODE || self.node(o as usize).failed() {
-                    ok = false;
-                    break;
-                }
-            }
+            // One flag per node number, then one pass over the slot table.
+            let failed: Vec<bool> = self
+                .nodes
+                .iter()
+                .map(|n| n.as_ref().is_none_or(Node::failed))
+                .collect();
+            ok = self
+                .slots
+                .iter()
+                .all(|&o| o != NO_NODE && !failed.get(o as usize).copied().unwrap_or(true));
         }
         let mut size = 0;
         let mut reachable = 0;
@@ -690,6 +709,12 @@ pub struct Cluster {
     save_lock: Mutex<()>,
     /// Next link id.
     pub next_link_id: AtomicU64,
+    /// The bus thread runs (deferred saves go to it).
+    pub bus_running: AtomicBool,
+    /// A save without fsync is pending for the bus thread.
+    save_pending: AtomicBool,
+    /// Wakes the bus thread's saver.
+    save_wakeup: tokio::sync::Notify,
 }
 
 impl Default for Cluster {
@@ -705,6 +730,9 @@ impl Default for Cluster {
             config_file: Mutex::new(String::new()),
             save_lock: Mutex::new(()),
             next_link_id: AtomicU64::new(1),
+            bus_running: AtomicBool::new(false),
+            save_pending: AtomicBool::new(false),
+            save_wakeup: tokio::sync::Notify::new(),
         }
     }
 }
@@ -932,19 +960,47 @@ impl Cluster {
             }
             let m = st.my_master().map(|m| m as u32).unwrap_or(NO_NODE);
             self.my_master.store(m, Ordering::Relaxed);
-            std::mem::take(&mut st.todo_save)
+            let fsync = std::mem::take(&mut st.todo_fsync);
+            (std::mem::take(&mut st.todo_save) || fsync, fsync)
         };
-        if save {
-            if let Err(e) = self.save_config() {
+        if save.1 || (save.0 && !self.bus_running.load(Ordering::Relaxed)) {
+            // Epochs or votes changed: on disk before anyone hears of it.
+            if let Err(e) = self.write_config(save.1) {
                 tracing::warn!("Could not save the cluster config file: {e}");
             }
+        } else if save.0 {
+            // Other changes are written by the bus thread, coalesced
+            // (a rename costs about half a millisecond here; resharding
+            // changes the configuration several times per slot).
+            self.save_pending.store(true, Ordering::Release);
+            self.save_wakeup.notify_one();
         }
         let _ = server;
     }
 
-    /// Writes `nodes.conf` atomically (temp file + rename), as Redis's
-    /// clusterSaveConfig.
+    /// The bus thread's side of deferred saves: writes the file whenever
+    /// a save is pending.
+    pub async fn saver(&self) {
+        loop {
+            self.save_wakeup.notified().await;
+            if self.save_pending.swap(false, Ordering::AcqRel) {
+                if let Err(e) = self.write_config(false) {
+                    tracing::warn!("Could not save the cluster config file: {e}");
+                }
+            }
+        }
+    }
+
+    /// Writes `nodes.conf` atomically and flushes it to disk (CLUSTER
+    /// SAVECONFIG, start-up).
     pub fn save_config(&self) -> std::io::Result<()> {
+        self.write_config(true)
+    }
+
+    /// Writes `nodes.conf` atomically (temp file + rename), as Redis's
+    /// clusterSaveConfig; `fsync` also flushes it to disk (Redis does so
+    /// only when epochs or votes changed).
+    pub fn write_config(&self, fsync: bool) -> std::io::Result<()> {
         let _g = self.save_lock.lock();
         let text = {
             let st = self.state.lock();
@@ -962,7 +1018,9 @@ impl Cluster {
             use std::io::Write;
             let mut f = std::fs::File::create(&tmp)?;
             f.write_all(text.as_bytes())?;
-            f.sync_all()?;
+            if fsync {
+                f.sync_all()?;
+            }
         }
         std::fs::rename(&tmp, &path)
     }
@@ -1066,6 +1124,45 @@ pub fn flags_string(flags: u16) -> String {
     }
 }
 
+/// Slot ranges of a slot bitmap (bit j of byte j/8 is slot j) as
+/// (start, end) pairs; whole bytes of 0x00 or 0xff are stepped over at
+/// once.
+pub fn bitmap_ranges(bits: &[u8; SLOTS / 8]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    for (i, &byte) in bits.iter().enumerate() {
+        match (byte, start) {
+            (0xff, Some(_)) | (0, None) => continue,
+            (0xff, None) => {
+                start = Some(i * 8);
+                continue;
+            }
+            (0, Some(b)) => {
+                out.push((b, i * 8 - 1));
+                start = None;
+                continue;
+            }
+            _ => {}
+        }
+        for bit in 0..8 {
+            let s = i * 8 + bit;
+            let set = byte & (1 << bit) != 0;
+            match (set, start) {
+                (true, None) => start = Some(s),
+                (false, Some(b)) => {
+                    out.push((b, s - 1));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some(b) = start {
+        out.push((b, SLOTS - 1));
+    }
+    out
+}
+
 /// Slot ranges of a bitmap as (start, end) pairs.
 pub fn slot_ranges(has: impl Fn(usize) -> bool) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
@@ -1115,7 +1212,7 @@ pub fn node_description(st: &State, n: usize, tls: bool, open_slots: bool) -> St
         }
     );
     if node.is_master() {
-        for (a, b) in slot_ranges(|x| node.has_slot(x)) {
+        for (a, b) in bitmap_ranges(&node.slots) {
             if a == b {
                 let _ = write!(s, " {a}");
             } else {
@@ -1396,4 +1493,28 @@ pub fn del_keys_in_slot(server: &Server, slot: u16) -> usize {
     }
     drop(gate);
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bitmap_ranges_match_bit_by_bit() {
+        let mut bits = Box::new([0u8; SLOTS / 8]);
+        let mut set = |s: usize| bits[s / 8] |= 1 << (s % 8);
+        for s in [0, 1, 2, 7, 8, 9, 100, 5000, 16383] {
+            set(s);
+        }
+        for s in 200..=1000 {
+            set(s);
+        }
+        for s in 16000..16383 {
+            set(s);
+        }
+        let slow = slot_ranges(|x| bits[x / 8] & (1 << (x % 8)) != 0);
+        assert_eq!(bitmap_ranges(&bits), slow);
+        assert_eq!(bitmap_ranges(&Box::new([0xff; SLOTS / 8])), vec![(0, SLOTS - 1)]);
+        assert!(bitmap_ranges(&Box::new([0; SLOTS / 8])).is_empty());
+    }
 }

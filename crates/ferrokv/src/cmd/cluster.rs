@@ -612,6 +612,7 @@ fn bumpepoch(ctx: &mut Ctx<'_>, _: &Args<'_>) {
     let (bumped, epoch) = {
         let mut st = ctx.server.cluster.state.lock();
         let b = st.bump_epoch_without_consensus();
+        st.todo_fsync = true;
         (b, st.myself().config_epoch)
     };
     ctx.server.cluster.changed(ctx.server);
