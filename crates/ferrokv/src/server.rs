@@ -165,9 +165,14 @@ impl Server {
         let random_id = crate::repl::random_id;
         let run_id = random_id();
         let propagation = crate::propagate::Stream::default();
-        let keyspace = Keyspace::with_propagation_flag(dbs, propagation.flag());
         let mut cluster = crate::cluster::Cluster::default();
         cluster.configure(&config);
+        if cluster.enabled {
+            // Keys are sharded by hash slot, with a per-slot index, from
+            // the first key on (db/dict.rs `hash_key`).
+            crate::db::dict::enable_slot_sharding();
+        }
+        let keyspace = Keyspace::with_propagation_flag(dbs, propagation.flag());
         let s = Arc::new(Server {
             tx: Default::default(),
             evict: Default::default(),

@@ -936,6 +936,13 @@ impl Cluster {
         }
     }
 
+    /// Marks the configuration to be saved (no ownership changed: the
+    /// state need not be recomputed).
+    pub fn changed_config(&self, server: &Server) {
+        self.state.lock().todo_save = true;
+        self.before_sleep(server);
+    }
+
     /// Marks the configuration to be saved and the state recomputed, and
     /// does both now (commands call this after changing the state).
     pub fn changed(&self, server: &Server) {
@@ -1401,7 +1408,6 @@ pub fn init(server: &Arc<Server>) -> Result<(), String> {
     if !server.cluster.enabled {
         return Ok(());
     }
-    crate::db::dict::enable_slot_sharding();
     let dir = std::env::current_dir().unwrap_or_default();
     {
         let mut f = server.cluster.config_file.lock();
@@ -1419,36 +1425,23 @@ pub fn init(server: &Arc<Server>) -> Result<(), String> {
     Ok(())
 }
 
-/// Keys of `slot` in database 0, up to `max` (CLUSTER GETKEYSINSLOT,
-/// MIGRATE by slot, slot flushing). In cluster mode every key of a slot
-/// lives in the shard numbered by the slot's low 8 bits
-/// ([`crate::db::dict::hash_key`]): only that shard is walked.
+/// Keys of `slot` in database 0, up to `max`, expired or not (CLUSTER
+/// GETKEYSINSLOT, slot cleanup). In cluster mode every key of a slot lives
+/// in the shard numbered by the slot's top 8 bits
+/// ([`crate::db::dict::hash_key`]), whose slot index lists them
+/// (db/slotindex.rs).
 pub fn keys_in_slot(server: &Server, slot: u16, max: usize) -> Vec<Vec<u8>> {
     let db = server.keyspace.db(0);
-    let shard = db.shard_at((slot & 0xff) as usize).lock();
-    let mut out = Vec::new();
-    if max == 0 {
-        return out;
-    }
-    for (k, _, _) in shard.iter_with_expire() {
-        if key_hash_slot(k) == slot {
-            out.push(k.to_vec());
-            if out.len() >= max {
-                break;
-            }
-        }
-    }
-    out
+    let shard = db.shard_at((slot >> 6) as usize).lock();
+    shard.keys_in_slot(slot, max).unwrap_or_default()
 }
 
-/// Number of keys in `slot` (CLUSTER COUNTKEYSINSLOT; see [`keys_in_slot`]).
+/// Number of keys in `slot` (CLUSTER COUNTKEYSINSLOT), in O(1) from the
+/// slot index.
 pub fn count_keys_in_slot(server: &Server, slot: u16) -> usize {
     let db = server.keyspace.db(0);
-    let shard = db.shard_at((slot & 0xff) as usize).lock();
-    shard
-        .iter_with_expire()
-        .filter(|(k, _, _)| key_hash_slot(k) == slot)
-        .count()
+    let shard = db.shard_at((slot >> 6) as usize).lock();
+    shard.count_in_slot(slot).unwrap_or(0)
 }
 
 /// Deletes every key of `slot` from database 0 (Redis's delKeysInSlot:
@@ -1514,7 +1507,10 @@ mod tests {
         }
         let slow = slot_ranges(|x| bits[x / 8] & (1 << (x % 8)) != 0);
         assert_eq!(bitmap_ranges(&bits), slow);
-        assert_eq!(bitmap_ranges(&Box::new([0xff; SLOTS / 8])), vec![(0, SLOTS - 1)]);
+        assert_eq!(
+            bitmap_ranges(&Box::new([0xff; SLOTS / 8])),
+            vec![(0, SLOTS - 1)]
+        );
         assert!(bitmap_ranges(&Box::new([0; SLOTS / 8])).is_empty());
     }
 }

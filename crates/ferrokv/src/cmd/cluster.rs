@@ -1004,7 +1004,11 @@ fn setslot(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     drop(st);
     match res {
         Ok(broadcast) => {
-            ctx.server.cluster.changed(ctx.server);
+            if action.as_slice() == b"node" {
+                ctx.server.cluster.changed(ctx.server);
+            } else {
+                ctx.server.cluster.changed_config(ctx.server);
+            }
             if broadcast {
                 bus::broadcast_config(ctx.server);
             }

@@ -50,13 +50,18 @@ pub fn enable_slot_sharding() {
     SLOT_SHARDING.store(true, Ordering::Relaxed);
 }
 
+/// True once [`enable_slot_sharding`] was called (cluster mode).
+pub fn slot_sharding() -> bool {
+    SLOT_SHARDING.load(Ordering::Relaxed)
+}
+
 /// 64-bit hash of a key, used both for shard selection (high 8 bits) and
 /// for the bucket inside a shard's [`Dict`] (low bits).
 ///
-/// In cluster mode the top 8 bits are the low 8 bits of the key's hash
-/// slot (cluster/slot.rs), so every key of a slot lives in one shard: a
-/// slot is counted, listed, migrated or flushed by walking one shard
-/// (1/256 of the keyspace) instead of all of it. The low 56 bits are
+/// In cluster mode the top 14 bits are the key's hash slot
+/// (cluster/slot.rs), so the shard is the slot's top 8 bits: every key of
+/// a slot lives in one shard, and the shard's slot index
+/// (db/slotindex.rs) reads the slot from the hash. The low 50 bits are
 /// [`hash_bytes`]'s in both modes, so bucket positions never depend on the
 /// mode.
 #[inline]
@@ -64,7 +69,7 @@ pub fn hash_key(key: &[u8]) -> u64 {
     let h = hasher().hash_one(key);
     if SLOT_SHARDING.load(Ordering::Relaxed) {
         let slot = crate::cluster::slot::key_hash_slot(key) as u64;
-        (h & ((1 << 56) - 1)) | ((slot & 0xff) << 56)
+        (h & ((1 << 50) - 1)) | (slot << 50)
     } else {
         h
     }
@@ -213,6 +218,21 @@ impl<V> Dict<V> {
             h.base.store(base, Ordering::Relaxed);
             h.mask.store(self.mask(), Ordering::Relaxed);
         }
+    }
+
+    /// The keys of the bucket of `hash` (the slot index finds a key from
+    /// its hash this way).
+    pub fn bucket_keys(&self, hash: u64) -> impl Iterator<Item = &[u8]> {
+        let mut cur = if self.table.is_empty() {
+            None
+        } else {
+            self.table[hash as usize & self.mask()].as_deref()
+        };
+        std::iter::from_fn(move || {
+            let n = cur?;
+            cur = n.next.as_deref();
+            Some(&n.key[..])
+        })
     }
 
     /// Number of entries.

@@ -263,6 +263,9 @@ pub struct Shard {
     saved: Option<Box<SavedKeys>>,
     /// The keyspace's signals (shared by all its shards).
     pub(crate) signals: Arc<Signals>,
+    /// Cluster mode: the key hashes of each of this shard's 64 hash slots
+    /// (db/slotindex.rs); None otherwise.
+    slots: Option<Box<super::slotindex::SlotIndex>>,
 }
 
 /// What the shards of one keyspace read or count while they work, shared
@@ -396,6 +399,31 @@ impl Shard {
         self.volatile.len()
     }
 
+    /// Cluster mode: the number of keys of hash `slot` (one of this
+    /// shard's), expired or not; None without a slot index.
+    pub fn count_in_slot(&self, slot: u16) -> Option<usize> {
+        self.slots.as_ref().map(|ix| ix.count(slot))
+    }
+
+    /// Cluster mode: up to `max` keys of hash `slot` (one of this shard's),
+    /// expired or not; None without a slot index.
+    pub fn keys_in_slot(&self, slot: u16, max: usize) -> Option<Vec<Vec<u8>>> {
+        let ix = self.slots.as_ref()?;
+        let mut out = Vec::new();
+        'outer: for h in ix.hashes(slot) {
+            // Every key of the bucket whose full hash is h (normally one).
+            for k in self.dict.bucket_keys(h) {
+                if out.len() >= max {
+                    break 'outer;
+                }
+                if hash_key(k) == h {
+                    out.push(k.to_vec());
+                }
+            }
+        }
+        Some(out)
+    }
+
     /// Looks a key up, deleting it first when it has expired at `now` (ms).
     #[inline]
     pub fn get(&mut self, h: u64, key: &[u8], now: u64) -> Option<&mut Entry> {
@@ -427,6 +455,9 @@ impl Shard {
             Lookup::Missing => None,
             Lookup::Removed(_) => {
                 self.volatile.remove(h, key);
+                if let Some(ix) = self.slots.as_mut() {
+                    ix.remove(h);
+                }
                 self.expired += 1;
                 self.signals.events.expired(self.db as usize, key);
                 None
@@ -503,6 +534,11 @@ impl Shard {
     ) -> Option<Entry> {
         self.before_write(h, key);
         let old = self.dict.insert_marked(h, key, entry, at != 0);
+        if old.is_none() {
+            if let Some(ix) = self.slots.as_mut() {
+                ix.insert(h);
+            }
+        }
         let had = matches!(old, Some((_, true)));
         self.note_expire(h, key, had, at);
         old.map(|(e, _)| e)
@@ -527,6 +563,9 @@ impl Shard {
         if marked {
             self.volatile.remove(h, key);
         }
+        if let Some(ix) = self.slots.as_mut() {
+            ix.remove(h);
+        }
         Some(e)
     }
 
@@ -540,6 +579,9 @@ impl Shard {
         } else {
             0
         };
+        if let Some(ix) = self.slots.as_mut() {
+            ix.remove(h);
+        }
         Some((e, at))
     }
 
@@ -567,6 +609,7 @@ impl Shard {
         if let Some(h) = hint {
             self.dict.attach_hint(h);
         }
+        let slots = self.slots.as_mut().map(std::mem::take);
         Shard {
             dict,
             volatile: std::mem::take(&mut self.volatile),
@@ -577,6 +620,7 @@ impl Shard {
             copiers: Vec::new(),
             saved: None,
             signals: self.signals.clone(),
+            slots,
         }
     }
 
@@ -746,6 +790,9 @@ impl Db {
                         ..Shard::default()
                     };
                     s.seq.gid = (index * SHARDS + i) as u32;
+                    if super::dict::slot_sharding() {
+                        s.slots = Some(Box::default());
+                    }
                     s.dict.attach_hint(h.clone());
                     Mutex::new(s)
                 })
@@ -990,6 +1037,7 @@ impl Keyspace {
                 y.dict.attach_hint(hy);
             }
             std::mem::swap(&mut x.volatile, &mut y.volatile);
+            std::mem::swap(&mut x.slots, &mut y.slots);
             std::mem::swap(&mut x.expired, &mut y.expired);
         }
     }

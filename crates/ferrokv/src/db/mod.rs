@@ -9,6 +9,7 @@ pub mod keyspace;
 pub mod list;
 pub mod lru;
 pub mod set;
+pub mod slotindex;
 pub mod smallbytes;
 pub mod value;
 pub mod zset;
