@@ -252,6 +252,24 @@ fn python_redis() -> Option<String> {
     }
 }
 
+/// `node` when ioredis is installed in tests/node (`npm install --prefix
+/// crates/ferrokv-server/tests/node`, as .ci/run does); required when
+/// FERROKV_REQUIRE_REDIS is set.
+fn node_with_ioredis() -> Option<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node/node_modules/ioredis");
+    match which("node") {
+        Some(n) if dir.exists() => Some(n),
+        _ => {
+            assert!(
+                std::env::var_os("FERROKV_REQUIRE_REDIS").is_none(),
+                "node with ioredis (tests/node) is required when FERROKV_REQUIRE_REDIS is set"
+            );
+            eprintln!("node or ioredis not installed: ioredis cluster test skipped");
+            None
+        }
+    }
+}
+
 fn script(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/python")
@@ -371,6 +389,15 @@ fn create_route_and_clients() {
             .output()
             .expect("python");
         assert!(o.status.success(), "cluster_client.py: {}", out_text(&o));
+    }
+    // ioredis's Cluster (npm), when installed next to the test scripts.
+    if let Some(node) = node_with_ioredis() {
+        let o = Command::new(node)
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node/cluster_client.js"))
+            .arg(nodes[0].port.to_string())
+            .output()
+            .expect("node");
+        assert!(o.status.success(), "cluster_client.js: {}", out_text(&o));
     }
     // COUNTKEYSINSLOT / GETKEYSINSLOT on the owner.
     let n: i64 = owner.cmd(&format!("CLUSTER COUNTKEYSINSLOT {slot_foo}"))[1..]
