@@ -700,3 +700,75 @@ fn mixed_failover_both_ways() {
         assert_eq!(dbsize(m), n);
     }
 }
+
+/// A master left without a working replica gets one from the master with
+/// the most (cluster-migration-barrier 1): Redis's replica migration.
+#[test]
+fn replica_migration_to_orphaned_master() {
+    if redis_cli().is_none() {
+        return;
+    }
+    let mut nodes: Vec<Node> = (0..7).map(|_| Node::ferrokv()).collect();
+    {
+        let refs: Vec<&Node> = nodes[..6].iter().collect();
+        create(&refs, 1);
+    }
+    let view = |n: &Node| n.text("CLUSTER NODES");
+    wait_until("three masters with a replica each", 20, || {
+        view(&nodes[0])
+            .lines()
+            .filter(|l| l.contains("slave"))
+            .count()
+            == 3
+    });
+    let masters: Vec<String> = view(&nodes[0])
+        .lines()
+        .filter(|l| l.split_whitespace().count() > 8)
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    assert_eq!(masters.len(), 3);
+    // A second replica for the first master.
+    let o = cli(&[
+        "--cluster",
+        "add-node",
+        &nodes[6].addr(),
+        &nodes[0].addr(),
+        "--cluster-slave",
+        "--cluster-master-id",
+        &masters[0],
+    ]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let replicas_of = |n: &Node, m: &str| {
+        view(n)
+            .lines()
+            .filter(|l| {
+                l.contains("slave") && !l.contains("fail") && l.split_whitespace().nth(3) == Some(m)
+            })
+            .count()
+    };
+    wait_until("two replicas for the first master", 20, || {
+        replicas_of(&nodes[0], &masters[0]) == 2
+    });
+    // Kill the only replica of the third master.
+    let victim = nodes
+        .iter()
+        .position(|n| {
+            view(n)
+                .lines()
+                .any(|l| l.contains("myself,slave") && l.contains(&masters[2]))
+        })
+        .expect("replica of the third master");
+    let victim_id = nodes[victim].myid();
+    nodes[victim].kill();
+    let watcher = if victim == 0 { 1 } else { 0 };
+    wait_until("the third master's replica flagged fail", 30, || {
+        view(&nodes[watcher])
+            .lines()
+            .any(|l| l.starts_with(&victim_id) && l.contains("fail") && !l.contains("fail?"))
+    });
+    // One replica of the first master moves to the orphaned one.
+    wait_until("a replica migrated to the orphaned master", 40, || {
+        replicas_of(&nodes[watcher], &masters[2]) == 1
+            && replicas_of(&nodes[watcher], &masters[0]) == 1
+    });
+}

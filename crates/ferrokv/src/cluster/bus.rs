@@ -754,7 +754,7 @@ fn set_master(st: &mut State, after: &mut After, n: usize) {
         st.importing_from.clear();
         st.refresh_open_routes();
     }
-    st.myself_mut().master = Some(n);
+    st.add_replica(n, MYSELF);
     let node = st.node(n);
     after.follow = Some((node.ip.clone(), node.port));
     st.mf_end = 0;
@@ -935,7 +935,7 @@ fn process(ctx: &Ctx<'_>, st: &mut State, li: &mut LinkInfo, b: &[u8], after: &m
             }
             if let Some(m) = master {
                 if st.node(s).master != Some(m) && m != s {
-                    st.node_mut(s).master = Some(m);
+                    st.add_replica(m, s);
                     st.todo_save = true;
                 }
             }
@@ -1299,6 +1299,89 @@ fn handle_replica_failover(ctx: &Ctx<'_>, st: &mut State, after: &mut After) {
     }
 }
 
+/// Delay before a replica migrates to an orphaned master, ms
+/// (CLUSTER_SLAVE_MIGRATION_DELAY).
+pub const REPLICA_MIGRATION_DELAY: u64 = 5000;
+
+/// Replica migration (Redis's orphaned-master check in clusterCron and
+/// clusterHandleSlaveMigration): when a master that used to have replicas
+/// has none working, the replica with the smallest name among the
+/// masters with the most working replicas moves to it, provided its own
+/// master keeps more than cluster-migration-barrier working replicas and
+/// the master has been orphaned for 5 s.
+fn handle_replica_migration(ctx: &Ctx<'_>, st: &mut State, after: &mut After) {
+    if !ctx.settings.allow_replica_migration || !st.state_ok {
+        return;
+    }
+    let Some(my_master) = st.my_master() else {
+        return;
+    };
+    let masters: Vec<usize> = st
+        .numbers()
+        .filter(|&n| st.node(n).is_master() && !st.node(n).failed())
+        .collect();
+    let mut orphaned = 0;
+    let mut max_replicas = 0;
+    let mut mine = 0;
+    for &m in &masters {
+        let ok = st.ok_replicas(m);
+        if ok == 0 && st.node(m).numslots > 0 && st.node(m).flags & flag::MIGRATE_TO != 0 {
+            orphaned += 1;
+        }
+        max_replicas = max_replicas.max(ok);
+        if m == my_master {
+            mine = ok;
+        }
+    }
+    if orphaned == 0 || max_replicas < 2 || mine != max_replicas {
+        return;
+    }
+    let ok_mine = st
+        .replicas_of(my_master)
+        .into_iter()
+        .filter(|&r| st.node(r).flags & (flag::FAIL | flag::PFAIL) == 0)
+        .count();
+    if ok_mine <= ctx.settings.migration_barrier {
+        return;
+    }
+    let now = now_ms();
+    let mut target: Option<usize> = None;
+    let mut candidate = MYSELF;
+    for n in st.numbers().collect::<Vec<_>>() {
+        let is_master = st.node(n).is_master();
+        let ok = if is_master { st.ok_replicas(n) } else { 0 };
+        let node = st.node(n);
+        let orphan = is_master && !node.failed() && node.flags & flag::MIGRATE_TO != 0 && ok == 0;
+        let has_slots = node.numslots > 0;
+        let node = st.node_mut(n);
+        if orphan {
+            if target.is_none() && has_slots {
+                target = Some(n);
+            }
+            if node.orphaned_time == 0 {
+                node.orphaned_time = now;
+            }
+        } else {
+            node.orphaned_time = 0;
+        }
+        if is_master && ok == max_replicas {
+            for r in st.replicas_of(n) {
+                if st.node(r).name < st.node(candidate).name {
+                    candidate = r;
+                }
+            }
+        }
+    }
+    if let Some(t) = target {
+        if candidate == MYSELF
+            && now.saturating_sub(st.node(t).orphaned_time) > REPLICA_MIGRATION_DELAY
+        {
+            tracing::warn!("Migrating to orphaned master {}", st.node(t).name);
+            set_master(st, after, t);
+        }
+    }
+}
+
 /// The replica's side of a manual failover: start once our offset
 /// reaches the paused master's (Redis's clusterHandleManualFailover).
 fn handle_manual_failover(ctx: &Ctx<'_>, st: &mut State) {
@@ -1556,6 +1639,7 @@ fn cron(server: &Arc<Server>, iteration: u64) {
             }
             handle_manual_failover(&ctx, &mut st);
             handle_replica_failover(&ctx, &mut st, &mut after);
+            handle_replica_migration(&ctx, &mut st, &mut after);
         }
         if !st.state_ok {
             st.todo_update_state = true;

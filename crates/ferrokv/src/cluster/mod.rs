@@ -539,9 +539,31 @@ impl State {
         }
         node.flags &= !flag::SLAVE;
         node.flags |= flag::MASTER;
+        // A replica turned master was supposed to have replicas
+        // (clusterSetNodeAsMaster).
+        if node.master.is_some() && n != MYSELF {
+            node.flags |= flag::MIGRATE_TO;
+        }
         node.master = None;
         self.todo_save = true;
         self.todo_update_state = true;
+    }
+
+    /// Records that node `r` replicates master `m` (Redis's
+    /// clusterNodeAddSlave: the master becomes a target for replica
+    /// migration).
+    pub fn add_replica(&mut self, m: usize, r: usize) {
+        self.node_mut(r).master = Some(m);
+        self.node_mut(m).flags |= flag::MIGRATE_TO;
+    }
+
+    /// Replicas of master `m` not flagged FAIL (Redis's
+    /// clusterCountNonFailingSlaves).
+    pub fn ok_replicas(&self, m: usize) -> usize {
+        self.replicas_of(m)
+            .into_iter()
+            .filter(|&r| !self.node(r).failed())
+            .count()
     }
 
     /// Valid failure reports about node `n` after dropping old ones
@@ -1397,6 +1419,14 @@ fn load_config(st: &mut State, text: &str) -> Result<(), String> {
     }
     if !myself_seen {
         return Err("no myself line".into());
+    }
+    // Masters with replicas are replica-migration targets.
+    for n in st.numbers().collect::<Vec<_>>() {
+        if let Some(m) = st.node(n).master {
+            if st.nodes.get(m).is_some_and(Option::is_some) {
+                st.node_mut(m).flags |= flag::MIGRATE_TO;
+            }
+        }
     }
     st.refresh_open_routes();
     Ok(())
