@@ -410,6 +410,20 @@ fn create_route_and_clients() {
         .contains("foo"));
 }
 
+/// True when `n`'s own line in its CLUSTER NODES lists `slot`.
+fn owns(n: &Node, slot: u32) -> bool {
+    n.text("CLUSTER NODES").lines().any(|l| {
+        l.contains("myself")
+            && l.split_whitespace().skip(8).any(|r| {
+                let (a, b) = r.split_once('-').unwrap_or((r, r));
+                match (a.parse::<u32>(), b.parse::<u32>()) {
+                    (Ok(a), Ok(b)) => (a..=b).contains(&slot),
+                    _ => false,
+                }
+            })
+    })
+}
+
 fn key_on(n: &Node, key: &str) -> bool {
     !n.cmd(&format!("EXISTS {key}")).starts_with("-MOVED")
 }
@@ -771,4 +785,106 @@ fn replica_migration_to_orphaned_master() {
         replicas_of(&nodes[watcher], &masters[2]) == 1
             && replicas_of(&nodes[watcher], &masters[0]) == 1
     });
+}
+
+/// redis-cli's other cluster tools against ferrokv: info, call, fix (an
+/// open slot left by an interrupted migration), add-node of an empty
+/// master and rebalance onto it; keys survive, the check stays clean;
+/// sharded Pub/Sub is routed by slot.
+#[test]
+fn cli_tools_info_call_fix_rebalance() {
+    if redis_cli().is_none() {
+        return;
+    }
+    let nodes: Vec<Node> = (0..4).map(|_| Node::ferrokv()).collect();
+    create(&[&nodes[0], &nodes[1], &nodes[2]], 0);
+    let urls: Vec<String> = nodes[..3]
+        .iter()
+        .map(|n| format!("redis://{}/", n.addr()))
+        .collect();
+    let client = redis::cluster::ClusterClient::new(urls).expect("cluster client");
+    let mut c = client.get_connection().expect("cluster connection");
+    for i in 0..3000 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("t{i}"))
+            .arg(i)
+            .query(&mut c)
+            .expect("set");
+    }
+    let o = cli(&["--cluster", "info", &nodes[0].addr()]);
+    let t = out_text(&o);
+    assert!(
+        o.status.success() && t.contains("[OK] 3000 keys in 3 masters."),
+        "{t}"
+    );
+    let o = cli(&["--cluster", "call", &nodes[0].addr(), "DBSIZE"]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    // An interrupted migration leaves slot 0 open; fix closes it.
+    let owner0 = nodes
+        .iter()
+        .take(3)
+        .find(|n| owns(n, 0))
+        .expect("owner of slot 0");
+    let other = nodes
+        .iter()
+        .take(3)
+        .find(|n| n.port != owner0.port)
+        .unwrap();
+    assert_eq!(
+        owner0.cmd(&format!("CLUSTER SETSLOT 0 MIGRATING {}", other.myid())),
+        "+OK\r\n"
+    );
+    let o = cli(&["--cluster", "check", &nodes[0].addr()]);
+    assert!(out_text(&o).contains("open slot"), "{}", out_text(&o));
+    let o = Command::new(which("redis-cli").unwrap())
+        .args(["--cluster", "fix", &nodes[0].addr()])
+        .stdin(Stdio::null())
+        .output()
+        .expect("fix");
+    assert!(o.status.success(), "{}", out_text(&o));
+    check_clean(&nodes[0]);
+    // An empty master joins and takes its share.
+    let o = cli(&["--cluster", "add-node", &nodes[3].addr(), &nodes[0].addr()]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    wait_until("the new node known everywhere", 20, || {
+        nodes[..3]
+            .iter()
+            .all(|n| n.text("CLUSTER NODES").contains(&nodes[3].myid()))
+    });
+    // A node that joins waits out the rejoin delay before it serves (as
+    // Redis's clusterUpdateState).
+    wait_ok(&[&nodes[3]]);
+    let o = cli(&[
+        "--cluster",
+        "rebalance",
+        &nodes[0].addr(),
+        "--cluster-use-empty-masters",
+    ]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    check_clean(&nodes[0]);
+    let n3: i64 = nodes[3].cmd("DBSIZE")[1..].trim().parse().unwrap();
+    assert!(n3 > 300, "rebalance moved only {n3} keys");
+    let mut c = client.get_connection().expect("cluster connection");
+    for i in 0..3000 {
+        let v: i64 = redis::cmd("GET")
+            .arg(format!("t{i}"))
+            .query(&mut c)
+            .expect("get");
+        assert_eq!(v, i);
+    }
+    // Sharded Pub/Sub: SPUBLISH and SSUBSCRIBE are routed by the
+    // channel's slot.
+    let ch_slot = nodes[0].cmd("CLUSTER KEYSLOT ch");
+    let slot: u16 = ch_slot[1..].trim().parse().unwrap();
+    let owner = nodes
+        .iter()
+        .find(|n| !n.cmd("SPUBLISH ch m").starts_with("-MOVED"))
+        .expect("owner of ch");
+    for n in nodes.iter().filter(|n| n.port != owner.port) {
+        assert_eq!(
+            n.cmd("SPUBLISH ch m"),
+            format!("-MOVED {slot} {}\r\n", owner.addr())
+        );
+        assert!(n.cmd("SSUBSCRIBE ch").starts_with("-MOVED"));
+    }
 }

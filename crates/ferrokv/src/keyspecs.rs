@@ -232,6 +232,24 @@ pub const MIGRATE: &[KeySpec] = &[
     ),
 ];
 
+/// Keys of a request from a command's legacy (first, last, step) key
+/// range (Redis's getKeysUsingLegacyRangeSpec): `last` < 0 counts from the
+/// end; positions past the arguments give no key (commands of variable
+/// arity report their own error).
+pub fn legacy_range(first: i32, last: i32, step: i32, argc: usize) -> Keys {
+    if first <= 0 || step <= 0 {
+        return Keys::NONE;
+    }
+    let last = if last < 0 { argc as i32 + last } else { last };
+    if last < first || last as usize >= argc {
+        return Keys::NONE;
+    }
+    let span = (last - first) / step * step;
+    let mut k = Keys::NONE;
+    k.push(first as usize, (first + span) as usize, step as usize, 0);
+    k
+}
+
 /// Keys of MIGRATE (Redis's migrateGetKeys): the key at 3, or with the
 /// KEYS option (and an empty key argument) every argument after KEYS;
 /// COPY and REPLACE are skipped, AUTH with its argument, AUTH2 with two.

@@ -1670,10 +1670,14 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
             tracing::warn!("Bad message length or signature received on the cluster bus.");
             break;
         }
-        let mut buf = vec![0u8; totlen];
-        buf[..8].copy_from_slice(&head);
-        if r.read_exact(&mut buf[8..]).await.is_err() {
-            break;
+        // The buffer grows as bytes arrive: a peer announcing a huge
+        // length gets no memory until it sends the data.
+        let mut buf = Vec::with_capacity(totlen.min(1 << 16));
+        buf.extend_from_slice(&head);
+        let want = (totlen - 8) as u64;
+        match (&mut r).take(want).read_to_end(&mut buf).await {
+            Ok(n) if n as u64 == want => {}
+            _ => break,
         }
         let ctx = Ctx {
             server,

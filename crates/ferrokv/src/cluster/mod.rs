@@ -843,7 +843,7 @@ impl Cluster {
             if c.name == "migrate" {
                 is_migrate = true;
             }
-            let keys = c.keys(&rc.args);
+            let keys = c.routing_keys(&rc.args);
             for k in keys.iter() {
                 let key = rc.args.get(k.pos);
                 let this = key_hash_slot(key);

@@ -366,6 +366,21 @@ impl Command {
         keyspecs::get_keys(self.key_specs, self.key_finder, args)
     }
 
+    /// The keys cluster routing checks (Redis's getKeysFromCommand, as
+    /// getNodeByQuery calls it): the command's own key finder when it has
+    /// one, else its legacy (first, last, step) range, which also covers
+    /// the shard channels of SPUBLISH / SSUBSCRIBE; commands with movable
+    /// keys and no finder use their key specs.
+    pub fn routing_keys(&self, args: &Args<'_>) -> keyspecs::Keys {
+        if let Some(f) = self.key_finder {
+            return f(args);
+        }
+        if self.flags & flags::MOVABLE_KEYS != 0 {
+            return self.keys(args);
+        }
+        keyspecs::legacy_range(self.first_key, self.last_key, self.step, args.len())
+    }
+
     /// The channel arguments of a Pub/Sub command: (first index, count,
     /// literal). PUBLISH/SPUBLISH: the channel; SUBSCRIBE/SSUBSCRIBE: every
     /// channel; PSUBSCRIBE: every pattern, compared literally with the
@@ -909,7 +924,11 @@ pub fn execute(
         if client.multi.is_none() {
             client.asking = false;
         }
-        if !client.is_master && (is_exec || c.has_keys()) {
+        // Commands with key specs, channel ones included (SPUBLISH,
+        // SSUBSCRIBE), or movable keys, and EXEC (server.c processCommand).
+        if !client.is_master
+            && (is_exec || !c.key_specs.is_empty() || c.flags & flags::MOVABLE_KEYS != 0)
+        {
             if let Err(r) = cluster_route(server, client, c, args, is_exec, asking) {
                 let msg = server.cluster.redirect_message(&r, false);
                 if is_exec {
