@@ -178,7 +178,7 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
     }
     // Cluster mode: nodes.conf is read (or created) and keys are sharded
     // by hash slot before any key is loaded.
-    cluster::init(&server).map_err(std::io::Error::other)?;
+    cmd::cluster::init(&server).map_err(std::io::Error::other)?;
     // The dataset is loaded before any listener exists, so no client sees
     // a partial keyspace; a bad file stops the start-up with its name.
     // The AOF when appendonly is yes (Redis's loadDataFromDisk), else the RDB.
@@ -223,7 +223,7 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         }
     }
     if server.cluster.enabled {
-        cluster::bus::start(&server, &binds)?;
+        cmd::cluster::bus::start(&server, &binds)?;
     }
     tokio::spawn(cron(server.clone()));
     let replicaof = server.config.read().get("replicaof").to_string();

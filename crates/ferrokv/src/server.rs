@@ -218,6 +218,10 @@ impl Server {
     /// [`LiveConfig`]. Call after every change of `config`.
     pub fn apply_config(&self) {
         let c = self.config.read();
+        if self.cluster.enabled {
+            // cluster-node-timeout & co. take effect at once (CONFIG SET).
+            self.cluster.refresh_settings(&c, c.get_i64("port") as u16);
+        }
         let l = &self.live;
         let u = |name: &str| c.get_u64(name);
         l.proto_max_bulk_len

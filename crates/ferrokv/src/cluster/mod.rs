@@ -4,9 +4,11 @@
 //! cluster specification).
 //!
 //! - [`slot`]: CRC16 hash slots and hash tags.
-//! - [`bus`]: the cluster bus, byte-compatible with Redis 7.0's
-//!   `clusterMsg`, on its own listener (port + 10000), with the cron that
-//!   pings, detects failures and runs replica elections.
+//! - The cluster bus (byte-compatible with Redis 7.0's `clusterMsg`, on
+//!   its own listener, with the cron that pings, detects failures and
+//!   runs replica elections) and the CLUSTER commands live in
+//!   `cmd/cluster/`, above the command table, as replication's I/O lives in
+//!   `cmd/repl/` above `repl/`.
 //! - This module: [`Cluster`] (per server), its [`State`] (behind one
 //!   mutex: the bus and the CLUSTER commands change it; both are rare next
 //!   to commands) and the lock-free slot table the request path reads.
@@ -16,10 +18,8 @@
 //! [`Cluster::routes`] (one relaxed atomic load per key) and only takes
 //! the state's lock to build a redirection.
 
-pub mod bus;
 pub mod slot;
 
-use crate::server::Server;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -54,6 +54,24 @@ pub mod flag {
     /// The replica does not fail over (cluster-replica-no-failover).
     pub const NOFAILOVER: u16 = 512;
 }
+
+/// Number of bus message types (CLUSTERMSG_TYPE_COUNT).
+pub const MSG_TYPES: usize = 11;
+
+/// Names of the bus message types in CLUSTER INFO's stats, by type.
+pub const TYPE_NAMES: [&str; MSG_TYPES] = [
+    "ping",
+    "pong",
+    "meet",
+    "fail",
+    "publish",
+    "auth-req",
+    "auth-ack",
+    "update",
+    "mfstart",
+    "module",
+    "publishshard",
+];
 
 /// "No node" in the slot table.
 pub const NO_NODE: u32 = 0xffff;
@@ -235,9 +253,9 @@ pub struct State {
     /// Forgotten nodes: name -> until when (unix s) they may not come back.
     pub blacklist: HashMap<String, u64>,
     /// Messages sent and received per type.
-    pub stats_sent: [u64; bus::MSG_TYPES],
+    pub stats_sent: [u64; MSG_TYPES],
     /// Messages received per type.
-    pub stats_received: [u64; bus::MSG_TYPES],
+    pub stats_received: [u64; MSG_TYPES],
     /// Links closed for exceeding cluster-link-sendbuf-limit.
     pub links_buffer_limit_exceeded: u64,
     /// The configuration must be saved.
@@ -303,8 +321,8 @@ impl State {
             state_ok: false,
             size: 0,
             blacklist: HashMap::new(),
-            stats_sent: [0; bus::MSG_TYPES],
-            stats_received: [0; bus::MSG_TYPES],
+            stats_sent: [0; MSG_TYPES],
+            stats_received: [0; MSG_TYPES],
             links_buffer_limit_exceeded: 0,
             todo_save: false,
             todo_fsync: false,
@@ -778,10 +796,17 @@ pub enum Redirect {
     DownUnbound,
 }
 
-/// One command of a request to route: its table entry and arguments.
+/// One command of a request to route, as the command table describes it
+/// (cmd/ builds it: this layer sits below the command table).
 pub struct Routed<'a> {
-    /// The command.
-    pub cmd: &'static crate::cmd::Command,
+    /// The command writes (CMD_WRITE).
+    pub write: bool,
+    /// A Pub/Sub command (CMD_PUBSUB: SPUBLISH, SSUBSCRIBE...).
+    pub pubsub: bool,
+    /// MIGRATE (runs on the local node while its slot is open).
+    pub migrate: bool,
+    /// Its keys, as Redis's getKeysFromCommand finds them.
+    pub keys: crate::keyspecs::Keys,
     /// Its arguments.
     pub args: crate::resp::Args<'a>,
 }
@@ -823,7 +848,6 @@ impl Cluster {
         readonly: bool,
         exists: &dyn Fn(&[u8]) -> bool,
     ) -> Result<(), Redirect> {
-        use crate::cmd::flags;
         let mut first: Option<&[u8]> = None;
         let mut slot = 0u16;
         let mut route = NO_NODE;
@@ -833,18 +857,10 @@ impl Cluster {
         let mut pubsub_shard = false;
         let mut is_migrate = false;
         for rc in cmds {
-            let c = rc.cmd;
-            if c.flags & flags::WRITE != 0 {
-                any_write = true;
-            }
-            if c.flags & flags::PUBSUB != 0 {
-                pubsub_shard = true;
-            }
-            if c.name == "migrate" {
-                is_migrate = true;
-            }
-            let keys = c.routing_keys(&rc.args);
-            for k in keys.iter() {
+            any_write |= rc.write;
+            pubsub_shard |= rc.pubsub;
+            is_migrate |= rc.migrate;
+            for k in rc.keys.iter() {
                 let key = rc.args.get(k.pos);
                 let this = key_hash_slot(key);
                 match first {
@@ -960,25 +976,25 @@ impl Cluster {
 
     /// Marks the configuration to be saved (no ownership changed: the
     /// state need not be recomputed).
-    pub fn changed_config(&self, server: &Server) {
+    pub fn changed_config(&self) {
         self.state.lock().todo_save = true;
-        self.before_sleep(server);
+        self.before_sleep();
     }
 
     /// Marks the configuration to be saved and the state recomputed, and
     /// does both now (commands call this after changing the state).
-    pub fn changed(&self, server: &Server) {
+    pub fn changed(&self) {
         {
             let mut st = self.state.lock();
             st.todo_save = true;
             st.todo_update_state = true;
         }
-        self.before_sleep(server);
+        self.before_sleep();
     }
 
     /// The deferred work of a state change (Redis's clusterBeforeSleep):
     /// recompute the state, mirror it, save the config file.
-    pub fn before_sleep(&self, server: &Server) {
+    pub fn before_sleep(&self) {
         let settings = self.settings();
         let save = {
             let mut st = self.state.lock();
@@ -1004,7 +1020,6 @@ impl Cluster {
             self.save_pending.store(true, Ordering::Release);
             self.save_wakeup.notify_one();
         }
-        let _ = server;
     }
 
     /// The bus thread's side of deferred saves: writes the file whenever
@@ -1430,92 +1445,6 @@ fn load_config(st: &mut State, text: &str) -> Result<(), String> {
     }
     st.refresh_open_routes();
     Ok(())
-}
-
-/// Starts cluster mode at start-up: enables slot sharding of keys, loads
-/// or creates nodes.conf. Called before the dataset is loaded.
-pub fn init(server: &Arc<Server>) -> Result<(), String> {
-    if !server.cluster.enabled {
-        return Ok(());
-    }
-    let dir = std::env::current_dir().unwrap_or_default();
-    {
-        let mut f = server.cluster.config_file.lock();
-        let p = std::path::Path::new(f.as_str());
-        if p.is_relative() {
-            *f = dir.join(p).display().to_string();
-        }
-    }
-    server.cluster.load_or_create()?;
-    let me = server.cluster.state.lock().my_master();
-    if me.is_some() {
-        server.cluster.state.lock().todo_update_state = true;
-    }
-    server.cluster.before_sleep(server);
-    Ok(())
-}
-
-/// Keys of `slot` in database 0, up to `max`, expired or not (CLUSTER
-/// GETKEYSINSLOT, slot cleanup). In cluster mode every key of a slot lives
-/// in the shard numbered by the slot's top 8 bits
-/// ([`crate::db::dict::hash_key`]), whose slot index lists them
-/// (db/slotindex.rs).
-pub fn keys_in_slot(server: &Server, slot: u16, max: usize) -> Vec<Vec<u8>> {
-    let db = server.keyspace.db(0);
-    let shard = db.shard_at((slot >> 6) as usize).lock();
-    shard.keys_in_slot(slot, max).unwrap_or_default()
-}
-
-/// Number of keys in `slot` (CLUSTER COUNTKEYSINSLOT), in O(1) from the
-/// slot index.
-pub fn count_keys_in_slot(server: &Server, slot: u16) -> usize {
-    let db = server.keyspace.db(0);
-    let shard = db.shard_at((slot >> 6) as usize).lock();
-    shard.count_in_slot(slot).unwrap_or(0)
-}
-
-/// Deletes every key of `slot` from database 0 (Redis's delKeysInSlot:
-/// slots lost to a newer owner, CLUSTER FLUSHSLOTS-like cleanups), each
-/// DEL propagated to the AOF and replicas as a unit of its own, with the
-/// `del` keyspace event. Returns the number of keys deleted.
-pub fn del_keys_in_slot(server: &Server, slot: u16) -> usize {
-    let gate = server.tx.gate_shared();
-    let prop = server.propagation.on();
-    if prop {
-        server.propagation.begin_background();
-    }
-    let mut n = 0;
-    loop {
-        let keys = keys_in_slot(server, slot, 128);
-        if keys.is_empty() {
-            break;
-        }
-        for key in keys {
-            if prop {
-                server.propagation.cut();
-            }
-            let h = crate::db::hash_key(&key);
-            let mut sh = server.keyspace.db(0).lock(h);
-            let old = sh.remove(h, &key);
-            if old.is_some() && prop {
-                crate::propagate::deleted(0, &key);
-            }
-            drop(sh);
-            if old.is_some() {
-                n += 1;
-                server
-                    .keyspace
-                    .events()
-                    .modified(0, &key, crate::events::GENERIC, "del");
-            }
-        }
-    }
-    if prop {
-        server.propagation.cut();
-        server.propagation.end_background();
-    }
-    drop(gate);
-    n
 }
 
 #[cfg(test)]

@@ -1044,22 +1044,24 @@ fn cluster_route(
         let cmds: Vec<Routed<'_>> = m
             .queued
             .iter()
-            .map(|(qid, a)| Routed {
-                cmd: t.all[*qid],
-                args: a.args(),
-            })
+            .map(|(qid, a)| routed(t.all[*qid], a.args()))
             .collect();
         return server.cluster.route(&cmds, asking, readonly, &exists);
     }
-    server.cluster.route(
-        &[Routed {
-            cmd: c,
-            args: *args,
-        }],
-        asking,
-        readonly,
-        &exists,
-    )
+    server
+        .cluster
+        .route(&[routed(c, *args)], asking, readonly, &exists)
+}
+
+/// A command as cluster routing sees it.
+fn routed<'a>(c: &'static Command, args: Args<'a>) -> crate::cluster::Routed<'a> {
+    crate::cluster::Routed {
+        write: c.flags & flags::WRITE != 0,
+        pubsub: c.flags & flags::PUBSUB != 0,
+        migrate: c.name == "migrate",
+        keys: c.routing_keys(&args),
+        args,
+    }
 }
 
 /// `-MASTERDOWN` of a replica whose link is down with

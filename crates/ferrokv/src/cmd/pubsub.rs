@@ -213,7 +213,7 @@ fn publish(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let n = pubsub::publish(&ctx.server.pubsub_env(), args.get(1), args.get(2));
     if ctx.server.cluster.enabled {
         // Every node's subscribers get it (cluster.c clusterPropagatePublish).
-        crate::cluster::bus::propagate_publish(ctx.server, args.get(1), args.get(2));
+        crate::cmd::cluster::bus::propagate_publish(ctx.server, args.get(1), args.get(2));
     }
     ctx.out.int(n as i64);
 }
@@ -223,7 +223,7 @@ fn spublish(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let n = pubsub::spublish(&ctx.server.pubsub_env(), args.get(1), args.get(2));
     if ctx.server.cluster.enabled {
         // The shard's other nodes (cluster.c clusterPropagatePublishShard).
-        crate::cluster::bus::propagate_publish_shard(ctx.server, args.get(1), args.get(2));
+        crate::cmd::cluster::bus::propagate_publish_shard(ctx.server, args.get(1), args.get(2));
     }
     ctx.out.int(n as i64);
 }

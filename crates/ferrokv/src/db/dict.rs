@@ -59,7 +59,7 @@ pub fn slot_sharding() -> bool {
 /// for the bucket inside a shard's [`Dict`] (low bits).
 ///
 /// In cluster mode the top 14 bits are the key's hash slot
-/// (cluster/slot.rs), so the shard is the slot's top 8 bits: every key of
+/// (db/slotindex.rs, Redis's keyHashSlot), so the shard is the slot's top 8 bits: every key of
 /// a slot lives in one shard, and the shard's slot index
 /// (db/slotindex.rs) reads the slot from the hash. The low 50 bits are
 /// [`hash_bytes`]'s in both modes, so bucket positions never depend on the
@@ -68,7 +68,7 @@ pub fn slot_sharding() -> bool {
 pub fn hash_key(key: &[u8]) -> u64 {
     let h = hasher().hash_one(key);
     if SLOT_SHARDING.load(Ordering::Relaxed) {
-        let slot = crate::cluster::slot::key_hash_slot(key) as u64;
+        let slot = super::slotindex::key_hash_slot(key) as u64;
         (h & ((1 << 50) - 1)) | (slot << 50)
     } else {
         h

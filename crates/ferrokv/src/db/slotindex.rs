@@ -15,7 +15,32 @@
 //! the hash is seeded) share one entry plus a count in `dups`, so removing
 //! one does not lose the other.
 
+use crc::{Crc, CRC_16_XMODEM};
 use std::collections::HashMap;
+
+/// Number of hash slots.
+pub const SLOTS: usize = 16384;
+
+const CRC16: Crc<u16> = Crc::<u16>::new(&CRC_16_XMODEM);
+
+/// CRC16/XMODEM of `bytes` (the checksum Redis Cluster hashes keys with).
+#[inline]
+pub fn crc16(bytes: &[u8]) -> u16 {
+    CRC16.checksum(bytes)
+}
+
+/// The hash slot of `key`, 0..16384 (Redis's `keyHashSlot`).
+#[inline]
+pub fn key_hash_slot(key: &[u8]) -> u16 {
+    let tagged = key.iter().position(|&b| b == b'{').and_then(|open| {
+        let rest = &key[open + 1..];
+        rest.iter()
+            .position(|&b| b == b'}')
+            .filter(|&close| close > 0)
+            .map(|close| &rest[..close])
+    });
+    crc16(tagged.unwrap_or(key)) & (SLOTS as u16 - 1)
+}
 
 /// Slots per shard (16384 slots over 256 shards).
 pub const SLOTS_PER_SHARD: usize = 64;

@@ -6,10 +6,14 @@
 
 use super::flags::*;
 use super::{acl, cmd, container, Command, Ctx};
-use crate::cluster::{self, bus, flag, key_hash_slot, State, MYSELF, NO_NODE, SLOTS};
+pub mod bus;
+
+use crate::cluster::{self, flag, key_hash_slot, State, MYSELF, NO_NODE, SLOTS};
 use crate::resp::Args;
+use crate::server::Server;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 const DISABLED: &str = "ERR This instance has cluster support disabled";
 /// Flags of the CLUSTER subcommands that change the configuration.
@@ -391,7 +395,7 @@ pub fn info_text(server: &crate::server::Server) -> String {
         st.current_epoch,
     );
     let mut total = 0;
-    for (i, name) in bus::TYPE_NAMES.iter().enumerate() {
+    for (i, name) in cluster::TYPE_NAMES.iter().enumerate() {
         if st.stats_sent[i] > 0 {
             let _ = write!(
                 t,
@@ -403,7 +407,7 @@ pub fn info_text(server: &crate::server::Server) -> String {
     }
     let _ = write!(t, "cluster_stats_messages_sent:{total}\r\n");
     let mut total = 0;
-    for (i, name) in bus::TYPE_NAMES.iter().enumerate() {
+    for (i, name) in cluster::TYPE_NAMES.iter().enumerate() {
         if st.stats_received[i] > 0 {
             let _ = write!(
                 t,
@@ -466,7 +470,7 @@ fn countkeysinslot(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if !(0..SLOTS as i64).contains(&slot) {
         return ctx.error("ERR Invalid slot");
     }
-    let n = cluster::count_keys_in_slot(ctx.server, slot as u16);
+    let n = count_keys_in_slot(ctx.server, slot as u16);
     ctx.out.int(n as i64);
 }
 
@@ -483,7 +487,7 @@ fn getkeysinslot(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if max < 0 || !(0..SLOTS as i64).contains(&slot) {
         return ctx.error("ERR Invalid slot or number of keys");
     }
-    let keys = cluster::keys_in_slot(ctx.server, slot as u16, max as usize);
+    let keys = keys_in_slot(ctx.server, slot as u16, max as usize);
     ctx.out.array(keys.len());
     for k in &keys {
         ctx.out.bulk(k);
@@ -576,7 +580,7 @@ fn add_or_del_slots(ctx: &mut Ctx<'_>, args: &Args<'_>, add: bool, ranges: bool)
             }
         }
     }
-    ctx.server.cluster.changed(ctx.server);
+    ctx.server.cluster.changed();
     ctx.out.ok();
 }
 
@@ -601,7 +605,7 @@ fn flushslots(ctx: &mut Ctx<'_>, _: &Args<'_>) {
         return ctx.error("ERR DB must be empty to perform CLUSTER FLUSHSLOTS.");
     }
     ctx.server.cluster.state.lock().del_node_slots(MYSELF);
-    ctx.server.cluster.changed(ctx.server);
+    ctx.server.cluster.changed();
     ctx.out.ok();
 }
 
@@ -615,7 +619,7 @@ fn bumpepoch(ctx: &mut Ctx<'_>, _: &Args<'_>) {
         st.todo_fsync = true;
         (b, st.myself().config_epoch)
     };
-    ctx.server.cluster.changed(ctx.server);
+    ctx.server.cluster.changed();
     ctx.out.simple(&format!(
         "{} {epoch}",
         if bumped { "BUMPED" } else { "STILL" }
@@ -649,7 +653,7 @@ fn set_config_epoch(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             st.current_epoch = epoch as u64;
         }
     }
-    ctx.server.cluster.changed(ctx.server);
+    ctx.server.cluster.changed();
     ctx.out.ok();
 }
 
@@ -717,7 +721,7 @@ fn meet(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             lossy(args.get(3))
         ));
     }
-    ctx.server.cluster.changed(ctx.server);
+    ctx.server.cluster.changed();
     ctx.out.ok();
 }
 
@@ -744,7 +748,7 @@ fn forget(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         st.blacklist.insert(name, until);
         st.del_node(n);
     }
-    ctx.server.cluster.changed(ctx.server);
+    ctx.server.cluster.changed();
     ctx.out.ok();
 }
 
@@ -897,7 +901,7 @@ fn reset(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         crate::cmd::repl::replica::promote(ctx.server);
         crate::persist::rdb::empty_all(&**ctx.server);
     }
-    ctx.server.cluster.changed(ctx.server);
+    ctx.server.cluster.changed();
     ctx.out.ok();
 }
 
@@ -969,7 +973,7 @@ fn setslot(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             Some(n) if st.node(n).is_replica() => Err("ERR Target node is not a master".into()),
             Some(n) => {
                 let keys = if st.slots[slot] == MYSELF as u32 {
-                    cluster::count_keys_in_slot(ctx.server, slot as u16)
+                    count_keys_in_slot(ctx.server, slot as u16)
                 } else {
                     0
                 };
@@ -1005,9 +1009,9 @@ fn setslot(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     match res {
         Ok(broadcast) => {
             if action.as_slice() == b"node" {
-                ctx.server.cluster.changed(ctx.server);
+                ctx.server.cluster.changed();
             } else {
-                ctx.server.cluster.changed_config(ctx.server);
+                ctx.server.cluster.changed_config();
             }
             if broadcast {
                 bus::broadcast_config(ctx.server);
@@ -1237,3 +1241,89 @@ fn readwrite(ctx: &mut Ctx<'_>, _: &Args<'_>) {
 }
 
 pub use super::migrate::migrate;
+
+/// Starts cluster mode at start-up: loads or creates nodes.conf (keys
+/// are already sharded by slot: Server::new). Called before the dataset is loaded.
+pub fn init(server: &Arc<Server>) -> Result<(), String> {
+    if !server.cluster.enabled {
+        return Ok(());
+    }
+    let dir = std::env::current_dir().unwrap_or_default();
+    {
+        let mut f = server.cluster.config_file.lock();
+        let p = std::path::Path::new(f.as_str());
+        if p.is_relative() {
+            *f = dir.join(p).display().to_string();
+        }
+    }
+    server.cluster.load_or_create()?;
+    let me = server.cluster.state.lock().my_master();
+    if me.is_some() {
+        server.cluster.state.lock().todo_update_state = true;
+    }
+    server.cluster.before_sleep();
+    Ok(())
+}
+
+/// Keys of `slot` in database 0, up to `max`, expired or not (CLUSTER
+/// GETKEYSINSLOT, slot cleanup). In cluster mode every key of a slot lives
+/// in the shard numbered by the slot's top 8 bits
+/// ([`crate::db::dict::hash_key`]), whose slot index lists them
+/// (db/slotindex.rs).
+pub fn keys_in_slot(server: &Server, slot: u16, max: usize) -> Vec<Vec<u8>> {
+    let db = server.keyspace.db(0);
+    let shard = db.shard_at((slot >> 6) as usize).lock();
+    shard.keys_in_slot(slot, max).unwrap_or_default()
+}
+
+/// Number of keys in `slot` (CLUSTER COUNTKEYSINSLOT), in O(1) from the
+/// slot index.
+pub fn count_keys_in_slot(server: &Server, slot: u16) -> usize {
+    let db = server.keyspace.db(0);
+    let shard = db.shard_at((slot >> 6) as usize).lock();
+    shard.count_in_slot(slot).unwrap_or(0)
+}
+
+/// Deletes every key of `slot` from database 0 (Redis's delKeysInSlot:
+/// slots lost to a newer owner, CLUSTER FLUSHSLOTS-like cleanups), each
+/// DEL propagated to the AOF and replicas as a unit of its own, with the
+/// `del` keyspace event. Returns the number of keys deleted.
+pub fn del_keys_in_slot(server: &Server, slot: u16) -> usize {
+    let gate = server.tx.gate_shared();
+    let prop = server.propagation.on();
+    if prop {
+        server.propagation.begin_background();
+    }
+    let mut n = 0;
+    loop {
+        let keys = keys_in_slot(server, slot, 128);
+        if keys.is_empty() {
+            break;
+        }
+        for key in keys {
+            if prop {
+                server.propagation.cut();
+            }
+            let h = crate::db::hash_key(&key);
+            let mut sh = server.keyspace.db(0).lock(h);
+            let old = sh.remove(h, &key);
+            if old.is_some() && prop {
+                crate::propagate::deleted(0, &key);
+            }
+            drop(sh);
+            if old.is_some() {
+                n += 1;
+                server
+                    .keyspace
+                    .events()
+                    .modified(0, &key, crate::events::GENERIC, "del");
+            }
+        }
+    }
+    if prop {
+        server.propagation.cut();
+        server.propagation.end_background();
+    }
+    drop(gate);
+    n
+}

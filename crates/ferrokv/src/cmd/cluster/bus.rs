@@ -19,8 +19,10 @@
 //! cluster state once; work outside the cluster (following a new master,
 //! publishing, deleting keys of lost slots) is done after unlocking.
 
-use super::*;
+use super::{count_keys_in_slot, del_keys_in_slot};
+use crate::cluster::*;
 use crate::server::Server;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -49,24 +51,6 @@ pub mod msg {
     /// Sharded Pub/Sub SPUBLISH.
     pub const PUBLISHSHARD: u16 = 10;
 }
-
-/// Number of message types (CLUSTERMSG_TYPE_COUNT).
-pub const MSG_TYPES: usize = 11;
-
-/// Names of the message types in CLUSTER INFO's stats.
-pub const TYPE_NAMES: [&str; MSG_TYPES] = [
-    "ping",
-    "pong",
-    "meet",
-    "fail",
-    "publish",
-    "auth-req",
-    "auth-ack",
-    "update",
-    "mfstart",
-    "module",
-    "publishshard",
-];
 
 /// Header length (offsetof(clusterMsg, data)).
 pub const HDR_LEN: usize = 2256;
@@ -1433,7 +1417,7 @@ pub fn start_manual_failover(server: &Arc<Server>, force: bool, takeover: bool) 
         }
     }
     run_after(server, after);
-    server.cluster.before_sleep(server);
+    server.cluster.before_sleep();
 }
 
 /// Work left by message handling or the cron, done without the lock.
@@ -1649,7 +1633,7 @@ fn cron(server: &Arc<Server>, iteration: u64) {
         tokio::spawn(outbound(server.clone(), n, ip, cport, link, rx));
     }
     run_after(server, after);
-    server.cluster.before_sleep(server);
+    server.cluster.before_sleep();
 }
 
 /// Reads frames from `r` and handles them until the link closes.
@@ -1709,7 +1693,7 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
             let _ = reply.send(m);
         }
         run_after(server, after);
-        server.cluster.before_sleep(server);
+        server.cluster.before_sleep();
         if !keep {
             break;
         }
@@ -1963,7 +1947,7 @@ pub fn replicate(server: &Arc<Server>, n: usize) {
         set_master(&mut st, &mut after, n);
     }
     run_after(server, after);
-    server.cluster.before_sleep(server);
+    server.cluster.before_sleep();
 }
 
 #[cfg(test)]
