@@ -535,6 +535,9 @@ fn errors_match_redis() {
         "CLUSTER MEET nothost 7000",
         "CLUSTER MEET 127.0.0.1 70000",
         "CLUSTER RESET bogus",
+        "CLUSTER RESET HARD extra",
+        "CLUSTER MEET 127.0.0.1 7000 17000 extra",
+        "CLUSTER FAILOVER FORCE TAKEOVER",
         "CLUSTER BOGUS",
         "CLUSTER",
         "SELECT 1",
@@ -566,6 +569,13 @@ fn errors_match_redis() {
         "MSET bar 1 {bar}x 2",
         "MSET bar 1 foo 2",
         "CLUSTER COUNTKEYSINSLOT 5061",
+        "RPUSH {bar}l 3 1 2",
+        "SORT {bar}l BY w_*",
+        "SORT {bar}l GET #",
+        "SORT {bar}l GET w_*",
+        "SORT_RO {bar}l BY w_*",
+        "SORT {bar}l BY nosort",
+        "DEL {bar}l",
         "CLUSTER GETKEYSINSLOT 5061 5",
         "CLUSTER SETSLOT 5061 IMPORTING <ME>",
         "CLUSTER SETSLOT 9000 MIGRATING <ME>",
@@ -887,4 +897,36 @@ fn cli_tools_info_call_fix_rebalance() {
         );
         assert!(n.cmd("SSUBSCRIBE ch").starts_with("-MOVED"));
     }
+}
+
+/// MIGRATE to a target that never stops sending: the reply line is cut at
+/// 1024 bytes as Redis's, the server keeps answering and its memory stays
+/// bounded (an attack found it reading without limit).
+#[test]
+fn migrate_to_a_flooding_target() {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        if let Ok((mut c, _)) = l.accept() {
+            let mut b = [0u8; 65536];
+            let _ = c.read(&mut b);
+            let chunk = [b'A'; 65536];
+            let _ = c.write_all(b"+");
+            while c.write_all(&chunk).is_ok() {}
+        }
+    });
+    let n = Node::ferrokv();
+    assert_eq!(n.cmd("CLUSTER ADDSLOTSRANGE 0 16383"), "+OK\r\n");
+    wait_ok(&[&n]);
+    assert_eq!(n.cmd("SET b hello"), "+OK\r\n");
+    let t = Instant::now();
+    let r = n.cmd(&format!("MIGRATE 127.0.0.1 {port} b 0 300"));
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "MIGRATE took {:?}",
+        t.elapsed()
+    );
+    assert!(r.starts_with('+') || r.starts_with('-'), "{r}");
+    assert_eq!(n.cmd("PING"), "+PONG\r\n");
 }

@@ -58,18 +58,48 @@ fn connect(host: &str, port: &str, timeout: Duration) -> std::io::Result<Cached>
     })
 }
 
-/// Reads one reply; returns its first line (type byte included). Bulk
-/// and array replies are not expected from AUTH/SELECT/RESTORE.
-fn read_line(r: &mut BufReader<TcpStream>) -> std::io::Result<String> {
-    let mut line = String::new();
-    let n = r.read_line(&mut line)?;
-    if n == 0 {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::UnexpectedEof,
-            "connection closed",
-        ));
+/// Longest reply line read from the target (Redis's syncReadLine into a
+/// 1024-byte buffer): a longer line is cut there.
+const MAX_LINE: usize = 1024;
+
+/// Reads one reply line (type byte included, at most [`MAX_LINE`] bytes,
+/// without the CRLF). Bulk and array replies are not expected from
+/// AUTH/SELECT/RESTORE. `deadline` bounds the whole read even when the
+/// target keeps sending.
+fn read_line(r: &mut BufReader<TcpStream>, deadline: Instant) -> std::io::Result<String> {
+    let mut line = Vec::with_capacity(64);
+    loop {
+        if Instant::now() >= deadline {
+            return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "timeout"));
+        }
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "connection closed",
+            ));
+        }
+        let room = MAX_LINE - line.len();
+        let take = buf.len().min(room);
+        match buf[..take].iter().position(|&b| b == b'\n') {
+            Some(i) => {
+                line.extend_from_slice(&buf[..i]);
+                r.consume(i + 1);
+                break;
+            }
+            None => {
+                line.extend_from_slice(&buf[..take]);
+                r.consume(take);
+                if line.len() >= MAX_LINE {
+                    break;
+                }
+            }
+        }
     }
-    Ok(line.trim_end_matches(['\r', '\n']).to_string())
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    Ok(String::from_utf8_lossy(&line).into_owned())
 }
 
 /// The MIGRATE command.
@@ -195,7 +225,8 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             }
             return ctx.error("IOERR error or timeout writing to target instance");
         }
-        let mut read = || read_line(&mut cs.reader);
+        let deadline = Instant::now() + timeout;
+        let mut read = || read_line(&mut cs.reader, deadline);
         let mut error: Option<String> = None;
         let mut io_error = false;
         if auth.is_some() {

@@ -207,12 +207,20 @@ fn parse<'a>(ctx: &mut Ctx<'_>, args: &Args<'a>, readonly: bool) -> Option<Opts<
             o.sortby = Some(p);
             if !has_star(p) {
                 o.dontsort = true;
+            } else if ctx.server.cluster.enabled {
+                // The pattern's keys may live on other nodes.
+                ctx.error("ERR BY option of SORT denied in Cluster mode.");
+                return None;
             } else if !*full_access.get_or_insert_with(|| ctx.unrestricted_key_read(args)) {
                 ctx.error("ERR BY option of SORT denied due to insufficient ACL permissions.");
                 return None;
             }
             j += 1;
         } else if a.eq_ignore_ascii_case(b"get") && left >= 1 {
+            if ctx.server.cluster.enabled {
+                ctx.error("ERR GET option of SORT denied in Cluster mode.");
+                return None;
+            }
             if !*full_access.get_or_insert_with(|| ctx.unrestricted_key_read(args)) {
                 ctx.error("ERR GET option of SORT denied due to insufficient ACL permissions.");
                 return None;

@@ -270,6 +270,16 @@ fn enabled(ctx: &mut Ctx<'_>) -> bool {
     false
 }
 
+/// Redis's addReplySubcommandSyntaxError for CLUSTER subcommands.
+fn sub_syntax(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let mut msg = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
+    msg.extend_from_slice(super::c_str(args.get(1), 128));
+    msg.extend_from_slice(b"'. Try CLUSTER HELP.");
+    ctx.out.error_bytes(&msg);
+    ctx.server.stats.record_error("ERR");
+    ctx.failed = true;
+}
+
 fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -682,7 +692,7 @@ fn meet(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         return;
     }
     if args.len() > 5 {
-        return ctx.syntax();
+        return sub_syntax(ctx, args);
     }
     let port = match crate::util::parse_i64(args.get(3)) {
         Some(p) => p,
@@ -827,7 +837,7 @@ fn failover(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             return ctx.syntax();
         }
     } else if args.len() > 3 {
-        return ctx.syntax();
+        return sub_syntax(ctx, args);
     }
     {
         let st = ctx.server.cluster.state.lock();
@@ -860,7 +870,8 @@ fn reset(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         2 => false,
         3 if args.get(2).eq_ignore_ascii_case(b"hard") => true,
         3 if args.get(2).eq_ignore_ascii_case(b"soft") => false,
-        _ => return ctx.syntax(),
+        3 => return ctx.syntax(),
+        _ => return sub_syntax(ctx, args),
     };
     {
         let st = ctx.server.cluster.state.lock();
