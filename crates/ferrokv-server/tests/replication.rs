@@ -790,3 +790,41 @@ fn replication_command_errors_match_redis() {
         p.check_line(line);
     }
 }
+
+/// While a replica loads its master's RDB, commands without the `loading`
+/// flag get `-LOADING Redis is loading the dataset in memory` and INFO
+/// says `loading:1`, as Redis (an attack found reads served from a
+/// half-loaded keyspace); the load then completes with every key.
+#[test]
+fn replica_replies_loading_while_it_loads() {
+    let master = Node::ferrokv(&[
+        "--enable-debug-command",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
+    let replica = Node::ferrokv(&[]);
+    let _: String = redis::cmd("DEBUG")
+        .arg("POPULATE")
+        .arg(3_000_000)
+        .query(&mut master.conn())
+        .expect("populate");
+    replica.replicaof(&master);
+    let mut raw = common::Raw::connect(replica.port);
+    let mut saw_loading = false;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        let r = raw.cmds("GET key:1");
+        if r == b"-LOADING Redis is loading the dataset in memory\r\n" {
+            saw_loading = true;
+        } else if r == b"$7\r\nvalue:1\r\n" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(saw_loading, "never saw -LOADING during the load");
+    wait_for(60, "link up", || link_up(&replica));
+    let n: i64 = redis::cmd("DBSIZE").query(&mut replica.conn()).unwrap();
+    assert_eq!(n, 3_000_000);
+    assert_eq!(replica.info("loading").trim(), "0");
+}

@@ -977,6 +977,15 @@ pub fn execute(
         finish_reply(client, out, reply_start);
         return;
     }
+    if c.flags & flags::LOADING == 0
+        && !client.is_master
+        && server.repl.loading.load(Ordering::Relaxed)
+    {
+        let msg = "LOADING Redis is loading the dataset in memory";
+        reject_in_multi(server, client, out, stats, id, msg, is_exec);
+        finish_reply(client, out, reply_start);
+        return;
+    }
     if client.pubsub.is_some() && refused_in_context(client, out.resp3, t.all[client.last_top]) {
         let msg = crate::pubsub::refused_message(c.name);
         reject_in_multi(server, client, out, stats, id, &msg, is_exec);

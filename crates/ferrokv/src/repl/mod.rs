@@ -433,6 +433,9 @@ pub struct Repl {
     /// The database the master's stream has selected (a replica's master
     /// client's), kept across links for partial resynchronisations.
     pub master_db: AtomicU64,
+    /// A replica is loading its master's RDB into the keyspace: commands
+    /// without the `loading` flag get `-LOADING` (INFO `loading:1`).
+    pub loading: AtomicBool,
 }
 
 impl Default for Repl {
@@ -466,6 +469,7 @@ impl Default for Repl {
             serve_stale: AtomicBool::new(true),
             ignore_maxmemory: AtomicBool::new(true),
             master_db: AtomicU64::new(0),
+            loading: AtomicBool::new(false),
         }
     }
 }

@@ -412,27 +412,38 @@ fn full_sync(
         server,
     };
     let mark = eof_mark.unwrap_or_default();
-    let loaded = if from_socket {
+    // From the flush on until the load ends, clients get -LOADING; a load
+    // that fails leaves an empty dataset, not a half-loaded one (Redis's
+    // readSyncBulkPayload: emptyData after a failed rdbLoad).
+    let started = std::cell::Cell::new(false);
+    let _loading = LoadingFlag(server);
+    let start_load = |server: &Arc<Server>| {
+        started.set(true);
         start_load(server);
-        if len >= 0 {
-            let mut t = (&mut counted).take(len as u64);
-            let st =
-                crate::persist::rdb::load(&**server, &mut t, opts).map_err(|e| e.to_string())?;
-            // Bytes after the RDB's checksum inside the bulk (none expected).
-            std::io::copy(&mut t, &mut std::io::sink()).map_err(io_err("reading RDB"))?;
-            st
-        } else {
-            let st = crate::persist::rdb::load(&**server, &mut counted, opts)
-                .map_err(|e| e.to_string())?;
-            let mut got = vec![0u8; mark.len()];
-            counted
-                .read_exact(&mut got)
-                .map_err(io_err("reading EOF mark"))?;
-            if got != mark {
-                return Err("RDB transfer ended without its EOF mark".into());
+    };
+    let loaded: Result<_, String> = if from_socket {
+        (|| {
+            start_load(server);
+            if len >= 0 {
+                let mut t = (&mut counted).take(len as u64);
+                let st = crate::persist::rdb::load(&**server, &mut t, opts)
+                    .map_err(|e| e.to_string())?;
+                // Bytes after the RDB's checksum inside the bulk (none expected).
+                std::io::copy(&mut t, &mut std::io::sink()).map_err(io_err("reading RDB"))?;
+                Ok(st)
+            } else {
+                let st = crate::persist::rdb::load(&**server, &mut counted, opts)
+                    .map_err(|e| e.to_string())?;
+                let mut got = vec![0u8; mark.len()];
+                counted
+                    .read_exact(&mut got)
+                    .map_err(io_err("reading EOF mark"))?;
+                if got != mark {
+                    return Err("RDB transfer ended without its EOF mark".into());
+                }
+                Ok(st)
             }
-            st
-        }
+        })()
     } else {
         let path = std::path::PathBuf::from(format!("temp-{}.{}.rdb", std::process::id(), offset));
         let res = receive_to_file(&mut counted, &path, len, &mark).and_then(|()| {
@@ -447,7 +458,19 @@ fn full_sync(
                 .map_err(|e| e.to_string())
         });
         let _ = std::fs::remove_file(&path);
-        res?
+        res
+    };
+    let loaded = match loaded {
+        Ok(l) => l,
+        Err(e) => {
+            if started.get() {
+                tracing::warn!(
+                    "Failed trying to load the MASTER synchronization DB from socket or disk: {e}"
+                );
+                crate::persist::rdb::empty_all(&**server);
+            }
+            return Err(e);
+        }
     };
     if !current(server, gen) {
         // Promoted (or pointed elsewhere) while loading from the socket:
@@ -472,9 +495,19 @@ fn full_sync(
     Ok(())
 }
 
+/// Sets `repl.loading` for its lifetime.
+struct LoadingFlag<'a>(&'a Arc<Server>);
+
+impl Drop for LoadingFlag<'_> {
+    fn drop(&mut self) {
+        self.0.repl.loading.store(false, Ordering::Relaxed);
+    }
+}
+
 /// The received RDB replaces the dataset: the replica's own replicas go
 /// (they cannot follow a new history) and the databases are emptied.
 fn start_load(server: &Arc<Server>) {
+    server.repl.loading.store(true, Ordering::Relaxed);
     disconnect_replicas(server);
     tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
     crate::persist::rdb::empty_all(&**server);

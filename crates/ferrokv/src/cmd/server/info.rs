@@ -284,7 +284,7 @@ fn info_persistence(ctx: &Ctx<'_>, s: &mut Section) {
     let in_progress = st.bgsave_in_progress.load(Ordering::Relaxed);
     let now = crate::util::now_ms();
     s.header("Persistence");
-    s.kv("loading", 0);
+    s.kv("loading", srv.repl.loading.load(Ordering::Relaxed) as u8);
     s.kv("async_loading", 0);
     s.kv("current_cow_peak", 0);
     s.kv("current_cow_size", 0);
