@@ -828,3 +828,76 @@ fn replica_replies_loading_while_it_loads() {
     assert_eq!(n, 3_000_000);
     assert_eq!(replica.info("loading").trim(), "0");
 }
+
+/// A fake master on a thread: answers the replica's handshake, then
+/// replies to PSYNC with `psync_reply` and keeps the link open; returns
+/// its port.
+fn fake_master(psync_reply: &'static [u8]) -> u16 {
+    use std::io::{BufRead, BufReader, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(c) = conn else { return };
+            let mut w = c.try_clone().unwrap();
+            let mut r = BufReader::new(c);
+            loop {
+                // One RESP array command: *N, then N bulk strings.
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                let n: usize = line.trim().trim_start_matches('*').parse().unwrap_or(0);
+                let mut parts = Vec::new();
+                for _ in 0..n {
+                    let mut len = String::new();
+                    let mut arg = String::new();
+                    let _ = r.read_line(&mut len);
+                    let _ = r.read_line(&mut arg);
+                    parts.push(arg.trim().to_ascii_uppercase());
+                }
+                let reply: &[u8] = match parts.first().map(String::as_str) {
+                    Some("PING") => b"+PONG\r\n",
+                    Some("PSYNC") | Some("SYNC") => psync_reply,
+                    _ => b"+OK\r\n",
+                };
+                if w.write_all(reply).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    port
+}
+
+/// Malformed full-resynchronisation replies (a replication id that is not
+/// 40 characters, an EOF mark shorter than 40 bytes) are refused: the
+/// replica keeps its data and its link stays down (an attack found them
+/// accepted).
+#[test]
+fn malformed_fullresync_and_eof_mark_are_refused() {
+    for reply in [
+        // An empty RDB (checksum 0: not checked) between valid marks.
+        &b"+FULLRESYNC short 0\r\n$EOF:0123456789012345678901234567890123456789\r\nREDIS0009\xff\x00\x00\x00\x00\x00\x00\x00\x000123456789012345678901234567890123456789"[..],
+        // A 3-byte mark found at once: a truncated RDB would be loaded.
+        &b"+FULLRESYNC 0123456789012345678901234567890123456789 0\r\n$EOF:abc\r\nREDIS0009abcdef"[..],
+    ] {
+        let port = fake_master(reply);
+        let replica = Node::ferrokv(&[]);
+        let mut c = replica.conn();
+        let _: () = redis::cmd("SET")
+            .arg("mine")
+            .arg("1")
+            .query(&mut c)
+            .unwrap();
+        let _: String = redis::cmd("REPLICAOF")
+            .arg("127.0.0.1")
+            .arg(port)
+            .query(&mut c)
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        assert_eq!(replica.info("master_link_status").trim(), "down");
+        let v: Option<String> = redis::cmd("GET").arg("mine").query(&mut c).unwrap();
+        assert_eq!(v.as_deref(), Some("1"), "data kept after {reply:?}");
+    }
+}

@@ -328,6 +328,11 @@ fn handshake_and_stream(
             .next()
             .and_then(|s| s.parse().ok())
             .ok_or_else(|| format!("bad FULLRESYNC reply: {reply}"))?;
+        if id.len() != 40 {
+            // Redis blanks its replid and goes on; a reply this broken
+            // is not worth trusting: the link retries.
+            return Err("Master replied with wrong +FULLRESYNC syntax.".into());
+        }
         tracing::info!("Full resync from master: {id}:{off}");
         full_sync(server, gen, rd, id, off)?;
         db = 0;
@@ -377,7 +382,13 @@ fn full_sync(
     let Some(spec) = header.strip_prefix('$') else {
         return Err(format!("Bad protocol from MASTER, the first byte is not '$' (we received '{header}'), are you sure the host and port are right?"));
     };
-    let eof_mark = spec.strip_prefix("EOF:").map(|m| m.as_bytes().to_vec());
+    // A mark is 40 bytes (CONFIG_RUN_ID_SIZE); a shorter one would make a
+    // few bytes of the payload end the transfer.
+    let eof_mark = match spec.strip_prefix("EOF:") {
+        Some(m) if m.len() >= 40 => Some(m.as_bytes()[..40].to_vec()),
+        Some(_) => return Err(format!("Bad EOF mark from MASTER: '{header}'")),
+        None => None,
+    };
     let len: i64 = if eof_mark.is_some() {
         -1
     } else {
