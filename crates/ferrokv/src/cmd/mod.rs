@@ -677,6 +677,17 @@ impl<'a> Ctx<'a> {
         user.check_with_unrestricted_read(*c, id, args)
     }
 
+    /// Redis's addReplySubcommandSyntaxError: "ERR unknown subcommand or
+    /// wrong number of arguments for '<sub>'. Try <CONTAINER> HELP."
+    pub fn sub_syntax(&mut self, args: &Args<'_>, container: &str) {
+        let mut msg = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
+        msg.extend_from_slice(c_str(args.get(1), 128));
+        msg.extend_from_slice(format!("'. Try {container} HELP.").as_bytes());
+        self.out.error_bytes(&msg);
+        self.server.stats.record_error("ERR");
+        self.failed = true;
+    }
+
     /// Replies with an error (`CODE message`) and counts it in errorstats.
     pub fn error(&mut self, msg: &str) {
         self.out.error(msg);

@@ -228,19 +228,9 @@ fn spublish(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     ctx.out.int(n as i64);
 }
 
-/// Redis's addReplySubcommandSyntaxError.
-fn sub_syntax(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let mut msg = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
-    msg.extend_from_slice(super::c_str(args.get(1), 128));
-    msg.extend_from_slice(b"'. Try PUBSUB HELP.");
-    ctx.out.error_bytes(&msg);
-    ctx.server.stats.record_error("ERR");
-    ctx.failed = true;
-}
-
 fn list(ctx: &mut Ctx<'_>, args: &Args<'_>, shard: bool) {
     if args.len() > 3 {
-        return sub_syntax(ctx, args);
+        return ctx.sub_syntax(args, "PUBSUB");
     }
     let pat = (args.len() == 3).then(|| args.get(2));
     let v = ctx.server.pubsub.list(shard, pat);

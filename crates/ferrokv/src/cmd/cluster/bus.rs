@@ -1763,14 +1763,7 @@ async fn outbound(
         }
     };
     let _ = stream.set_nodelay(true);
-    let local_ip = stream
-        .local_addr()
-        .map(|a| a.ip().to_string())
-        .unwrap_or_default();
-    let peer_ip = stream
-        .peer_addr()
-        .map(|a| a.ip().to_string())
-        .unwrap_or_default();
+    let (local_ip, peer_ip) = link_addrs(&stream);
     let (r, w) = stream.into_split();
     let pending = link.pending.clone();
     let writer = tokio::spawn(write_loop(w, rx, pending.clone()));
@@ -1785,17 +1778,18 @@ async fn outbound(
     writer.abort();
 }
 
+/// Our address and the peer's on a bus connection ("" when unknown).
+fn link_addrs(stream: &tokio::net::TcpStream) -> (String, String) {
+    let ip = |a: std::io::Result<std::net::SocketAddr>| {
+        a.map(|a| a.ip().to_string()).unwrap_or_default()
+    };
+    (ip(stream.local_addr()), ip(stream.peer_addr()))
+}
+
 /// An inbound link: a node connected to our bus port.
 async fn inbound(server: Arc<Server>, stream: tokio::net::TcpStream) {
     let _ = stream.set_nodelay(true);
-    let local_ip = stream
-        .local_addr()
-        .map(|a| a.ip().to_string())
-        .unwrap_or_default();
-    let peer_ip = stream
-        .peer_addr()
-        .map(|a| a.ip().to_string())
-        .unwrap_or_default();
+    let (local_ip, peer_ip) = link_addrs(&stream);
     let (r, w) = stream.into_split();
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let pending: Arc<AtomicU64> = Arc::default();

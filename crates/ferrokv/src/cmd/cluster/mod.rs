@@ -270,16 +270,6 @@ fn enabled(ctx: &mut Ctx<'_>) -> bool {
     false
 }
 
-/// Redis's addReplySubcommandSyntaxError for CLUSTER subcommands.
-fn sub_syntax(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let mut msg = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
-    msg.extend_from_slice(super::c_str(args.get(1), 128));
-    msg.extend_from_slice(b"'. Try CLUSTER HELP.");
-    ctx.out.error_bytes(&msg);
-    ctx.server.stats.record_error("ERR");
-    ctx.failed = true;
-}
-
 fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -404,30 +394,15 @@ pub fn info_text(server: &crate::server::Server) -> String {
         st.size,
         st.current_epoch,
     );
-    let mut total = 0;
-    for (i, name) in cluster::TYPE_NAMES.iter().enumerate() {
-        if st.stats_sent[i] > 0 {
-            let _ = write!(
-                t,
-                "cluster_stats_messages_{name}_sent:{}\r\n",
-                st.stats_sent[i]
-            );
+    for (dir, counts) in [("sent", &st.stats_sent), ("received", &st.stats_received)] {
+        for (name, n) in cluster::TYPE_NAMES.iter().zip(counts.iter()) {
+            if *n > 0 {
+                let _ = write!(t, "cluster_stats_messages_{name}_{dir}:{n}\r\n");
+            }
         }
-        total += st.stats_sent[i];
+        let total: u64 = counts.iter().sum();
+        let _ = write!(t, "cluster_stats_messages_{dir}:{total}\r\n");
     }
-    let _ = write!(t, "cluster_stats_messages_sent:{total}\r\n");
-    let mut total = 0;
-    for (i, name) in cluster::TYPE_NAMES.iter().enumerate() {
-        if st.stats_received[i] > 0 {
-            let _ = write!(
-                t,
-                "cluster_stats_messages_{name}_received:{}\r\n",
-                st.stats_received[i]
-            );
-        }
-        total += st.stats_received[i];
-    }
-    let _ = write!(t, "cluster_stats_messages_received:{total}\r\n");
     let _ = write!(
         t,
         "total_cluster_links_buffer_limit_exceeded:{}\r\n",
@@ -692,7 +667,7 @@ fn meet(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         return;
     }
     if args.len() > 5 {
-        return sub_syntax(ctx, args);
+        return ctx.sub_syntax(args, "CLUSTER");
     }
     let port = match crate::util::parse_i64(args.get(3)) {
         Some(p) => p,
@@ -837,7 +812,7 @@ fn failover(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             return ctx.syntax();
         }
     } else if args.len() > 3 {
-        return sub_syntax(ctx, args);
+        return ctx.sub_syntax(args, "CLUSTER");
     }
     {
         let st = ctx.server.cluster.state.lock();
@@ -871,7 +846,7 @@ fn reset(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         3 if args.get(2).eq_ignore_ascii_case(b"hard") => true,
         3 if args.get(2).eq_ignore_ascii_case(b"soft") => false,
         3 => return ctx.syntax(),
-        _ => return sub_syntax(ctx, args),
+        _ => return ctx.sub_syntax(args, "CLUSTER"),
     };
     {
         let st = ctx.server.cluster.state.lock();
