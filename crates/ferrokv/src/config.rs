@@ -210,6 +210,15 @@ pub static DIRECTIVES: &[Directive] = &[
         true,
     ),
     d("bind", Kind::List, "127.0.0.1 -::1", false),
+    d(
+        "busy-reply-threshold",
+        Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        "5000",
+        true,
+    ),
     d("client-output-buffer-limit", Kind::List, OBL_DEFAULT, true),
     d(
         "client-query-buffer-limit",
@@ -713,6 +722,7 @@ pub static ALIASES: &[(&str, &str)] = &[
     ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
     ("hash-max-ziplist-value", "hash-max-listpack-value"),
     ("list-max-ziplist-size", "list-max-listpack-size"),
+    ("lua-time-limit", "busy-reply-threshold"),
     ("min-slaves-max-lag", "min-replicas-max-lag"),
     ("min-slaves-to-write", "min-replicas-to-write"),
     ("repl-ping-slave-period", "repl-ping-replica-period"),

@@ -162,6 +162,13 @@ pub const HEXISTS: &[KeySpec] = &[key_at(RO, 1)];
 /// Key specs of LCS (Redis 7.0.15).
 pub const LCS: &[KeySpec] = &[range_at(RO | ACCESS, 1, 1, 1, 0)];
 
+/// Key specs of EVAL, EVALSHA, FCALL (Redis 7.0.15): a key count at 2,
+/// used in every way ("we cannot tell how the keys will be used").
+pub const EVAL: &[KeySpec] = &[keynum_at(RW | ACCESS | UPDATE, 2, 0, 1, 1)];
+
+/// Key specs of EVAL_RO, EVALSHA_RO, FCALL_RO (Redis 7.0.15).
+pub const EVAL_RO: &[KeySpec] = &[keynum_at(RO | ACCESS, 2, 0, 1, 1)];
+
 /// Key specs of LMPOP, ZMPOP (Redis 7.0.15).
 pub const LMPOP: &[KeySpec] = &[keynum_at(RW | ACCESS | DELETE, 1, 0, 1, 1)];
 

@@ -27,6 +27,7 @@ pub mod propagate;
 pub mod pubsub;
 pub mod repl;
 pub mod resp;
+pub mod script;
 pub mod server;
 pub mod stats;
 pub mod tls;

@@ -51,6 +51,18 @@ fn recording() -> bool {
     RECORDING.with(Cell::get)
 }
 
+thread_local! {
+    /// Set while a script has turned propagation off (`redis.set_repl`):
+    /// the commands it runs record nothing.
+    static SUPPRESSED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Turns the recording of this thread's commands off (`true`) or back on,
+/// for `redis.set_repl(redis.REPL_NONE)` (script.c `scriptSetRepl`).
+pub fn set_suppressed(v: bool) {
+    SUPPRESSED.with(|s| s.set(v));
+}
+
 /// One record's place in its unit's byte buffer: the database it applies
 /// to and the byte range of its RESP multibulk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -637,6 +649,9 @@ impl Stream {
                         end: u.bytes.len(),
                     });
                 }
+            }
+            if SUPPRESSED.with(Cell::get) {
+                u.own.clear();
             }
             let at = u.own_at.take().unwrap_or(u.spans.len());
             if at == u.spans.len() {

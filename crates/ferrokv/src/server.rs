@@ -90,6 +90,9 @@ pub struct Server {
     /// Redis Cluster: nodes, slots, the bus (cluster/); unused unless
     /// cluster-enabled yes.
     pub cluster: crate::cluster::Cluster,
+    /// Lua scripts and functions: the interpreters, the script cache, the
+    /// function libraries and the running script's state (script/).
+    pub scripts: crate::script::Scripts,
     /// When the server started.
     pub started: Instant,
     /// Unix ms at start.
@@ -192,6 +195,7 @@ impl Server {
             run_id,
             repl: Default::default(),
             cluster,
+            scripts: Default::default(),
             started: Instant::now(),
             started_ms: now,
             shutdown: tokio::sync::Notify::new(),
@@ -261,6 +265,9 @@ impl Server {
             .store(c.get_i64("slowlog-log-slower-than"), Ordering::Relaxed);
         l.slowlog_max_len
             .store(u("slowlog-max-len"), Ordering::Relaxed);
+        self.scripts
+            .busy_threshold_ms
+            .store(u("busy-reply-threshold"), Ordering::Relaxed);
         l.latency_threshold
             .store(u("latency-monitor-threshold"), Ordering::Relaxed);
         self.keyspace

@@ -104,6 +104,26 @@ impl Transactions {
         self.gate[my_stripe()].0.read()
     }
 
+    /// [`Transactions::gate_shared`], giving up (None) when `busy` turns
+    /// true while it waits: a script holding the whole gate past
+    /// busy-reply-threshold makes the waiting commands answer -BUSY. The
+    /// uncontended case costs what `gate_shared` does.
+    #[inline]
+    pub fn gate_shared_unless(&self, busy: impl Fn() -> bool) -> Option<RwLockReadGuard<'_, ()>> {
+        let stripe = &self.gate[my_stripe()].0;
+        if let Some(g) = stripe.try_read() {
+            return Some(g);
+        }
+        loop {
+            if busy() {
+                return None;
+            }
+            if let Some(g) = stripe.try_read_for(std::time::Duration::from_millis(5)) {
+                return Some(g);
+            }
+        }
+    }
+
     /// Takes the whole gate (every stripe, in order): no other command runs
     /// on any core until the guards drop. The caller must not hold a
     /// stripe.

@@ -25,6 +25,7 @@ pub mod persist;
 pub mod pubsub;
 pub mod repl;
 pub mod replay;
+pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod sort;
@@ -148,6 +149,10 @@ pub mod behaviour {
     /// Runs as if the client had sent ASKING (RESTORE-ASKING, Redis's
     /// CMD_ASKING flag).
     pub const ASKING: u32 = 1 << 10;
+    /// Runs a script or function (EVAL, FCALL...): dispatched without the
+    /// shared gate; the handler takes the whole of it while the script
+    /// runs (cmd/scripting.rs).
+    pub const RUNS_SCRIPT: u32 = 1 << 11;
 }
 
 /// True when `client` is in RESP2 subscribed mode and the top-level
@@ -520,7 +525,7 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 20] = [
+        let families: [&'static [Command]; 21] = [
             connection::COMMANDS,
             tx::COMMANDS,
             acl_cmd::COMMANDS,
@@ -541,6 +546,7 @@ pub fn table() -> &'static Table {
             persist::COMMANDS,
             repl::COMMANDS,
             cluster::COMMANDS,
+            scripting::COMMANDS,
         ];
         let mut t = Table {
             all: Vec::new(),
@@ -1022,15 +1028,27 @@ pub fn execute(
         finish_exec_reply(client, out, reply_start, mode);
         return;
     }
-    // DEBUG RELOAD stops the world itself (cmd/server/debug.rs); every other
-    // command runs inside the shared gate.
-    let gate = if c.behaviour & behaviour::STOPS_THE_WORLD != 0
-        && args.len() >= 2
-        && args.get(1).eq_ignore_ascii_case(b"reload")
+    // DEBUG RELOAD stops the world itself (cmd/server/debug.rs), scripts
+    // take the whole gate while they run (cmd/scripting.rs), and the
+    // commands allowed during a busy script run beside it; every other
+    // command runs inside the shared gate, or gets -BUSY when a script has
+    // run past busy-reply-threshold (server.c processCommand).
+    let gate = if c.behaviour & behaviour::RUNS_SCRIPT != 0
+        || (c.behaviour & behaviour::STOPS_THE_WORLD != 0
+            && args.len() >= 2
+            && args.get(1).eq_ignore_ascii_case(b"reload"))
+        || (c.flags & flags::ALLOW_BUSY != 0 && server.scripts.busy())
     {
         None
     } else {
-        Some(server.tx.gate_shared())
+        match server.tx.gate_shared_unless(|| server.scripts.busy()) {
+            Some(g) => Some(g),
+            None => {
+                reject(server, out, stats, id, server.scripts.busy_error());
+                finish_reply(client, out, reply_start);
+                return;
+            }
+        }
     };
     run(server, client, out, args, stats, id);
     drop(gate);
@@ -1366,7 +1384,7 @@ fn acl_check(
 }
 
 /// [`acl_check`] returning the kind of denial.
-fn acl_check_kind(
+pub(crate) fn acl_check_kind(
     server: &Arc<Server>,
     client: &mut Client,
     c: &'static Command,
@@ -1444,7 +1462,9 @@ pub fn log_acl_denial(
     }
     let client_info = client.handle.describe(now);
     // Redis 7.0: "multi" while the client is queuing or running EXEC.
-    let context = if client.multi.is_some() || tx::in_exec() {
+    let context = if scripting::in_script() {
+        "lua"
+    } else if client.multi.is_some() || tx::in_exec() {
         "multi"
     } else {
         "toplevel"
@@ -1537,7 +1557,7 @@ fn slowlog_push(server: &Server, client: &Client, args: &Args<'_>, us: u64) {
 /// Formats a request as MONITOR shows it:
 /// `+<unix.micros> [<db> <addr>] "arg" "arg"` with Redis's escaping
 /// (`sdscatrepr`).
-fn feed_monitors(server: &Server, client: &Client, args: &Args<'_>) {
+pub(crate) fn feed_monitors(server: &Server, client: &Client, args: &Args<'_>) {
     let us = server.clock.now_us();
     let mut line = format!(
         "+{}.{:06} [{} {}]",

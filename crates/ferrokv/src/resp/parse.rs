@@ -238,6 +238,15 @@ impl<'a> Args<'a> {
             big: self.big,
         }
     }
+    /// The first `n` arguments (at most [`Self::len`]), as a request of
+    /// their own (a script's keys).
+    pub fn head(&self, n: usize) -> Args<'a> {
+        Args {
+            base: self.base,
+            ranges: &self.ranges[..n.min(self.ranges.len())],
+            big: self.big,
+        }
+    }
     /// Iterates over all arguments.
     pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + Clone + '_ {
         (0..self.len()).map(move |i| self.get(i))

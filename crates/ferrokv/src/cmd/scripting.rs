@@ -1,0 +1,845 @@
+//! Scripting commands: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT, and
+//! the command side of a running script (`redis.call`), Redis 7.0's eval.c
+//! and script.c (redis.io "Scripting with Lua", the EVAL and SCRIPT pages).
+//!
+//! **Atomicity.** A script runs while its caller holds the whole exec gate
+//! (tx.rs): every command in flight on every core finishes first and none
+//! starts until the script ends, so no client observes part of a script's
+//! effects, whether or not the script declared its keys. Inside MULTI/EXEC
+//! the EXEC already holds the gate. The script's effects reach the AOF and
+//! the replicas as one MULTI/EXEC unit (Redis 7.0's effects replication).
+//!
+//! **The script's client.** Commands called from a script run through
+//! [`super::run`] as a client of their own (Redis's `lua_client`): the
+//! caller's database and user, RESP2 unless `redis.setresp(3)`, never
+//! blocking, and a clock frozen at the script's start (keys do not expire
+//! in the middle of a script).
+//!
+//! **Busy scripts.** Past `busy-reply-threshold` milliseconds, commands of
+//! other connections answer `-BUSY` (except those flagged `allow-busy`:
+//! SCRIPT KILL, FUNCTION KILL, SHUTDOWN NOSAVE, AUTH...), and SCRIPT KILL
+//! stops a script that has not written. Connections served by the same I/O
+//! thread as the script wait for it instead (see README, Differences).
+
+use super::client::Client;
+use super::flags::*;
+use super::{acl, behaviour, table, Command, Ctx};
+use crate::resp::{Args, Out};
+use crate::script::lua::{self, Host, Ran};
+use crate::script::{flags as sflags, Eval};
+use crate::server::Server;
+use crate::stats::ThreadStats;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+const EVAL_FLAGS: u64 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLE_KEYS;
+const EVAL_DOC: &str = "Depends on the script that is executed.";
+
+/// Scripting commands.
+pub static COMMANDS: &[Command] = &[
+    super::cmd("eval", -3, EVAL_FLAGS, (0, 0, 0), acl::SCRIPTING, eval)
+        .key_specs(crate::keyspecs::EVAL)
+        .key_finder(crate::keyspecs::numkeys_at_2)
+        .behaves(behaviour::RUNS_SCRIPT)
+        .doc(
+            "scripting",
+            "2.6.0",
+            "Execute a Lua script server side",
+            EVAL_DOC,
+        ),
+    super::cmd(
+        "evalsha",
+        -3,
+        EVAL_FLAGS,
+        (0, 0, 0),
+        acl::SCRIPTING,
+        evalsha,
+    )
+    .key_specs(crate::keyspecs::EVAL)
+    .key_finder(crate::keyspecs::numkeys_at_2)
+    .behaves(behaviour::RUNS_SCRIPT)
+    .doc(
+        "scripting",
+        "2.6.0",
+        "Execute a Lua script server side",
+        EVAL_DOC,
+    ),
+    super::cmd(
+        "eval_ro",
+        -3,
+        READONLY | EVAL_FLAGS,
+        (0, 0, 0),
+        acl::SCRIPTING,
+        eval_ro,
+    )
+    .key_specs(crate::keyspecs::EVAL_RO)
+    .key_finder(crate::keyspecs::numkeys_at_2)
+    .behaves(behaviour::RUNS_SCRIPT)
+    .doc(
+        "scripting",
+        "7.0.0",
+        "Execute a read-only Lua script server side",
+        EVAL_DOC,
+    ),
+    super::cmd(
+        "evalsha_ro",
+        -3,
+        READONLY | EVAL_FLAGS,
+        (0, 0, 0),
+        acl::SCRIPTING,
+        evalsha_ro,
+    )
+    .key_specs(crate::keyspecs::EVAL_RO)
+    .key_finder(crate::keyspecs::numkeys_at_2)
+    .behaves(behaviour::RUNS_SCRIPT)
+    .doc(
+        "scripting",
+        "7.0.0",
+        "Execute a read-only Lua script server side",
+        EVAL_DOC,
+    ),
+    super::container("script", 0, SCRIPT_SUBS).doc(
+        "scripting",
+        "2.6.0",
+        "A container for Lua scripts management commands",
+        "Depends on subcommand.",
+    ),
+];
+
+static SCRIPT_SUBS: &[Command] = &[
+    super::cmd("script|debug", 3, NOSCRIPT, (0, 0, 0), acl::SCRIPTING, script_debug).doc(
+        "scripting",
+        "3.2.0",
+        "Set the debug mode for executed scripts.",
+        "O(1)",
+    ),
+    super::cmd("script|exists", -3, NOSCRIPT, (0, 0, 0), acl::SCRIPTING, script_exists)
+        .tips(&["request_policy:all_shards", "response_policy:agg_logical_and"])
+        .doc(
+            "scripting",
+            "2.6.0",
+            "Check existence of scripts in the script cache.",
+            "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).",
+        ),
+    super::cmd("script|flush", -2, NOSCRIPT, (0, 0, 0), acl::SCRIPTING, script_flush)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .doc(
+            "scripting",
+            "2.6.0",
+            "Remove all the scripts from the script cache.",
+            "O(N) with N being the number of scripts in cache",
+        ),
+    super::cmd("script|help", 2, LOADING | STALE, (0, 0, 0), acl::SCRIPTING, script_help).doc(
+        "scripting",
+        "5.0.0",
+        "Show helpful text about the different subcommands",
+        "O(1)",
+    ),
+    super::cmd("script|kill", 2, NOSCRIPT | ALLOW_BUSY, (0, 0, 0), acl::SCRIPTING, script_kill)
+        .tips(&["request_policy:all_shards", "response_policy:one_succeeded"])
+        .doc(
+            "scripting",
+            "2.6.0",
+            "Kill the script currently in execution.",
+            "O(1)",
+        ),
+    super::cmd("script|load", 3, NOSCRIPT | STALE, (0, 0, 0), acl::SCRIPTING, script_load)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .doc(
+            "scripting",
+            "2.6.0",
+            "Load the specified Lua script into the script cache.",
+            "O(N) with N being the length in bytes of the script body.",
+        ),
+];
+
+thread_local! {
+    /// True while this thread runs a script's command (ACL LOG context
+    /// "lua").
+    static IN_SCRIPT: Cell<bool> = const { Cell::new(false) };
+    /// The script client of this thread: (server it belongs to, client,
+    /// its reply buffer).
+    static SCRIPT_CLIENT: RefCell<Option<(usize, Box<Client>, Out)>> = const { RefCell::new(None) };
+}
+
+/// True while the current thread runs a command called by a script.
+pub fn in_script() -> bool {
+    IN_SCRIPT.with(Cell::get)
+}
+
+/// `-NOSCRIPT` (shared.noscripterr).
+const NOSCRIPT_ERR: &str = "NOSCRIPT No matching script. Please use EVAL.";
+
+fn eval(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    eval_generic(ctx, args, false, false);
+}
+
+fn evalsha(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    eval_generic(ctx, args, true, false);
+}
+
+fn eval_ro(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    eval_generic(ctx, args, false, true);
+}
+
+fn evalsha_ro(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    eval_generic(ctx, args, true, true);
+}
+
+/// The lower-case form of a 40-character SHA1 argument, or None.
+fn sha_arg(a: &[u8]) -> Option<[u8; 40]> {
+    let mut sha = [0u8; 40];
+    if a.len() != 40 {
+        return None;
+    }
+    for (d, s) in sha.iter_mut().zip(a) {
+        *d = s.to_ascii_lowercase();
+    }
+    Some(sha)
+}
+
+/// Parses EVAL's numkeys (eval.c evalGenericCommand): Some(n) or an error
+/// reply.
+pub(crate) fn numkeys_arg(ctx: &mut Ctx<'_>, args: &Args<'_>) -> Option<usize> {
+    let Some(n) = crate::util::parse_i64(args.get(2)) else {
+        ctx.not_int();
+        return None;
+    };
+    if n > args.len() as i64 - 3 {
+        ctx.error("ERR Number of keys can't be greater than number of args");
+        return None;
+    }
+    if n < 0 {
+        ctx.error("ERR Number of keys can't be negative");
+        return None;
+    }
+    Some(n as usize)
+}
+
+/// EVAL, EVALSHA and their _RO forms (eval.c `evalGenericCommand`).
+fn eval_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, evalsha: bool, ro: bool) {
+    if ctx.server.monitor_count.load(Ordering::Relaxed) > 0 {
+        super::feed_monitors(ctx.server, ctx.client, args);
+    }
+    if evalsha && args.get(1).len() != 40 {
+        return ctx.error(NOSCRIPT_ERR);
+    }
+    let Some(numkeys) = numkeys_arg(ctx, args) else {
+        return;
+    };
+    // Every other command on every core finishes first (unless EXEC
+    // already holds the whole gate).
+    let _gate = (!super::tx::in_exec()).then(|| ctx.server.tx.gate_exclusive());
+    let server = ctx.server.clone();
+    let mut eval = server.scripts.eval.lock();
+    let sha = if evalsha {
+        match sha_arg(args.get(1)) {
+            Some(s) if eval.cache.contains_key(&s) => s,
+            _ => return ctx.error(NOSCRIPT_ERR),
+        }
+    } else {
+        match eval.create(args.get(1)) {
+            Ok(s) => s,
+            Err(e) => {
+                ctx.out.error_bytes(&e);
+                ctx.server.stats.record_error("ERR");
+                ctx.failed = true;
+                return;
+            }
+        }
+    };
+    let flags = eval
+        .cache
+        .get(&sha)
+        .map_or(sflags::EVAL_COMPAT, |s| s.flags);
+    let key = crate::script::function_key(&sha);
+    let key = std::ffi::CStr::from_bytes_with_nul(&key).expect("NUL-terminated key");
+    run_script(
+        ctx,
+        &mut eval,
+        RunSpec {
+            key,
+            name: &sha,
+            flags,
+            ro,
+            eval_mode: true,
+        },
+        args,
+        numkeys,
+    );
+}
+
+/// What to run: a cached script or a function.
+pub(crate) struct RunSpec<'a> {
+    /// Registry key of the Lua function.
+    pub key: &'a std::ffi::CStr,
+    /// Name in error messages (the SHA1 or the function name).
+    pub name: &'a [u8],
+    /// Script flags.
+    pub flags: u32,
+    /// Called through a `_RO` command.
+    pub ro: bool,
+    /// EVAL (KEYS/ARGV globals) rather than FCALL.
+    pub eval_mode: bool,
+}
+
+/// scriptPrepareForRun's refusals: an error reply or Ok.
+fn prepare(ctx: &mut Ctx<'_>, flags: u32, ro: bool) -> Result<(), String> {
+    let server = ctx.server;
+    let from_master = ctx.client.is_master;
+    let running_stale = server.repl.backlog.replica_mode()
+        && !server.repl.serve_stale.load(Ordering::Relaxed)
+        && server.repl.link_state.load(Ordering::Relaxed) != crate::repl::link::CONNECTED;
+    if flags & sflags::EVAL_COMPAT == 0 {
+        if flags & sflags::NO_CLUSTER != 0 && server.cluster.enabled {
+            return Err("ERR Can not run script on cluster, 'no-cluster' flag is set.".into());
+        }
+        if flags & sflags::ALLOW_OOM == 0
+            && server.evict.maxmemory() != 0
+            && !from_master
+            && script_oom(server)
+        {
+            return Err("OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'".into());
+        }
+        if running_stale && flags & sflags::ALLOW_STALE == 0 {
+            return Err("MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' and 'allow-stale' flag is not set on the script.".into());
+        }
+        if flags & sflags::NO_WRITES == 0 {
+            if server.repl.backlog.replica_mode()
+                && server.repl.read_only.load(Ordering::Relaxed)
+                && !from_master
+            {
+                return Err("ERR Can not run script with write flag on readonly replica".into());
+            }
+            if crate::persist::rdb::writes_denied(server) && !from_master {
+                return Err("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only scripts.".into());
+            }
+            if ro {
+                return Err(
+                    "ERR Can not execute a script with write flag using *_ro command.".into(),
+                );
+            }
+            if !server.repl.backlog.replica_mode()
+                && super::repl::not_enough_replicas(server, ctx.now.max(server.clock.now_ms()))
+            {
+                return Err("NOREPLICAS Not enough good replicas to write.".into());
+            }
+        }
+    } else if running_stale {
+        return Err(
+            "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// True when memory is over maxmemory with nothing left to evict (Redis's
+/// `server.script_oom`, computed when the script starts).
+fn script_oom(server: &Server) -> bool {
+    crate::evict::perform(&server.evict_env()) == crate::evict::Outcome::Fail
+}
+
+/// Runs a script or function for the caller in `ctx` (script.c
+/// `scriptPrepareForRun` + `luaCallFunction` + `scriptResetRun`), with the
+/// gate already held. The first `numkeys` arguments after argv[2] are the
+/// keys, the rest the arguments.
+pub(crate) fn run_script(
+    ctx: &mut Ctx<'_>,
+    eval: &mut Eval,
+    spec: RunSpec<'_>,
+    args: &Args<'_>,
+    numkeys: usize,
+) {
+    run_in(ctx, &mut eval.lua, spec, args, numkeys);
+}
+
+/// [`run_script`] on a given interpreter (EVAL's or the functions').
+pub(crate) fn run_in(
+    ctx: &mut Ctx<'_>,
+    state: &mut lua::State,
+    spec: RunSpec<'_>,
+    args: &Args<'_>,
+    numkeys: usize,
+) {
+    if let Err(e) = prepare(ctx, spec.flags, spec.ro) {
+        return ctx.error(&e);
+    }
+    let server = ctx.server.clone();
+    let compat = spec.flags & sflags::EVAL_COMPAT != 0;
+    let read_only = spec.ro || (!compat && spec.flags & sflags::NO_WRITES != 0);
+    let allow_oom = !compat && spec.flags & sflags::ALLOW_OOM != 0;
+    let allow_cross_slot = compat || spec.flags & sflags::ALLOW_CROSS_SLOT != 0;
+    let oom = server.evict.maxmemory() != 0 && !allow_oom && script_oom(&server);
+    let run = &server.scripts.run;
+    let start_us = server.clock.now_us();
+    run.start_us.store(start_us, Ordering::Relaxed);
+    run.killed.store(false, Ordering::Relaxed);
+    run.write_dirty.store(false, Ordering::Relaxed);
+    run.timed_out.store(false, Ordering::Relaxed);
+    run.eval_mode.store(spec.eval_mode, Ordering::Relaxed);
+    run.from_master
+        .store(ctx.client.is_master, Ordering::Relaxed);
+    run.running.store(true, Ordering::Release);
+    let hook = server.scripts.busy_threshold_ms.load(Ordering::Relaxed) > 0;
+    let key_args = args.tail(3);
+    let (keys, argv) = split_at(&key_args, numkeys);
+    // The script's effects are one unit of the propagation stream.
+    let block = server.propagation.begin_block();
+    let server_id = Arc::as_ptr(&server) as usize;
+    let ran = SCRIPT_CLIENT.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        if slot.as_ref().is_none_or(|(id, _, _)| *id != server_id) {
+            *slot = Some((server_id, Box::new(script_client(&server)), Out::new()));
+        }
+        let Some((_, sclient, sout)) = slot.as_mut() else {
+            unreachable!("script client just made")
+        };
+        sclient.db = ctx.client.db;
+        if sclient.acl.name != ctx.client.acl.name {
+            let name = if ctx.client.acl.name.is_empty() {
+                b"default".to_vec()
+            } else {
+                ctx.client.acl.name.clone()
+            };
+            sclient.acl.set_user(&name);
+        }
+        sclient.is_master = ctx.client.is_master;
+        sclient.asking = ctx.client.asking;
+        sclient.cluster_readonly = ctx.client.cluster_readonly;
+        sclient.no_touch = ctx.client.no_touch;
+        sout.resp3 = false;
+        sout.buf.clear();
+        let mut host = ScriptHost {
+            server: &server,
+            caller_acl_user: ctx.client.acl.name.clone(),
+            client: sclient,
+            out: sout,
+            stats: ctx.stats,
+            start_us,
+            read_only,
+            allow_oom,
+            allow_cross_slot,
+            oom,
+            slot: None,
+            repl: lua::REPL_AOF | lua::REPL_REPLICA,
+            timed_out_logged: false,
+            eval_mode: spec.eval_mode,
+        };
+        let ran = state.run(
+            spec.key,
+            spec.name,
+            &keys,
+            &argv,
+            spec.eval_mode,
+            hook,
+            &mut host,
+            ctx.out,
+        );
+        crate::propagate::set_suppressed(false);
+        ran
+    });
+    server.propagation.end_block(block);
+    if run.timed_out.load(Ordering::Relaxed) {
+        tracing::warn!("Slow script finished, clients may resume");
+    }
+    run.timed_out.store(false, Ordering::Relaxed);
+    run.running.store(false, Ordering::Release);
+    if let Ran::Error { code, counted } = ran {
+        ctx.failed = true;
+        if !counted {
+            ctx.server.stats.record_error(&code);
+        }
+    }
+}
+
+/// Splits `args` into its first `n` and the rest.
+fn split_at<'a>(args: &Args<'a>, n: usize) -> (Args<'a>, Args<'a>) {
+    (args.head(n), args.tail(n))
+}
+
+/// A new script client for `server` (Redis's `lua_client`): authenticated,
+/// never blocking.
+fn script_client(server: &Server) -> Client {
+    let handle = crate::clients::new_handle(
+        &server.clients,
+        server.clock.now_ms(),
+        String::new(),
+        String::new(),
+        -1,
+        false,
+    );
+    let mut c = Client::new(handle);
+    c.authenticated = true;
+    c.deny_blocking = true;
+    c
+}
+
+/// The command layer's side of a running script.
+struct ScriptHost<'a> {
+    server: &'a Arc<Server>,
+    caller_acl_user: Vec<u8>,
+    client: &'a mut Client,
+    out: &'a mut Out,
+    stats: &'a ThreadStats,
+    start_us: u64,
+    read_only: bool,
+    allow_oom: bool,
+    allow_cross_slot: bool,
+    /// Memory was over maxmemory when the script started.
+    oom: bool,
+    /// The hash slot the script's commands used so far (cluster mode).
+    slot: Option<u16>,
+    repl: u8,
+    timed_out_logged: bool,
+    eval_mode: bool,
+}
+
+impl ScriptHost<'_> {
+    /// scriptCall's checks before the command runs: Err(error text).
+    fn check(&mut self, c: &'static Command, id: usize, args: &Args<'_>) -> Result<(), Vec<u8>> {
+        let server = self.server;
+        let from_master = self.client.is_master;
+        if c.flags & NOSCRIPT != 0 {
+            return Err(b"This Redis command is not allowed from script".to_vec());
+        }
+        if server.repl.backlog.replica_mode()
+            && server.repl.link_state.load(Ordering::Relaxed) != crate::repl::link::CONNECTED
+            && !server.repl.serve_stale.load(Ordering::Relaxed)
+            && c.flags & STALE == 0
+        {
+            return Err(b"Can not execute the command on a stale replica".to_vec());
+        }
+        if server.acl.restricted.load(Ordering::Relaxed) {
+            IN_SCRIPT.with(|s| s.set(true));
+            let r = super::acl_check_kind(server, self.client, c, id, args);
+            IN_SCRIPT.with(|s| s.set(false));
+            if let Err(d) = r {
+                let why: &[u8] = match d {
+                    crate::acl::Denied::Command => b"can't run this command or subcommand",
+                    crate::acl::Denied::Key(_) => {
+                        b"no permissions to access one of the keys used as arguments"
+                    }
+                    crate::acl::Denied::Channel(_) => {
+                        b"no permissions to access one of the channels used as arguments"
+                    }
+                };
+                let mut e = b"The user executing the script ".to_vec();
+                e.extend_from_slice(why);
+                return Err(e);
+            }
+        }
+        if c.flags & WRITE != 0 {
+            if self.read_only {
+                return Err(b"Write commands are not allowed from read-only scripts.".to_vec());
+            }
+            if server.repl.backlog.replica_mode()
+                && server.repl.read_only.load(Ordering::Relaxed)
+                && !from_master
+            {
+                return Err(b"-READONLY You can't write against a read only replica.".to_vec());
+            }
+            if crate::persist::rdb::writes_denied(server) {
+                let mut e = b"-".to_vec();
+                e.extend_from_slice(crate::persist::rdb::MISCONF.as_bytes());
+                return Err(e);
+            }
+            if !from_master
+                && !server.repl.backlog.replica_mode()
+                && super::repl::not_enough_replicas(server, server.clock.now_ms())
+            {
+                return Err(b"-NOREPLICAS Not enough good replicas to write.".to_vec());
+            }
+        }
+        if !self.allow_oom
+            && self.oom
+            && !from_master
+            && !server.scripts.run.write_dirty.load(Ordering::Relaxed)
+            && c.flags & DENYOOM != 0
+        {
+            let mut e = b"-".to_vec();
+            e.extend_from_slice(crate::evict::OOM.as_bytes());
+            return Err(e);
+        }
+        if c.flags & WRITE != 0 {
+            server
+                .scripts
+                .run
+                .write_dirty
+                .store(true, Ordering::Relaxed);
+        }
+        if server.cluster.enabled && !from_master {
+            self.check_cluster(c, args)?;
+        }
+        Ok(())
+    }
+
+    /// scriptVerifyClusterState: the keys must be served here, and in one
+    /// slot unless the script allows cross-slot keys.
+    fn check_cluster(&mut self, c: &'static Command, args: &Args<'_>) -> Result<(), Vec<u8>> {
+        let server = self.server;
+        let now = self.start_us / 1000;
+        let db = server.keyspace.db(0);
+        let exists = |key: &[u8]| {
+            let h = crate::db::hash_key(key);
+            db.lock(h).peek(h, key, now).is_some()
+        };
+        let routed = super::routed(c, *args);
+        let slot = routed
+            .keys
+            .iter()
+            .next()
+            .map(|k| crate::db::slotindex::key_hash_slot(args.get(k.pos)));
+        if let Err(r) = server.cluster.route(
+            &[routed],
+            self.client.asking,
+            self.client.cluster_readonly,
+            &exists,
+        ) {
+            use crate::cluster::Redirect;
+            return Err(match r {
+                Redirect::DownRoState => {
+                    b"Script attempted to execute a write command while the cluster is down and readonly".to_vec()
+                }
+                Redirect::DownState | Redirect::DownUnbound => {
+                    b"Script attempted to execute a command while the cluster is down".to_vec()
+                }
+                _ => b"Script attempted to access a non local key in a cluster node".to_vec(),
+            });
+        }
+        if let Some(slot) = slot {
+            if !self.allow_cross_slot {
+                match self.slot {
+                    None => self.slot = Some(slot),
+                    Some(s) if s != slot => {
+                        return Err(
+                            b"Script attempted to access keys that do not hash to the same slot"
+                                .to_vec(),
+                        )
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Host for ScriptHost<'_> {
+    fn call(&mut self, args: &Args<'_>) -> Result<&[u8], Vec<u8>> {
+        self.out.buf.clear();
+        let t = table();
+        let Some(mut id) = t.lookup(args.get(0)) else {
+            return Err(b"Unknown Redis command called from script".to_vec());
+        };
+        let mut c = t.all[id];
+        if c.is_container() {
+            match (args.len() >= 2)
+                .then(|| t.lookup_sub(id, args.get(1)))
+                .flatten()
+            {
+                Some(s) => {
+                    id = s;
+                    c = t.all[s];
+                }
+                None => return Err(b"Unknown Redis command called from script".to_vec()),
+            }
+        }
+        let argc = args.len() as i32;
+        if (c.arity > 0 && argc != c.arity) || argc < -c.arity {
+            return Err(b"Wrong number of args calling Redis command from script".to_vec());
+        }
+        if let Err(e) = self.check(c, id, args) {
+            let code = match e.strip_prefix(b"-") {
+                Some(rest) => {
+                    String::from_utf8_lossy(rest.split(|&b| b == b' ').next().unwrap_or(b"ERR"))
+                        .into_owned()
+                }
+                None => "ERR".to_string(),
+            };
+            self.server.stats.record_error(&code);
+            crate::stats::bump(&self.stats.cmds[id].rejected, 1);
+            return Err(e);
+        }
+        // Time stands still during a script (scriptTimeSnapshot).
+        self.client.clock_us = self.start_us;
+        IN_SCRIPT.with(|s| s.set(true));
+        super::run(self.server, self.client, self.out, args, self.stats, id);
+        IN_SCRIPT.with(|s| s.set(false));
+        Ok(&self.out.buf)
+    }
+
+    fn resp(&self) -> u8 {
+        if self.out.resp3 {
+            3
+        } else {
+            2
+        }
+    }
+
+    fn set_resp(&mut self, resp: u8) {
+        self.out.resp3 = resp == 3;
+    }
+
+    fn set_repl(&mut self, flags: u8) {
+        self.repl = flags;
+        // One stream feeds both the AOF and the replicas: a script that
+        // turns either off stops recording (see README, Differences).
+        crate::propagate::set_suppressed(flags != lua::REPL_AOF | lua::REPL_REPLICA);
+    }
+
+    fn acl_check(&mut self, args: &Args<'_>) -> Option<bool> {
+        let t = table();
+        let mut id = t.lookup(args.get(0))?;
+        let mut c = t.all[id];
+        if c.is_container() {
+            id = t.lookup_sub(id, args.get(1).get(..).filter(|_| args.len() >= 2)?)?;
+            c = t.all[id];
+        }
+        let argc = args.len() as i32;
+        if (c.arity > 0 && argc != c.arity) || argc < -c.arity {
+            return None;
+        }
+        let _ = &self.caller_acl_user;
+        let Some(user) = self.client.acl.user(&self.server.acl) else {
+            return Some(false);
+        };
+        Some(user.unrestricted() || user.check(c, id, args).is_ok())
+    }
+
+    fn log(&mut self, level: u8, msg: &[u8]) {
+        let msg = String::from_utf8_lossy(msg);
+        match level {
+            0 => tracing::debug!("{msg}"),
+            1 => tracing::debug!("{msg}"),
+            2 => tracing::info!("{msg}"),
+            _ => tracing::warn!("{msg}"),
+        }
+    }
+
+    fn interrupt(&mut self) -> bool {
+        let run = &self.server.scripts.run;
+        if !self.timed_out_logged {
+            let threshold = self
+                .server
+                .scripts
+                .busy_threshold_ms
+                .load(Ordering::Relaxed);
+            let elapsed_ms = self.server.clock.now_us().saturating_sub(self.start_us) / 1000;
+            if threshold > 0 && elapsed_ms >= threshold {
+                tracing::warn!(
+                    "Slow script detected: still in execution after {elapsed_ms} milliseconds. You can try killing the script using the {} command.",
+                    if self.eval_mode { "SCRIPT KILL" } else { "FUNCTION KILL" }
+                );
+                self.timed_out_logged = true;
+                run.timed_out.store(true, Ordering::Relaxed);
+            }
+        }
+        if run.killed.load(Ordering::Relaxed) {
+            tracing::warn!("Lua script killed by user with SCRIPT KILL.");
+            return true;
+        }
+        false
+    }
+}
+
+fn script_exists(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let eval = ctx.server.scripts.eval.lock();
+    ctx.out.array(args.len() - 2);
+    for a in args.iter().skip(2) {
+        let found = sha_arg(a).is_some_and(|s| eval.cache.contains_key(&s));
+        ctx.out.int(found as i64);
+    }
+}
+
+fn script_flush(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let ok = args.len() == 2
+        || (args.len() == 3
+            && (args.get(2).eq_ignore_ascii_case(b"sync")
+                || args.get(2).eq_ignore_ascii_case(b"async")));
+    if !ok {
+        return ctx.error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+    }
+    ctx.server.scripts.eval.lock().reset();
+    ctx.out.ok();
+}
+
+fn script_load(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let r = ctx.server.scripts.eval.lock().create(args.get(2));
+    match r {
+        Ok(sha) => ctx.out.bulk(&sha),
+        Err(e) => {
+            ctx.out.error_bytes(&e);
+            ctx.server.stats.record_error("ERR");
+            ctx.failed = true;
+        }
+    }
+}
+
+fn script_kill(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
+    kill(ctx, true);
+}
+
+/// SCRIPT KILL / FUNCTION KILL (script.c `scriptKill`).
+pub(crate) fn kill(ctx: &mut Ctx<'_>, is_eval: bool) {
+    let run = &ctx.server.scripts.run;
+    if !run.running.load(Ordering::Acquire) {
+        return ctx.error("NOTBUSY No scripts in execution right now.");
+    }
+    if run.from_master.load(Ordering::Relaxed) {
+        return ctx.error("UNKILLABLE The busy script was sent by a master instance in the context of replication and cannot be killed.");
+    }
+    if run.write_dirty.load(Ordering::Relaxed) {
+        return ctx.error("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.");
+    }
+    let eval_mode = run.eval_mode.load(Ordering::Relaxed);
+    if is_eval && !eval_mode {
+        return ctx.error(
+            "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.",
+        );
+    }
+    if !is_eval && eval_mode {
+        return ctx.error(
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+        );
+    }
+    run.killed.store(true, Ordering::Relaxed);
+    ctx.out.ok();
+}
+
+fn script_debug(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let mode = args.get(2);
+    if mode.eq_ignore_ascii_case(b"no") {
+        ctx.out.ok();
+    } else if mode.eq_ignore_ascii_case(b"yes") || mode.eq_ignore_ascii_case(b"sync") {
+        ctx.error(
+            "ERR SCRIPT DEBUG is not supported: ferrokv has no Lua debugger (use SCRIPT DEBUG NO)",
+        );
+    } else {
+        ctx.error("ERR Use SCRIPT DEBUG YES/SYNC/NO");
+    }
+}
+
+fn script_help(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
+    super::server::reply_help(
+        ctx,
+        "SCRIPT",
+        &[
+            "DEBUG (YES|SYNC|NO)",
+            "    Set the debug mode for subsequent scripts executed.",
+            "EXISTS <sha1> [<sha1> ...]",
+            "    Return information about the existence of the scripts in the script cache.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Flush the Lua scripts cache. Very dangerous on replicas.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the scripts cache.",
+            "    * SYNC: Synchronously flush the scripts cache.",
+            "KILL",
+            "    Kill the currently executing Lua script.",
+            "LOAD <script>",
+            "    Load a script into the scripts cache without executing it.",
+        ],
+    );
+}
