@@ -516,3 +516,154 @@ fn redis_py_lock_and_rate_limiter() {
     assert!(out.status.success(), "script applications failed:\n{text}");
     assert!(text.contains("ok"), "{text}");
 }
+
+const LIB: &str = "#!lua name=mylib\n\
+redis.register_function('setter', function(keys, args) return redis.call('set', keys[1], args[1]) end)\n\
+redis.register_function{function_name='getter', callback=function(keys, args) return redis.call('get', keys[1]) end, flags={'no-writes'}, description='reads a key'}\n";
+
+/// FUNCTION and FCALL: replies and errors compared with redis-server 7.0,
+/// FUNCTION DUMP payloads byte for byte in both directions.
+#[test]
+fn functions_match_redis() {
+    let Some(mut p) = Pair::start() else { return };
+    let load = |p: &mut Pair, code: &str| p.check(&[b"FUNCTION", b"LOAD", code.as_bytes()]);
+    load(&mut p, LIB);
+    load(&mut p, LIB);
+    p.check(&[b"FUNCTION", b"LOAD", b"REPLACE", LIB.as_bytes()]);
+    p.check(&[b"FUNCTION", b"LOAD", b"BAD", LIB.as_bytes()]);
+    for line in [
+        "FCALL setter 1 k v",
+        "FCALL getter 1 k",
+        "FCALL_RO getter 1 k",
+        "FCALL_RO setter 1 k v",
+        "FCALL nosuch 0",
+        "FCALL setter x",
+        "FCALL setter 5 a",
+        "FCALL setter -1",
+        "FUNCTION LIST LIBRARYNAME",
+        "FUNCTION LIST BAD",
+        "FUNCTION LIST LIBRARYNAME nomatch*",
+        "FUNCTION STATS",
+        "FUNCTION DELETE nosuch",
+        "FUNCTION RESTORE x",
+        "FUNCTION RESTORE x badpolicy",
+        "FUNCTION RESTORE x y z",
+        "FUNCTION FLUSH bad",
+        "FUNCTION FLUSH SYNC x",
+        "FUNCTION HELP",
+        "FUNCTION KILL",
+        "FUNCTION nosuch",
+    ] {
+        p.check_line(line);
+    }
+    // One library, so the order of LIST is the same.
+    p.check(&[b"FUNCTION", b"LIST"]);
+    p.check(&[b"FUNCTION", b"LIST", b"WITHCODE", b"LIBRARYNAME", b"my*"]);
+    for code in [
+        "return 1",
+        "#!lua",
+        "#!lua\nreturn 1",
+        "#!lua name=x\nreturn 1",
+        "#!lua name=x\nredis.call('ping')",
+        "#!lua name=x\nredis.register_function('a', 1)",
+        "#!lua name=x\nredis.register_function(1, function() end)",
+        "#!lua name=x\nredis.register_function('a b', function() end)",
+        "#!lua name=x\nredis.register_function('a', function() end, 3)",
+        "#!lua name=x\nredis.register_function()",
+        "#!lua name=x\nredis.register_function('setter', function() end)",
+        "#!lua name=x\nredis.register_function('a', function() end) redis.register_function('a', function() end)",
+        "#!lua name=x\nredis.register_function{function_name='f'}",
+        "#!lua name=x\nredis.register_function{callback=function() end}",
+        "#!lua name=x\nredis.register_function{function_name='f', callback=function() end, flags={'bogus'}}",
+        "#!lua name=x\nredis.register_function{function_name='f', callback=function() end, flags='no-writes'}",
+        "#!lua name=x\nredis.register_function{function_name='f', callback=function() end, other=1}",
+        "#!lua name=x\nredis.register_function{function_name=1, callback=function() end}",
+        "#!lua name=x\nredis.register_function{function_name='f', callback=1}",
+        "#!lua name=x\nredis.register_function('f')",
+        "#!lua name=x\nx = 1",
+        "#!lua name=x\nlocal a = string.len('x')",
+        "#!lua name=x\nredis.log(redis.LOG_NOTICE, 'loading')",
+        "#!lua name=x foo=bar\n",
+        "#!lua name=x name=y\n",
+        "#!js name=x\n",
+        "#!lua name=x-y\n",
+        "#!lua name=\n",
+        "#!lua name=x\nlocal t = redis.call",
+        "#!lua name=x\nwhile true do end",
+    ] {
+        load(&mut p, code);
+    }
+    // DUMP payloads are byte-identical and restore across servers.
+    let (ours, theirs) = p.both(&[b"FUNCTION", b"DUMP"]);
+    assert_eq!(ours, theirs, "FUNCTION DUMP differs");
+    let payload = common::resp::parse(&theirs);
+    let common::resp::Resp::Bulk(Some(payload)) = payload else {
+        panic!("dump reply {theirs:?}")
+    };
+    p.check(&[b"FUNCTION", b"RESTORE", &payload]);
+    p.check(&[b"FUNCTION", b"RESTORE", &payload, b"REPLACE"]);
+    p.check(&[b"FUNCTION", b"RESTORE", &payload, b"FLUSH"]);
+    p.check(&[b"FUNCTION", b"RESTORE", b"garbage"]);
+    p.check_line("FUNCTION DELETE mylib");
+    p.check_line("FUNCTION LIST");
+    p.check_line("FUNCTION STATS");
+    p.check(&[b"FUNCTION", b"RESTORE", &payload, b"APPEND"]);
+    p.check_line("FCALL setter 1 k2 v2");
+    p.check_line("FUNCTION FLUSH");
+    p.check_line("FCALL setter 1 k2 v2");
+}
+
+/// Libraries survive a restart through the RDB and through the AOF, and a
+/// redis-server 7.0 loads the RDB ferrokv wrote.
+#[test]
+fn functions_survive_restart() {
+    for persistence in [
+        &["--appendonly", "no"][..],
+        &["--appendonly", "yes"],
+        &["--appendonly", "yes", "--aof-use-rdb-preamble", "no"],
+    ] {
+        let rdb_only = persistence[1] == "no";
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_str().unwrap().to_string();
+        let mut args = vec!["--dir", d.as_str()];
+        args.extend_from_slice(persistence);
+        let s = Server::start(&args);
+        let mut c = s.raw();
+        assert_eq!(
+            c.cmd(&[b"FUNCTION", b"LOAD", LIB.as_bytes()]),
+            b"$5\r\nmylib\r\n"
+        );
+        assert_eq!(c.cmd(&[b"FCALL", b"setter", b"1", b"k", b"v"]), b"+OK\r\n");
+        if rdb_only {
+            assert_eq!(c.cmd(&[b"SAVE"]), b"+OK\r\n");
+        } else {
+            // The rewritten base carries the libraries.
+            assert_eq!(c.cmd(&[b"BGREWRITEAOF"]).first(), Some(&b'+'));
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while c.info_field("persistence", "aof_rewrite_in_progress") != "0" {
+                assert!(Instant::now() < deadline, "rewrite did not finish");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        drop(c);
+        drop(s);
+        let s = Server::start(&args);
+        let mut c = s.raw();
+        assert_eq!(c.cmd(&[b"FCALL", b"getter", b"1", b"k"]), b"$1\r\nv\r\n");
+        let list = String::from_utf8(c.cmd(&[b"FUNCTION", b"LIST"])).unwrap();
+        assert!(
+            list.contains("mylib") && list.contains("reads a key"),
+            "{list}"
+        );
+        if rdb_only {
+            drop(c);
+            drop(s);
+            let Some(r) = Server::start_redis(&["--dir", d.as_str()]) else {
+                return;
+            };
+            let mut c = r.raw();
+            assert_eq!(c.cmd(&[b"FCALL", b"getter", b"1", b"k"]), b"$1\r\nv\r\n");
+        }
+        eprintln!("libraries survived a restart with {persistence:?}");
+    }
+}

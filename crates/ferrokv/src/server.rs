@@ -399,6 +399,22 @@ impl crate::persist::Host for Server {
     fn worker_handles(&self) -> Vec<tokio::runtime::Handle> {
         self.net.worker_handles()
     }
+    fn function_libraries(&self) -> Vec<Vec<u8>> {
+        let f = self.scripts.functions.lock();
+        f.libraries.iter().map(|l| l.code.clone()).collect()
+    }
+    fn load_function_library(&self, code: &[u8], replace: bool) -> Result<(), String> {
+        let mut f = self.scripts.functions.lock();
+        let r = f.load(code, replace);
+        self.scripts
+            .library_count
+            .store(f.libraries.len() as u64, Ordering::Relaxed);
+        self.scripts
+            .function_count
+            .store(f.function_count() as u64, Ordering::Relaxed);
+        r.map(|_| ())
+            .map_err(|e| String::from_utf8_lossy(&e).into_owned())
+    }
 }
 
 impl crate::db::blocking::Host for Server {

@@ -99,11 +99,174 @@ pub static COMMANDS: &[Command] = &[
         "Execute a read-only Lua script server side",
         EVAL_DOC,
     ),
+    super::cmd("fcall", -3, EVAL_FLAGS, (0, 0, 0), acl::SCRIPTING, fcall)
+        .key_specs(crate::keyspecs::EVAL)
+        .key_finder(crate::keyspecs::numkeys_at_2)
+        .behaves(behaviour::RUNS_SCRIPT)
+        .doc("scripting", "7.0.0", "Invoke a function", EVAL_DOC),
+    super::cmd(
+        "fcall_ro",
+        -3,
+        READONLY | EVAL_FLAGS,
+        (0, 0, 0),
+        acl::SCRIPTING,
+        fcall_ro,
+    )
+    .key_specs(crate::keyspecs::EVAL_RO)
+    .key_finder(crate::keyspecs::numkeys_at_2)
+    .behaves(behaviour::RUNS_SCRIPT)
+    .doc(
+        "scripting",
+        "7.0.0",
+        "Invoke a read-only function",
+        EVAL_DOC,
+    ),
+    super::container("function", 0, FUNCTION_SUBS).doc(
+        "scripting",
+        "7.0.0",
+        "A container for function commands",
+        "Depends on subcommand.",
+    ),
     super::container("script", 0, SCRIPT_SUBS).doc(
         "scripting",
         "2.6.0",
         "A container for Lua scripts management commands",
         "Depends on subcommand.",
+    ),
+];
+
+static FUNCTION_SUBS: &[Command] = &[
+    super::cmd(
+        "function|delete",
+        3,
+        WRITE | NOSCRIPT,
+        (0, 0, 0),
+        acl::SCRIPTING,
+        function_delete,
+    )
+    .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
+    .doc("scripting", "7.0.0", "Delete a function by name", "O(1)"),
+    super::cmd(
+        "function|dump",
+        2,
+        NOSCRIPT,
+        (0, 0, 0),
+        acl::SCRIPTING,
+        function_dump,
+    )
+    .doc(
+        "scripting",
+        "7.0.0",
+        "Dump all functions into a serialized binary payload",
+        "O(N) where N is the number of functions",
+    ),
+    super::cmd(
+        "function|flush",
+        -2,
+        WRITE | NOSCRIPT,
+        (0, 0, 0),
+        acl::SCRIPTING,
+        function_flush,
+    )
+    .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
+    .doc(
+        "scripting",
+        "7.0.0",
+        "Deleting all functions",
+        "O(N) where N is the number of functions deleted",
+    ),
+    super::cmd(
+        "function|help",
+        2,
+        LOADING | STALE,
+        (0, 0, 0),
+        acl::SCRIPTING,
+        function_help,
+    )
+    .doc(
+        "scripting",
+        "7.0.0",
+        "Show helpful text about the different subcommands",
+        "O(1)",
+    ),
+    super::cmd(
+        "function|kill",
+        2,
+        NOSCRIPT | ALLOW_BUSY,
+        (0, 0, 0),
+        acl::SCRIPTING,
+        function_kill,
+    )
+    .tips(&["request_policy:all_shards", "response_policy:one_succeeded"])
+    .doc(
+        "scripting",
+        "7.0.0",
+        "Kill the function currently in execution.",
+        "O(1)",
+    ),
+    super::cmd(
+        "function|list",
+        -2,
+        NOSCRIPT,
+        (0, 0, 0),
+        acl::SCRIPTING,
+        function_list,
+    )
+    .tips(&["nondeterministic_output_order"])
+    .doc(
+        "scripting",
+        "7.0.0",
+        "List information about all the functions",
+        "O(N) where N is the number of functions",
+    ),
+    super::cmd(
+        "function|load",
+        -3,
+        WRITE | DENYOOM | NOSCRIPT,
+        (0, 0, 0),
+        acl::SCRIPTING,
+        function_load,
+    )
+    .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
+    .doc(
+        "scripting",
+        "7.0.0",
+        "Create a function with the given arguments (name, code, description)",
+        "O(1) (considering compilation time is redundant)",
+    ),
+    super::cmd(
+        "function|restore",
+        -3,
+        WRITE | DENYOOM | NOSCRIPT,
+        (0, 0, 0),
+        acl::SCRIPTING,
+        function_restore,
+    )
+    .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
+    .doc(
+        "scripting",
+        "7.0.0",
+        "Restore all the functions on the given payload",
+        "O(N) where N is the number of functions on the payload",
+    ),
+    super::cmd(
+        "function|stats",
+        2,
+        NOSCRIPT | ALLOW_BUSY,
+        (0, 0, 0),
+        acl::SCRIPTING,
+        function_stats,
+    )
+    .tips(&[
+        "nondeterministic_output",
+        "request_policy:all_shards",
+        "response_policy:special",
+    ])
+    .doc(
+        "scripting",
+        "7.0.0",
+        "Return information about the function currently running (name, description, duration)",
+        "O(1)",
     ),
 ];
 
@@ -426,6 +589,8 @@ pub(crate) fn run_in(
             repl: lua::REPL_AOF | lua::REPL_REPLICA,
             timed_out_logged: false,
             eval_mode: spec.eval_mode,
+            name: spec.name,
+            caller_args: args,
         };
         let ran = state.run(
             spec.key,
@@ -494,6 +659,10 @@ struct ScriptHost<'a> {
     repl: u8,
     timed_out_logged: bool,
     eval_mode: bool,
+    /// The script's SHA1 or the function's name.
+    name: &'a [u8],
+    /// The EVAL / FCALL request (FUNCTION STATS shows it).
+    caller_args: &'a Args<'a>,
 }
 
 impl ScriptHost<'_> {
@@ -733,6 +902,8 @@ impl Host for ScriptHost<'_> {
                     if self.eval_mode { "SCRIPT KILL" } else { "FUNCTION KILL" }
                 );
                 self.timed_out_logged = true;
+                *self.server.scripts.current.lock() =
+                    Some((self.name.to_vec(), self.caller_args.to_vec()));
                 run.timed_out.store(true, Ordering::Relaxed);
             }
         }
@@ -840,6 +1011,313 @@ fn script_help(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
             "    Kill the currently executing Lua script.",
             "LOAD <script>",
             "    Load a script into the scripts cache without executing it.",
+        ],
+    );
+}
+
+fn fcall(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    fcall_generic(ctx, args, false);
+}
+
+fn fcall_ro(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    fcall_generic(ctx, args, true);
+}
+
+/// FCALL and FCALL_RO (functions.c `fcallCommandGeneric`).
+fn fcall_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, ro: bool) {
+    if ctx.server.monitor_count.load(Ordering::Relaxed) > 0 {
+        super::feed_monitors(ctx.server, ctx.client, args);
+    }
+    let _gate = (!super::tx::in_exec()).then(|| ctx.server.tx.gate_exclusive());
+    let server = ctx.server.clone();
+    let mut functions = server.scripts.functions.lock();
+    let Some((lib, f)) = functions.find(args.get(1)) else {
+        return ctx.error("ERR Function not found");
+    };
+    let (key, name, flags) = (lib.key(&f.name), f.name.clone(), f.flags);
+    let Some(n) = crate::util::parse_i64(args.get(2)) else {
+        return ctx.error("ERR Bad number of keys provided");
+    };
+    if n > args.len() as i64 - 3 {
+        return ctx.error("ERR Number of keys can't be greater than number of args");
+    }
+    if n < 0 {
+        return ctx.error("ERR Number of keys can't be negative");
+    }
+    run_in(
+        ctx,
+        &mut functions.lua,
+        RunSpec {
+            key: &key,
+            name: &name,
+            flags,
+            ro,
+            eval_mode: false,
+        },
+        args,
+        n as usize,
+    );
+}
+
+/// Publishes the library and function counts (FUNCTION STATS reads them
+/// without the functions' lock, also while a function is busy).
+fn publish_counts(server: &Server, f: &crate::script::functions::Functions) {
+    let s = &server.scripts;
+    s.library_count
+        .store(f.libraries.len() as u64, Ordering::Relaxed);
+    s.function_count
+        .store(f.function_count() as u64, Ordering::Relaxed);
+}
+
+/// A change of the function libraries: replicated and counted like a
+/// write (functions.c `server.dirty++`).
+fn functions_changed(ctx: &mut Ctx<'_>) {
+    crate::propagate::mark_dirty();
+    ctx.dirty = Some(1);
+}
+
+fn function_load(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let mut replace = false;
+    let last = args.len() - 1;
+    for a in args.iter().take(last).skip(2) {
+        if a.eq_ignore_ascii_case(b"replace") {
+            replace = true;
+            continue;
+        }
+        return ctx.error_with("ERR Unknown option given: ", a, "");
+    }
+    let server = ctx.server.clone();
+    let mut f = server.scripts.functions.lock();
+    match f.load(args.get(last), replace) {
+        Ok(name) => {
+            publish_counts(&server, &f);
+            functions_changed(ctx);
+            ctx.out.bulk(&name);
+        }
+        Err(e) => error_text(ctx, &e),
+    }
+}
+
+/// Replies `-ERR <text>` (addReplyErrorSds of an error without a code).
+fn error_text(ctx: &mut Ctx<'_>, text: &[u8]) {
+    ctx.error_with("ERR ", text, "");
+}
+
+fn function_delete(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let server = ctx.server.clone();
+    let mut f = server.scripts.functions.lock();
+    if !f.delete(args.get(2)) {
+        return ctx.error("ERR Library not found");
+    }
+    publish_counts(&server, &f);
+    functions_changed(ctx);
+    ctx.out.ok();
+}
+
+fn function_flush(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    if args.len() > 3 {
+        return ctx.sub_syntax(args, "FUNCTION");
+    }
+    if args.len() == 3
+        && !args.get(2).eq_ignore_ascii_case(b"sync")
+        && !args.get(2).eq_ignore_ascii_case(b"async")
+    {
+        return ctx.error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
+    }
+    let server = ctx.server.clone();
+    let mut f = server.scripts.functions.lock();
+    f.flush();
+    publish_counts(&server, &f);
+    functions_changed(ctx);
+    ctx.out.ok();
+}
+
+fn function_dump(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
+    let payload = ctx.server.scripts.functions.lock().dump();
+    ctx.out.bulk(&payload);
+}
+
+fn function_restore(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    use crate::script::functions::RestorePolicy;
+    if args.len() > 4 {
+        return ctx.sub_syntax(args, "FUNCTION");
+    }
+    let policy = if args.len() == 4 {
+        let p = args.get(3);
+        if p.eq_ignore_ascii_case(b"append") {
+            RestorePolicy::Append
+        } else if p.eq_ignore_ascii_case(b"replace") {
+            RestorePolicy::Replace
+        } else if p.eq_ignore_ascii_case(b"flush") {
+            RestorePolicy::Flush
+        } else {
+            return ctx.error(
+                "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+            );
+        }
+    } else {
+        RestorePolicy::Append
+    };
+    let server = ctx.server.clone();
+    let mut f = server.scripts.functions.lock();
+    match f.restore(args.get(2), policy) {
+        Ok(()) => {
+            publish_counts(&server, &f);
+            functions_changed(ctx);
+            ctx.out.ok();
+        }
+        Err(e) => error_text(ctx, &e),
+    }
+}
+
+fn function_list(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let mut with_code = false;
+    let mut pattern: Option<&[u8]> = None;
+    let mut i = 2;
+    while i < args.len() {
+        let a = args.get(i);
+        if !with_code && a.eq_ignore_ascii_case(b"withcode") {
+            with_code = true;
+        } else if pattern.is_none() && a.eq_ignore_ascii_case(b"libraryname") {
+            if i >= args.len() - 1 {
+                return ctx.error("ERR library name argument was not given");
+            }
+            i += 1;
+            pattern = Some(args.get(i));
+        } else {
+            return ctx.error_with("ERR Unknown argument ", a, "");
+        }
+        i += 1;
+    }
+    let f = ctx.server.scripts.functions.lock();
+    let libs: Vec<_> = f
+        .libraries
+        .iter()
+        .filter(|l| pattern.is_none_or(|p| crate::util::glob_match(p, &l.name, true)))
+        .collect();
+    ctx.out.array(libs.len());
+    for lib in libs {
+        ctx.out.map(if with_code { 4 } else { 3 });
+        ctx.out.bulk(b"library_name");
+        ctx.out.bulk(&lib.name);
+        ctx.out.bulk(b"engine");
+        ctx.out.bulk(b"LUA");
+        ctx.out.bulk(b"functions");
+        ctx.out.array(lib.functions.len());
+        for func in &lib.functions {
+            ctx.out.map(3);
+            ctx.out.bulk(b"name");
+            ctx.out.bulk(&func.name);
+            ctx.out.bulk(b"description");
+            match &func.description {
+                Some(d) => ctx.out.bulk(d),
+                None => ctx.out.null(),
+            }
+            ctx.out.bulk(b"flags");
+            let names: Vec<&str> = sflags::NAMES
+                .iter()
+                .filter(|(b, _)| func.flags & b != 0)
+                .map(|(_, n)| *n)
+                .collect();
+            ctx.out.set(names.len());
+            for n in names {
+                ctx.out.simple(n);
+            }
+        }
+        if with_code {
+            ctx.out.bulk(b"library_code");
+            ctx.out.bulk(&lib.code);
+        }
+    }
+}
+
+fn function_stats(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
+    let scripts = &ctx.server.scripts;
+    let run = &scripts.run;
+    let running = run.running.load(Ordering::Acquire);
+    if running && run.eval_mode.load(Ordering::Relaxed) {
+        return ctx.error(
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+        );
+    }
+    ctx.out.map(2);
+    ctx.out.bulk(b"running_script");
+    let current = scripts.current.lock().clone();
+    match current.filter(|_| running) {
+        None => ctx.out.null(),
+        Some((name, argv)) => {
+            ctx.out.map(3);
+            ctx.out.bulk(b"name");
+            ctx.out.bulk(&name);
+            ctx.out.bulk(b"command");
+            ctx.out.array(argv.len());
+            for a in &argv {
+                ctx.out.bulk(a);
+            }
+            ctx.out.bulk(b"duration_ms");
+            let start = run.start_us.load(Ordering::Relaxed);
+            ctx.out
+                .int((ctx.server.clock.now_us().saturating_sub(start) / 1000) as i64);
+        }
+    }
+    ctx.out.bulk(b"engines");
+    ctx.out.map(1);
+    ctx.out.bulk(b"LUA");
+    ctx.out.map(2);
+    ctx.out.bulk(b"libraries_count");
+    ctx.out
+        .int(scripts.library_count.load(Ordering::Relaxed) as i64);
+    ctx.out.bulk(b"functions_count");
+    ctx.out
+        .int(scripts.function_count.load(Ordering::Relaxed) as i64);
+}
+
+fn function_kill(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
+    kill(ctx, false);
+}
+
+fn function_help(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
+    super::server::reply_help(
+        ctx,
+        "FUNCTION",
+        &[
+            "LOAD [REPLACE] <FUNCTION CODE>",
+            "    Create a new library with the given library name and code.",
+            "DELETE <LIBRARY NAME>",
+            "    Delete the given library.",
+            "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+            "    Return general information on all the libraries:",
+            "    * Library name",
+            "    * The engine used to run the Library",
+            "    * Library description",
+            "    * Functions list",
+            "    * Library code (if WITHCODE is given)",
+            "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+            "STATS",
+            "    Return information about the current function running:",
+            "    * Function name",
+            "    * Command used to run the function",
+            "    * Duration in MS that the function is running",
+            "    If no function is running, return nil",
+            "    In addition, returns a list of available engines.",
+            "KILL",
+            "    Kill the current running function.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Delete all the libraries.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the libraries.",
+            "    * SYNC: Synchronously flush the libraries.",
+            "DUMP",
+            "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+            "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+            "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+            "    control how to handle existing libraries (default APPEND):",
+            "    * FLUSH: delete all existing libraries.",
+            "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+            "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+            "      libraries with the new libraries (notice that even on this option there is a chance of failure",
+            "      in case of functions name collision with another library).",
         ],
     );
 }

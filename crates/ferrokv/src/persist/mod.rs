@@ -34,6 +34,12 @@ pub trait Host: Send + Sync + 'static {
     fn worker_handles(&self) -> Vec<tokio::runtime::Handle>;
     /// Replication state (the RDB's repl-id / repl-offset fields).
     fn repl(&self) -> &crate::repl::Repl;
+    /// The code of every function library, for the RDB's FUNCTION2
+    /// records (rdb.c `rdbSaveFunctions`).
+    fn function_libraries(&self) -> Vec<Vec<u8>>;
+    /// Loads a function library read from an RDB (`replace`: one of the
+    /// same name is replaced, else it is an error). Err: why it failed.
+    fn load_function_library(&self, code: &[u8], replace: bool) -> Result<(), String>;
 }
 
 /// A shared server is a host too (callers hold `Arc<Server>`).
@@ -49,6 +55,12 @@ impl<H: Host> Host for Arc<H> {
     }
     fn rdb(&self) -> &rdb::RdbState {
         (**self).rdb()
+    }
+    fn function_libraries(&self) -> Vec<Vec<u8>> {
+        (**self).function_libraries()
+    }
+    fn load_function_library(&self, code: &[u8], replace: bool) -> Result<(), String> {
+        (**self).load_function_library(code, replace)
     }
     fn aof(&self) -> &Arc<aof::Aof> {
         (**self).aof()

@@ -107,6 +107,7 @@ fn current_host<'a>() -> Option<&'a mut dyn Host> {
 const REG_REAL: &CStr = c"ferrokv.real";
 const REG_GLOBALS: &CStr = c"ferrokv.globals";
 const REG_ERRH: &CStr = c"ferrokv.errh";
+const REG_LIBAPI: &CStr = c"ferrokv.libapi";
 
 /// A Lua state set up as Redis's (owned; closed on drop).
 pub struct State {
@@ -218,6 +219,33 @@ impl State {
             lua::lua_setglobal(l, c"__redis__err__handler".as_ptr());
 
             self.protect_globals();
+            if self.kind == Kind::Function {
+                self.build_library_api();
+            }
+        }
+    }
+
+    /// The globals FUNCTION LOAD's code sees (function_lua.c
+    /// `LIBRARY_API_NAME`): only `redis`, with `register_function`, `log`
+    /// and the version fields; anything else is a missing global.
+    unsafe fn build_library_api(&self) {
+        let l = self.l;
+        unsafe {
+            lua::lua_newtable(l); // the load-time globals
+            lua::lua_newtable(l); // their `redis`
+            ffi::set_fn(l, c"register_function", register_function);
+            ffi::set_fn(l, c"log", redis_log);
+            ffi::set_num(l, c"LOG_DEBUG", 0.0);
+            ffi::set_num(l, c"LOG_VERBOSE", 1.0);
+            ffi::set_num(l, c"LOG_NOTICE", 2.0);
+            ffi::set_num(l, c"LOG_WARNING", 3.0);
+            ffi::set_num(l, c"REDIS_VERSION_NUM", version_num() as f64);
+            ffi::set_str(l, c"REDIS_VERSION", crate::REDIS_VERSION.as_bytes());
+            set_missing_metatable(l);
+            lua::lua_setfield(l, -2, c"redis".as_ptr());
+            set_missing_metatable(l);
+            self.push_proxy_of_top();
+            lua::lua_setfield(l, lua::LUA_REGISTRYINDEX, REG_LIBAPI.as_ptr());
         }
     }
 
@@ -431,6 +459,79 @@ impl State {
         Ok(())
     }
 
+    /// Runs a library's code (FUNCTION LOAD, function_lua.c
+    /// `luaEngineCreate`) with the load-time globals, so that it registers
+    /// its functions: each callback is kept in the registry under
+    /// `fn:<library>:<function>`. Stopped after 500 ms ("FUNCTION LOAD
+    /// timeout"). Err: the error text ("Error compiling function: ...",
+    /// "Error registering functions: ..."); the callbacks registered so far
+    /// are then forgotten.
+    pub fn load_library(
+        &mut self,
+        library: &[u8],
+        code: &[u8],
+    ) -> Result<Vec<Registered>, Vec<u8>> {
+        let l = self.l;
+        let mut load = LoadCtx {
+            library: library.to_vec(),
+            functions: Vec::new(),
+            start: std::time::Instant::now(),
+        };
+        // SAFETY: the state is ours; the stack is balanced on return.
+        let r = unsafe {
+            lua::lua_getmetatable(l, lua::LUA_GLOBALSINDEX);
+            lua::lua_getfield(l, lua::LUA_REGISTRYINDEX, REG_LIBAPI.as_ptr());
+            lua::lua_setfield(l, -2, c"__index".as_ptr());
+            lua::lua_pop(l, 1);
+            let r = if lua::luaL_loadbuffer(
+                l,
+                code.as_ptr() as *const _,
+                code.len(),
+                c"@user_function".as_ptr(),
+            ) != 0
+            {
+                let mut e = b"Error compiling function: ".to_vec();
+                e.extend_from_slice(to_bytes(l, -1).unwrap_or_default());
+                Err(e)
+            } else {
+                LOAD.with(|c| c.set(&mut load as *mut LoadCtx));
+                lua::lua_sethook(l, Some(load_hook), lua::LUA_MASKCOUNT, 100_000);
+                let rc = lua::lua_pcall(l, 0, 0, 0);
+                lua::lua_sethook(l, None, 0, 0);
+                LOAD.with(|c| c.set(std::ptr::null_mut()));
+                if rc != 0 {
+                    let mut e = b"Error registering functions: ".to_vec();
+                    if lua::lua_type(l, -1) == lua::LUA_TSTRING {
+                        e.extend_from_slice(b"ERR ");
+                        e.extend_from_slice(to_bytes(l, -1).unwrap_or_default());
+                    } else if lua::lua_istable(l, -1) != 0 {
+                        lua::lua_getfield(l, -1, c"err".as_ptr());
+                        e.extend_from_slice(to_bytes(l, -1).unwrap_or_default());
+                        lua::lua_pop(l, 1);
+                    }
+                    Err(e)
+                } else {
+                    Ok(())
+                }
+            };
+            lua::lua_settop(l, 0);
+            lua::lua_getmetatable(l, lua::LUA_GLOBALSINDEX);
+            lua::lua_getfield(l, lua::LUA_REGISTRYINDEX, REG_GLOBALS.as_ptr());
+            lua::lua_setfield(l, -2, c"__index".as_ptr());
+            lua::lua_settop(l, 0);
+            r
+        };
+        match r {
+            Ok(()) => Ok(load.functions),
+            Err(e) => {
+                for f in &load.functions {
+                    self.forget(&function_key(library, &f.name));
+                }
+                Err(e)
+            }
+        }
+    }
+
     /// Forgets the function kept under `key`.
     pub fn forget(&mut self, key: &CStr) {
         // SAFETY: the state is ours.
@@ -522,6 +623,18 @@ pub fn c_long_long(d: f64) -> i64 {
         i64::MIN
     } else {
         d as i64
+    }
+}
+
+/// Gives the table at the top of the stack a metatable whose misses are
+/// "Script attempted to access nonexistent global variable" errors
+/// (script_lua.c `luaSetErrorMetatable`).
+unsafe fn set_missing_metatable(l: *mut lua_State) {
+    unsafe {
+        lua::lua_newtable(l);
+        lua::lua_pushcfunction(l, global_missing);
+        lua::lua_setfield(l, -2, c"__index".as_ptr());
+        lua::lua_setmetatable(l, -2);
     }
 }
 
@@ -1335,6 +1448,214 @@ unsafe fn randomseed_impl(l: *mut lua_State) -> LuaResult {
     }
 }
 lua_fn!(math_randomseed, randomseed_impl);
+
+// ---------------------------------------------------------------------------
+// FUNCTION LOAD.
+
+/// A function registered by a library's code.
+#[derive(Debug, Clone)]
+pub struct Registered {
+    /// Its name.
+    pub name: Vec<u8>,
+    /// Its description, when given.
+    pub description: Option<Vec<u8>>,
+    /// Its script flags (`flags = {...}`).
+    pub flags: u32,
+}
+
+/// The registry key of function `name` of `library`:
+/// `fn:<library>:<name>` (names are letters, digits and `_`).
+pub fn function_key(library: &[u8], name: &[u8]) -> std::ffi::CString {
+    let mut k = b"fn:".to_vec();
+    k.extend_from_slice(library);
+    k.push(b':');
+    k.extend_from_slice(name);
+    std::ffi::CString::new(k).unwrap_or_default()
+}
+
+/// True for a valid function or library name: `[A-Za-z0-9_]+`
+/// (functions.c `functionsVerifyName`).
+pub fn valid_name(name: &[u8]) -> bool {
+    !name.is_empty() && name.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
+/// The library being loaded (function_lua.c `loadCtx`).
+struct LoadCtx {
+    library: Vec<u8>,
+    functions: Vec<Registered>,
+    start: std::time::Instant,
+}
+
+thread_local! {
+    static LOAD: Cell<*mut LoadCtx> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// Stops a library's code that runs longer than 500 ms.
+unsafe extern "C-unwind" fn load_hook(l: *mut lua_State, _ar: *mut lua::lua_Debug) {
+    // SAFETY: called by Lua; nothing with a destructor is alive when
+    // lua_error leaves.
+    unsafe {
+        let p = LOAD.with(Cell::get);
+        if !p.is_null() && (*p).start.elapsed() > std::time::Duration::from_millis(500) {
+            lua::lua_sethook(l, Some(load_hook), lua::LUA_MASKLINE, 0);
+            push_error_table(l, b"FUNCTION LOAD timeout", false);
+            lua::lua_error(l);
+        }
+    }
+}
+
+/// Reads `flags = {...}` at the top of the stack: Err when a flag is
+/// unknown or not a string.
+unsafe fn read_flags(l: *mut lua_State) -> Result<u32, ()> {
+    let mut f = 0;
+    unsafe {
+        let mut i = 1;
+        loop {
+            lua::lua_rawgeti(l, -1, i);
+            i += 1;
+            if lua::lua_isnil(l, -1) != 0 {
+                lua::lua_pop(l, 1);
+                return Ok(f);
+            }
+            let flag = if lua::lua_isstring(l, -1) != 0 {
+                to_bytes(l, -1).and_then(|s| {
+                    super::flags::NAMES
+                        .iter()
+                        .find(|(_, n)| n.as_bytes().eq_ignore_ascii_case(s))
+                        .map(|(x, _)| *x)
+                })
+            } else {
+                None
+            };
+            lua::lua_pop(l, 1);
+            f |= flag.ok_or(())?;
+        }
+    }
+}
+
+/// `redis.register_function(name, callback)` or
+/// `redis.register_function{function_name=, callback=, flags=, description=}`
+/// (function_lua.c `luaRegisterFunction`).
+unsafe fn register_function_impl(l: *mut lua_State) -> LuaResult {
+    unsafe {
+        let p = LOAD.with(Cell::get);
+        if p.is_null() {
+            return raise_table(
+                l,
+                b"redis.register_function can only be called on FUNCTION LOAD command",
+            );
+        }
+        let load = &mut *p;
+        let argc = lua::lua_gettop(l);
+        if !(1..=2).contains(&argc) {
+            return raise_table(l, b"wrong number of arguments to redis.register_function");
+        }
+        let mut name: Option<Vec<u8>> = None;
+        let mut description = None;
+        let mut flags = 0;
+        // The callback is left at stack index `cb` once found.
+        let cb;
+        if argc == 2 {
+            match (lua::lua_isstring(l, 1) != 0)
+                .then(|| to_bytes(l, 1))
+                .flatten()
+            {
+                Some(n) => name = Some(n.to_vec()),
+                None => {
+                    return raise_table(
+                        l,
+                        b"first argument to redis.register_function must be a string",
+                    )
+                }
+            }
+            if lua::lua_isfunction(l, 2) == 0 {
+                return raise_table(
+                    l,
+                    b"second argument to redis.register_function must be a function",
+                );
+            }
+            cb = 2;
+        } else {
+            if lua::lua_istable(l, 1) == 0 {
+                return raise_table(l, b"calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).");
+            }
+            let mut found = false;
+            // Slot 2 receives the callback.
+            lua::lua_settop(l, 2);
+            lua::lua_pushnil(l);
+            while lua::lua_next(l, 1) != 0 {
+                if lua::lua_isstring(l, -2) == 0 {
+                    return raise_table(
+                        l,
+                        b"named argument key given to redis.register_function is not a string",
+                    );
+                }
+                // Copy the key: tolstring may not convert it in place
+                // during the traversal.
+                lua::lua_pushvalue(l, -2);
+                let key = to_bytes(l, -1).unwrap_or_default().to_ascii_lowercase();
+                lua::lua_pop(l, 1);
+                match key.as_slice() {
+                    b"function_name" => match (lua::lua_isstring(l, -1) != 0).then(|| to_bytes(l, -1)).flatten() {
+                        Some(n) => name = Some(n.to_vec()),
+                        None => return raise_table(l, b"function_name argument given to redis.register_function must be a string"),
+                    },
+                    b"description" => match (lua::lua_isstring(l, -1) != 0).then(|| to_bytes(l, -1)).flatten() {
+                        Some(d) => description = Some(d.to_vec()),
+                        None => return raise_table(l, b"description argument given to redis.register_function must be a string"),
+                    },
+                    b"callback" => {
+                        if lua::lua_isfunction(l, -1) == 0 {
+                            return raise_table(l, b"callback argument given to redis.register_function must be a function");
+                        }
+                        found = true;
+                        lua::lua_pushvalue(l, -1);
+                        lua::lua_replace(l, 2);
+                    }
+                    b"flags" => {
+                        if lua::lua_istable(l, -1) == 0 {
+                            return raise_table(l, b"flags argument to redis.register_function must be a table representing function flags");
+                        }
+                        match read_flags(l) {
+                            Ok(f) => flags = f,
+                            Err(()) => return raise_table(l, b"unknown flag given"),
+                        }
+                    }
+                    _ => return raise_table(l, b"unknown argument given to redis.register_function"),
+                }
+                lua::lua_pop(l, 1);
+            }
+            let Some(_) = name else {
+                return raise_table(
+                    l,
+                    b"redis.register_function must get a function name argument",
+                );
+            };
+            if !found {
+                return raise_table(l, b"redis.register_function must get a callback argument");
+            }
+            cb = 2;
+        }
+        let name = name.unwrap_or_default();
+        if !valid_name(&name) {
+            // Redis 7.0 reports an invalid function name with the library text.
+            return raise_table(l, b"Library names can only contain letters, numbers, or underscores(_) and must be at least one character long");
+        }
+        if load.functions.iter().any(|f| f.name == name) {
+            return raise_table(l, b"Function already exists in the library");
+        }
+        let key = function_key(&load.library, &name);
+        lua::lua_pushvalue(l, cb);
+        lua::lua_setfield(l, lua::LUA_REGISTRYINDEX, key.as_ptr());
+        load.functions.push(Registered {
+            name,
+            description,
+            flags,
+        });
+        Ok(0)
+    }
+}
+lua_fn!(register_function, register_function_impl);
 
 // ---------------------------------------------------------------------------
 // Protection.

@@ -16,6 +16,7 @@ pub mod bit;
 pub mod cjson;
 pub mod cmsgpack;
 pub mod ffi;
+pub mod functions;
 pub mod lua;
 pub mod structlib;
 
@@ -218,13 +219,26 @@ pub struct RunState {
     pub start_us: AtomicU64,
 }
 
+/// A script that ran past the busy threshold: its name (SHA1 or function
+/// name) and the request that runs it.
+pub type RunningScript = (Vec<u8>, Vec<Vec<u8>>);
+
 /// Scripting state of a server (`Server::scripts`).
 #[derive(Default)]
 pub struct Scripts {
     /// The EVAL interpreter and script cache.
     pub eval: Mutex<Eval>,
+    /// The function libraries and their interpreter.
+    pub functions: Mutex<functions::Functions>,
     /// The running script.
     pub run: RunState,
+    /// The name and request of a script that ran past the busy threshold
+    /// (FUNCTION STATS `running_script`).
+    pub current: Mutex<Option<RunningScript>>,
+    /// Number of function libraries (FUNCTION STATS, INFO).
+    pub library_count: AtomicU64,
+    /// Number of functions.
+    pub function_count: AtomicU64,
     /// `busy-reply-threshold` (alias `lua-time-limit`), ms; 0 = never busy.
     pub busy_threshold_ms: AtomicU64,
 }

@@ -264,6 +264,7 @@ fn info_memory(ctx: &Ctx<'_>, s: &mut Section) {
     );
     s.kv("total_system_memory", sys);
     s.kv("total_system_memory_human", bytes_to_human(sys));
+    info_scripts_memory(server, s);
     let max = server.evict.maxmemory();
     s.kv("maxmemory", max);
     s.kv("maxmemory_human", bytes_to_human(max));
@@ -275,6 +276,52 @@ fn info_memory(ctx: &Ctx<'_>, s: &mut Section) {
     s.kv("mem_fragmentation_bytes", rss.saturating_sub(used));
     s.kv("mem_allocator", "mimalloc");
     s.kv("lazyfree_pending_objects", 0);
+}
+
+/// The scripting lines of INFO memory (Redis 7.0's order). The
+/// interpreters are skipped (0) while a script running on this thread
+/// holds them (INFO called from a script).
+fn info_scripts_memory(server: &crate::server::Server, s: &mut Section) {
+    let scripts = &server.scripts;
+    let (vm_eval, eval_bytes, cached) = match scripts.eval.try_lock() {
+        Some(e) => (e.lua.memory(), e.cache_bytes, e.cache.len() as u64),
+        None => (0, 0, 0),
+    };
+    let (vm_functions, functions_bytes) = match scripts.functions.try_lock() {
+        Some(f) => (
+            f.lua.memory(),
+            f.libraries
+                .iter()
+                .map(|l| l.code.len() as u64 + l.name.len() as u64)
+                .sum::<u64>(),
+        ),
+        None => (0, 0),
+    };
+    s.kv("used_memory_lua", vm_eval);
+    s.kv("used_memory_vm_eval", vm_eval);
+    s.kv("used_memory_lua_human", bytes_to_human(vm_eval));
+    s.kv("used_memory_scripts_eval", eval_bytes);
+    s.kv("number_of_cached_scripts", cached);
+    s.kv(
+        "number_of_functions",
+        scripts.function_count.load(Ordering::Relaxed),
+    );
+    s.kv(
+        "number_of_libraries",
+        scripts.library_count.load(Ordering::Relaxed),
+    );
+    s.kv("used_memory_vm_functions", vm_functions);
+    s.kv("used_memory_vm_total", vm_eval + vm_functions);
+    s.kv(
+        "used_memory_vm_total_human",
+        bytes_to_human(vm_eval + vm_functions),
+    );
+    s.kv("used_memory_functions", functions_bytes);
+    s.kv("used_memory_scripts", eval_bytes + functions_bytes);
+    s.kv(
+        "used_memory_scripts_human",
+        bytes_to_human(eval_bytes + functions_bytes),
+    );
 }
 
 fn info_persistence(ctx: &Ctx<'_>, s: &mut Section) {

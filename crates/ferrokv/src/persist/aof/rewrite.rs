@@ -281,6 +281,14 @@ fn write_commands_from(
     src: &mut dyn FnMut(usize, usize, &mut Vec<u8>) -> u64,
 ) -> std::io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    // Function libraries first, as FUNCTION LOAD (aof.c `rewriteFunctions`).
+    for code in server.function_libraries() {
+        buf.extend_from_slice(b"*3\r\n$8\r\nFUNCTION\r\n$4\r\nLOAD\r\n$");
+        buf.extend_from_slice(code.len().to_string().as_bytes());
+        buf.extend_from_slice(b"\r\n");
+        buf.extend_from_slice(&code);
+        buf.extend_from_slice(b"\r\n");
+    }
     let mut shard = Vec::new();
     for dbi in 0..server.keyspace().db_count() {
         let mut selected = false;

@@ -21,8 +21,8 @@
 //!
 //! Streams and module values stop the load with an error naming the key.
 //! Opcodes AUX, RESIZEDB, SELECTDB, EXPIRETIME(_MS), IDLE and FREQ are
-//! understood; FUNCTION2 libraries are skipped with a warning in the log
-//! (ferrokv has no functions; the keys still load), MODULE_AUX is an error.
+//! understood; FUNCTION2 records load function libraries (and are written
+//! before the keys), MODULE_AUX is an error.
 //! Keys whose TTL has passed are skipped (and counted). Files of RDB
 //! version 1 to 11 are accepted.
 //!
@@ -381,6 +381,11 @@ pub fn write_snapshot_from<W: Write>(
         put_aux(&mut b, "repl-offset", offset.to_string().as_bytes());
     }
     put_aux(&mut b, "aof-base", if aof_base { b"1" } else { b"0" });
+    // Function libraries come before the keys (rdb.c `rdbSaveFunctions`).
+    for code in server.function_libraries() {
+        b.push(RDB_OPCODE_FUNCTION2);
+        write::put_string(&mut b, &code, true);
+    }
     out.put(&b)?;
     let ks = &server.keyspace();
     let mut keys = 0u64;
@@ -608,13 +613,10 @@ pub fn load<R: Read>(server: &impl Host, r: R, opts: LoadOpts) -> Result<LoadSta
                     continue;
                 }
                 RDB_OPCODE_FUNCTION2 => {
+                    // A function library (rdb.c `rdbFunctionLoad`).
                     let code = rd.string()?;
-                    if !code.is_empty() {
-                        let first = code.split(|&c| c == b'\n').next().unwrap_or_default();
-                        tracing::warn!(
-                        "RDB holds a function library ({}): ferrokv has no functions, the library is skipped (keys load as usual)",
-                        String::from_utf8_lossy(first)
-                    );
+                    if let Err(e) = server.load_function_library(&code, opts.allow_dup) {
+                        return Err(rd.err(format!("Failed loading library: {e}")));
                     }
                     continue;
                 }
@@ -994,10 +996,17 @@ pub fn debug_reload(
 pub fn dump_payload(v: &Value, opts: &WriteOpts) -> Vec<u8> {
     let mut b = Vec::new();
     write::put_value(&mut b, v, opts);
-    b.extend_from_slice(&RDB_VERSION.to_le_bytes());
-    let crc = CRC64.checksum(&b);
-    b.extend_from_slice(&crc.to_le_bytes());
+    seal_payload(&mut b);
     b
+}
+
+/// Ends a DUMP-style payload: appends the RDB version (2 bytes LE) and
+/// the CRC64 of everything before it (8 bytes LE), as createDumpPayload
+/// and FUNCTION DUMP do.
+pub fn seal_payload(b: &mut Vec<u8>) {
+    b.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = CRC64.checksum(b);
+    b.extend_from_slice(&crc.to_le_bytes());
 }
 
 /// Why a RESTORE payload was refused.
