@@ -127,8 +127,10 @@ impl Transactions {
     /// Takes the whole gate (every stripe, in order): no other command runs
     /// on any core until the guards drop. The caller must not hold a
     /// stripe.
-    pub fn gate_exclusive(&self) -> Vec<RwLockWriteGuard<'_, ()>> {
-        self.gate.iter().map(|s| s.0.write()).collect()
+    pub fn gate_exclusive(&self) -> [RwLockWriteGuard<'_, ()>; STRIPES] {
+        // In index order (from_fn calls in order): two takers never
+        // deadlock.
+        std::array::from_fn(|i| self.gate[i].0.write())
     }
 
     /// Locks the registry when some key is watched (`events`: the

@@ -576,7 +576,6 @@ pub(crate) fn run_in(
         sout.buf.clear();
         let mut host = ScriptHost {
             server: &server,
-            caller_acl_user: ctx.client.acl.name.clone(),
             client: sclient,
             out: sout,
             stats: ctx.stats,
@@ -644,7 +643,6 @@ fn script_client(server: &Server) -> Client {
 /// The command layer's side of a running script.
 struct ScriptHost<'a> {
     server: &'a Arc<Server>,
-    caller_acl_user: Vec<u8>,
     client: &'a mut Client,
     out: &'a mut Out,
     stats: &'a ThreadStats,
@@ -870,7 +868,6 @@ impl Host for ScriptHost<'_> {
         if (c.arity > 0 && argc != c.arity) || argc < -c.arity {
             return None;
         }
-        let _ = &self.caller_acl_user;
         let Some(user) = self.client.acl.user(&self.server.acl) else {
             return Some(false);
         };

@@ -66,17 +66,9 @@ fn metadata(code: &[u8]) -> Result<(Vec<u8>, Vec<u8>, usize), Vec<u8>> {
     let Some(end) = code.iter().position(|&b| b == b'\n') else {
         return Err(b"Invalid library metadata".to_vec());
     };
-    let mut buf = Vec::new();
-    let mut ranges = Vec::new();
-    if crate::resp::parse::split_args(&code[..end], &mut buf, &mut ranges).is_err()
-        || ranges.is_empty()
-    {
+    let Some(parts) = super::split_shebang(&code[..end]) else {
         return Err(b"Invalid library metadata".to_vec());
-    }
-    let parts: Vec<&[u8]> = ranges
-        .iter()
-        .map(|&(s, e)| &buf[s as usize..e as usize])
-        .collect();
+    };
     let engine = parts[0].get(2..).unwrap_or_default().to_vec();
     let mut name: Option<Vec<u8>> = None;
     for p in &parts[1..] {

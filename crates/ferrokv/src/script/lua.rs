@@ -234,13 +234,7 @@ impl State {
             lua::lua_newtable(l); // the load-time globals
             lua::lua_newtable(l); // their `redis`
             ffi::set_fn(l, c"register_function", register_function);
-            ffi::set_fn(l, c"log", redis_log);
-            ffi::set_num(l, c"LOG_DEBUG", 0.0);
-            ffi::set_num(l, c"LOG_VERBOSE", 1.0);
-            ffi::set_num(l, c"LOG_NOTICE", 2.0);
-            ffi::set_num(l, c"LOG_WARNING", 3.0);
-            ffi::set_num(l, c"REDIS_VERSION_NUM", version_num() as f64);
-            ffi::set_str(l, c"REDIS_VERSION", crate::REDIS_VERSION.as_bytes());
+            set_log_and_version(l);
             set_missing_metatable(l);
             lua::lua_setfield(l, -2, c"redis".as_ptr());
             set_missing_metatable(l);
@@ -255,13 +249,7 @@ impl State {
             lua::lua_newtable(l);
             ffi::set_fn(l, c"call", redis_call);
             ffi::set_fn(l, c"pcall", redis_pcall);
-            ffi::set_fn(l, c"log", redis_log);
-            ffi::set_num(l, c"LOG_DEBUG", 0.0);
-            ffi::set_num(l, c"LOG_VERBOSE", 1.0);
-            ffi::set_num(l, c"LOG_NOTICE", 2.0);
-            ffi::set_num(l, c"LOG_WARNING", 3.0);
-            ffi::set_num(l, c"REDIS_VERSION_NUM", version_num() as f64);
-            ffi::set_str(l, c"REDIS_VERSION", crate::REDIS_VERSION.as_bytes());
+            set_log_and_version(l);
             ffi::set_fn(l, c"setresp", redis_setresp);
             ffi::set_fn(l, c"sha1hex", redis_sha1hex);
             ffi::set_fn(l, c"error_reply", redis_error_reply);
@@ -623,6 +611,21 @@ pub fn c_long_long(d: f64) -> i64 {
         i64::MIN
     } else {
         d as i64
+    }
+}
+
+/// Sets `log`, the `LOG_*` levels, `REDIS_VERSION` and
+/// `REDIS_VERSION_NUM` in the table at the top of the stack (script_lua.c
+/// `luaRegisterLogFunction` + `luaRegisterVersion`).
+unsafe fn set_log_and_version(l: *mut lua_State) {
+    unsafe {
+        ffi::set_fn(l, c"log", redis_log);
+        ffi::set_num(l, c"LOG_DEBUG", 0.0);
+        ffi::set_num(l, c"LOG_VERBOSE", 1.0);
+        ffi::set_num(l, c"LOG_NOTICE", 2.0);
+        ffi::set_num(l, c"LOG_WARNING", 3.0);
+        ffi::set_num(l, c"REDIS_VERSION_NUM", version_num() as f64);
+        ffi::set_str(l, c"REDIS_VERSION", crate::REDIS_VERSION.as_bytes());
     }
 }
 
@@ -1156,15 +1159,40 @@ unsafe fn redis_generic(l: *mut lua_State, raise: bool) -> LuaResult {
             );
             return Err(Raise::Pushed);
         };
-        let mut buf = Vec::new();
-        let mut ranges = Vec::new();
-        if let Err(msg) = collect_args(l, &mut buf, &mut ranges) {
+        // The argument buffers are reused from call to call (they go back
+        // to ARGS before this function returns, also on errors).
+        let (mut buf, mut ranges) = ARGS.with(|a| std::mem::take(&mut *a.borrow_mut()));
+        buf.clear();
+        ranges.clear();
+        let r = redis_call_with(l, raise, h, &mut buf, &mut ranges);
+        ARGS.with(|a| *a.borrow_mut() = (buf, ranges));
+        r
+    }
+}
+
+/// Argument bytes and their ranges (an [`Args`] in the making).
+type ArgBuffers = (Vec<u8>, Vec<(u32, u32)>);
+
+thread_local! {
+    /// Reused argument buffers of `redis.call`.
+    static ARGS: std::cell::RefCell<ArgBuffers> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+unsafe fn redis_call_with(
+    l: *mut lua_State,
+    raise: bool,
+    h: &mut dyn Host,
+    buf: &mut Vec<u8>,
+    ranges: &mut Vec<(u32, u32)>,
+) -> LuaResult {
+    unsafe {
+        if let Err(msg) = collect_args(l, buf, ranges) {
             lua::lua_settop(l, 0);
             push_error_table(l, msg, false);
             return if raise { Err(Raise::Pushed) } else { Ok(1) };
         }
         lua::lua_settop(l, 0);
-        let args = Args::new(&buf, &ranges);
+        let args = Args::new(buf, ranges);
         let failed = match h.call(&args) {
             Err(msg) => {
                 push_error_table(l, &msg, true);

@@ -70,6 +70,22 @@ pub fn sha1_hex(data: &[u8]) -> [u8; 40] {
     out
 }
 
+/// A shebang line split as `sdssplitargs` splits it; None when it does not
+/// split (unbalanced quotes) or is empty.
+pub fn split_shebang(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut buf = Vec::new();
+    let mut ranges = Vec::new();
+    if crate::resp::parse::split_args(line, &mut buf, &mut ranges).is_err() || ranges.is_empty() {
+        return None;
+    }
+    Some(
+        ranges
+            .iter()
+            .map(|&(s, e)| buf[s as usize..e as usize].to_vec())
+            .collect(),
+    )
+}
+
 /// Parses a script's shebang line (eval.c `evalExtractShebangFlags`):
 /// `(flags, length of the shebang line without its newline)`. Without a
 /// shebang: `(EVAL_COMPAT, 0)`. Err: Redis's error text ("Invalid script
@@ -82,20 +98,12 @@ pub fn parse_shebang(body: &[u8]) -> Result<(u32, usize), Vec<u8>> {
     let Some(end) = body.iter().position(|&b| b == b'\n') else {
         return Err(b"Invalid script shebang".to_vec());
     };
-    let mut buf = Vec::new();
-    let mut ranges = Vec::new();
-    if crate::resp::parse::split_args(&body[..end], &mut buf, &mut ranges).is_err()
-        || ranges.is_empty()
-    {
+    let Some(parts) = split_shebang(&body[..end]) else {
         return Err(b"Invalid engine in script shebang".to_vec());
-    }
-    let parts: Vec<&[u8]> = ranges
-        .iter()
-        .map(|&(s, e)| &buf[s as usize..e as usize])
-        .collect();
+    };
     if parts[0] != b"#!lua" {
         let mut e = b"Unexpected engine in script shebang: ".to_vec();
-        e.extend_from_slice(parts[0]);
+        e.extend_from_slice(&parts[0]);
         return Err(e);
     }
     let mut f = 0;
