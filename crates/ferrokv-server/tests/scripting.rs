@@ -263,6 +263,20 @@ fn scripts_match_redis() {
         b"e0e1f9fabfc9d4800c877a703b823ac0578ff8db",
         b"0",
     ]);
+    // Over maxmemory (noeviction): shebang scripts without allow-oom are
+    // refused, compat scripts fail at their first denyoom command.
+    p.check_line("CONFIG SET maxmemory 1");
+    for s in [
+        "#!lua\nreturn 1",
+        "#!lua flags=allow-oom\nreturn redis.call('set','z','1')",
+        "#!lua flags=no-writes\nreturn redis.call('get','z')",
+        "return redis.call('set','y','1')",
+        "return redis.call('get','z')",
+        "return redis.pcall('set','y','1')",
+    ] {
+        eval(&mut p, s);
+    }
+    p.check_line("CONFIG SET maxmemory 0");
     // RESP3 callers.
     // (HELLO's reply carries the client id, which differs.)
     p.both(&[b"HELLO", b"3"]);
@@ -673,4 +687,35 @@ fn functions_survive_restart() {
         }
         eprintln!("libraries survived a restart with {persistence:?}");
     }
+}
+
+/// BullMQ (npm `bullmq`, tests/node/bullmq_jobs.js): plain, delayed,
+/// retried, failing and prioritised jobs run to completion. BullMQ records
+/// its job events with XADD, so this waits for streams (issue 19): run it
+/// with `cargo test --release --test scripting -- --ignored` once they
+/// exist (it passes against redis-server 7.0 today).
+#[test]
+#[ignore = "BullMQ writes job events with XADD: needs streams (issue 19)"]
+fn bullmq_jobs_run_to_completion() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node");
+    assert!(
+        dir.join("node_modules/bullmq").exists(),
+        "npm install in tests/node first (.ci/run does)"
+    );
+    let node = common::which("node").expect("node");
+    let srv = Server::start(&["--io-threads", "2"]);
+    let out = std::process::Command::new(node)
+        .arg(dir.join("bullmq_jobs.js"))
+        .arg(srv.port.to_string())
+        .output()
+        .expect("run node");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.contains("ok"),
+        "BullMQ failed:\n{text}"
+    );
 }

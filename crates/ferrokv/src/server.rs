@@ -406,12 +406,7 @@ impl crate::persist::Host for Server {
     fn load_function_library(&self, code: &[u8], replace: bool) -> Result<(), String> {
         let mut f = self.scripts.functions.lock();
         let r = f.load(code, replace);
-        self.scripts
-            .library_count
-            .store(f.libraries.len() as u64, Ordering::Relaxed);
-        self.scripts
-            .function_count
-            .store(f.function_count() as u64, Ordering::Relaxed);
+        self.scripts.sync_functions(&f);
         r.map(|_| ())
             .map_err(|e| String::from_utf8_lossy(&e).into_owned())
     }

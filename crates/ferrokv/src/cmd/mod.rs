@@ -962,13 +962,21 @@ pub fn execute(
             }
         }
     }
-    if server.evict.maxmemory() != 0 && oom_refused(server, client, c, is_exec) {
+    // A script's declared flags replace the command's (script.c
+    // `scriptFlagsToCmdFlags`): denyoom unless allow-oom / no-writes,
+    // write unless no-writes, stale with allow-stale.
+    let cflags = if c.behaviour & behaviour::RUNS_SCRIPT != 0 {
+        scripting::effective_flags(server, c, args)
+    } else {
+        c.flags
+    };
+    if server.evict.maxmemory() != 0 && oom_refused(server, client, c, cflags, is_exec) {
         reject_in_multi(server, client, out, stats, id, crate::evict::OOM, is_exec);
         finish_reply(client, out, reply_start);
         return;
     }
     if crate::persist::rdb::writes_denied(server)
-        && (c.flags & flags::WRITE != 0 || c.behaviour & behaviour::MISCONF_REFUSED != 0)
+        && (cflags & flags::WRITE != 0 || c.behaviour & behaviour::MISCONF_REFUSED != 0)
     {
         reject_in_multi(
             server,
@@ -982,14 +990,14 @@ pub fn execute(
         finish_reply(client, out, reply_start);
         return;
     }
-    if c.flags & flags::WRITE != 0 {
+    if cflags & flags::WRITE != 0 {
         if let Some(msg) = refused_by_replication(server, client, now_ms_of(client)) {
             reject_in_multi(server, client, out, stats, id, msg, is_exec);
             finish_reply(client, out, reply_start);
             return;
         }
     }
-    if c.flags & flags::STALE == 0 && server.repl.backlog.replica_mode() && stale_refused(server) {
+    if cflags & flags::STALE == 0 && server.repl.backlog.replica_mode() && stale_refused(server) {
         reject_in_multi(server, client, out, stats, id, MASTERDOWN, is_exec);
         finish_reply(client, out, reply_start);
         return;
@@ -1294,7 +1302,7 @@ fn flag_transaction(client: &mut Client) {
 /// command is denyoom, an EXEC whose queue holds a denyoom command, or any
 /// command queued inside MULTI (except EXEC, DISCARD, MULTI, WATCH, QUIT,
 /// RESET). Called only when maxmemory is set, with no lock held.
-fn oom_refused(server: &Server, client: &Client, c: &Command, is_exec: bool) -> bool {
+fn oom_refused(server: &Server, client: &Client, c: &Command, cflags: u64, is_exec: bool) -> bool {
     // A replica ignoring maxmemory (replica-ignore-maxmemory yes, the
     // default) evicts nothing: its master's DELs keep it in step (Redis's
     // performEvictions). Its master's writes are never refused.
@@ -1307,7 +1315,7 @@ fn oom_refused(server: &Server, client: &Client, c: &Command, is_exec: bool) -> 
     if crate::evict::perform(&server.evict_env()) != crate::evict::Outcome::Fail {
         return false;
     }
-    if c.flags & flags::DENYOOM != 0 {
+    if cflags & flags::DENYOOM != 0 {
         return true;
     }
     let t = table();

@@ -403,7 +403,10 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, evalsha: bool, ro: bool) {
         }
     } else {
         match eval.create(args.get(1)) {
-            Ok(s) => s,
+            Ok(s) => {
+                server.scripts.note_script(&eval, &s);
+                s
+            }
             Err(e) => {
                 ctx.out.error_bytes(&e);
                 ctx.server.stats.record_error("ERR");
@@ -448,7 +451,7 @@ pub(crate) struct RunSpec<'a> {
 }
 
 /// scriptPrepareForRun's refusals: an error reply or Ok.
-fn prepare(ctx: &mut Ctx<'_>, flags: u32, ro: bool) -> Result<(), String> {
+fn prepare(ctx: &mut Ctx<'_>, flags: u32, ro: bool, oom: bool) -> Result<(), String> {
     let server = ctx.server;
     let from_master = ctx.client.is_master;
     let running_stale = server.repl.backlog.replica_mode()
@@ -458,11 +461,8 @@ fn prepare(ctx: &mut Ctx<'_>, flags: u32, ro: bool) -> Result<(), String> {
         if flags & sflags::NO_CLUSTER != 0 && server.cluster.enabled {
             return Err("ERR Can not run script on cluster, 'no-cluster' flag is set.".into());
         }
-        if flags & sflags::ALLOW_OOM == 0
-            && server.evict.maxmemory() != 0
-            && !from_master
-            && script_oom(server)
-        {
+        // no-writes implies allow-oom (as redis-server 7.0.15 runs it).
+        if flags & (sflags::ALLOW_OOM | sflags::NO_WRITES) == 0 && oom && !from_master {
             return Err("OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'".into());
         }
         if running_stale && flags & sflags::ALLOW_STALE == 0 {
@@ -526,7 +526,10 @@ pub(crate) fn run_in(
     args: &Args<'_>,
     numkeys: usize,
 ) {
-    if let Err(e) = prepare(ctx, spec.flags, spec.ro) {
+    // Over maxmemory with nothing left to evict (Redis's
+    // `server.script_oom`, computed once as the script starts).
+    let oom = ctx.server.evict.maxmemory() != 0 && script_oom(ctx.server);
+    if let Err(e) = prepare(ctx, spec.flags, spec.ro, oom) {
         return ctx.error(&e);
     }
     let server = ctx.server.clone();
@@ -534,7 +537,7 @@ pub(crate) fn run_in(
     let read_only = spec.ro || (!compat && spec.flags & sflags::NO_WRITES != 0);
     let allow_oom = !compat && spec.flags & sflags::ALLOW_OOM != 0;
     let allow_cross_slot = compat || spec.flags & sflags::ALLOW_CROSS_SLOT != 0;
-    let oom = server.evict.maxmemory() != 0 && !allow_oom && script_oom(&server);
+    let oom = oom && !allow_oom;
     let run = &server.scripts.run;
     let start_us = server.clock.now_us();
     run.start_us.store(start_us, Ordering::Relaxed);
@@ -930,11 +933,17 @@ fn script_flush(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         return ctx.error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
     }
     ctx.server.scripts.eval.lock().reset();
+    ctx.server.scripts.script_flag_index.write().clear();
     ctx.out.ok();
 }
 
 fn script_load(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let r = ctx.server.scripts.eval.lock().create(args.get(2));
+    let mut eval = ctx.server.scripts.eval.lock();
+    let r = eval.create(args.get(2));
+    if let Ok(sha) = &r {
+        ctx.server.scripts.note_script(&eval, sha);
+    }
+    drop(eval);
     match r {
         Ok(sha) => ctx.out.bulk(&sha),
         Err(e) => {
@@ -1059,11 +1068,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, ro: bool) {
 /// Publishes the library and function counts (FUNCTION STATS reads them
 /// without the functions' lock, also while a function is busy).
 fn publish_counts(server: &Server, f: &crate::script::functions::Functions) {
-    let s = &server.scripts;
-    s.library_count
-        .store(f.libraries.len() as u64, Ordering::Relaxed);
-    s.function_count
-        .store(f.function_count() as u64, Ordering::Relaxed);
+    server.scripts.sync_functions(f);
 }
 
 /// A change of the function libraries: replicated and counted like a
@@ -1317,4 +1322,42 @@ fn function_help(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
             "      in case of functions name collision with another library).",
         ],
     );
+}
+
+/// The flags the request path applies to a script command (script.c
+/// `evalGetCommandFlags` / `fcallGetCommandFlags` with
+/// `scriptFlagsToCmdFlags`): a script or function that declared flags
+/// replaces `stale`, `denyoom` and `write` (denyoom unless `allow-oom` or
+/// `no-writes`, write unless `no-writes`, stale with `allow-stale`); an
+/// unknown script or a script without shebang keeps the command's.
+pub fn effective_flags(server: &Server, c: &Command, args: &Args<'_>) -> u64 {
+    let declared = if c.name.starts_with("fcall") {
+        server.scripts.function_flags(args.get(1))
+    } else if c.name.starts_with("evalsha") {
+        sha_arg(args.get(1)).and_then(|sha| server.scripts.script_flags(&sha))
+    } else {
+        // Only a shebang declares flags.
+        let body = args.get(1);
+        if !body.starts_with(b"#!") {
+            return c.flags;
+        }
+        crate::script::parse_shebang(body)
+            .ok()
+            .map(|(f, _)| f)
+            .filter(|f| f & sflags::EVAL_COMPAT == 0)
+    };
+    let Some(f) = declared else {
+        return c.flags;
+    };
+    let mut flags = c.flags & !(STALE | DENYOOM | WRITE | MAY_REPLICATE);
+    if f & (sflags::ALLOW_OOM | sflags::NO_WRITES) == 0 {
+        flags |= DENYOOM;
+    }
+    if f & sflags::NO_WRITES == 0 {
+        flags |= WRITE;
+    }
+    if f & sflags::ALLOW_STALE != 0 {
+        flags |= STALE;
+    }
+    flags
 }

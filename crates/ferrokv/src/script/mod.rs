@@ -243,6 +243,11 @@ pub struct Scripts {
     /// The name and request of a script that ran past the busy threshold
     /// (FUNCTION STATS `running_script`).
     pub current: Mutex<Option<RunningScript>>,
+    /// SHA1 -> flags of the cached scripts that declared flags, read by
+    /// the request path without the interpreter's lock.
+    pub script_flag_index: parking_lot::RwLock<HashMap<[u8; 40], u32>>,
+    /// Function name -> flags, likewise.
+    pub function_flag_index: parking_lot::RwLock<HashMap<Vec<u8>, u32>>,
     /// Number of function libraries (FUNCTION STATS, INFO).
     pub library_count: AtomicU64,
     /// Number of functions.
@@ -252,6 +257,42 @@ pub struct Scripts {
 }
 
 impl Scripts {
+    /// Records the flags of cached script `sha` when it declared some.
+    pub fn note_script(&self, eval: &Eval, sha: &[u8; 40]) {
+        if let Some(s) = eval.cache.get(sha) {
+            if s.flags & flags::EVAL_COMPAT == 0 {
+                self.script_flag_index.write().insert(*sha, s.flags);
+            }
+        }
+    }
+
+    /// The declared flags of cached script `sha` (None: unknown or no
+    /// shebang).
+    pub fn script_flags(&self, sha: &[u8; 40]) -> Option<u32> {
+        self.script_flag_index.read().get(sha).copied()
+    }
+
+    /// The flags of function `name`.
+    pub fn function_flags(&self, name: &[u8]) -> Option<u32> {
+        self.function_flag_index.read().get(name).copied()
+    }
+
+    /// Publishes the library and function counts and the functions' flags
+    /// after a change of the libraries.
+    pub fn sync_functions(&self, f: &functions::Functions) {
+        self.library_count
+            .store(f.libraries.len() as u64, Ordering::Relaxed);
+        self.function_count
+            .store(f.function_count() as u64, Ordering::Relaxed);
+        let mut idx = self.function_flag_index.write();
+        idx.clear();
+        for lib in &f.libraries {
+            for func in &lib.functions {
+                idx.insert(func.name.clone(), func.flags);
+            }
+        }
+    }
+
     /// True while a script runs past the busy threshold: other clients'
     /// commands get -BUSY (server.c processCommand).
     #[inline]
