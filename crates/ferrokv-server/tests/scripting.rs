@@ -148,6 +148,25 @@ fn scripts_match_redis() {
         "#!lua name=x\nreturn 1",
         "#!python\nreturn 1",
         "#!lua",
+        // Attack findings: each crashed, escaped the sandbox or ran
+        // bytecode before; now as redis-server 7.0.15.
+        "return unpack({}, 2^31)",
+        "return select('#', pcall(unpack, {}, 2^31))",
+        "return unpack({1, 2, 3})",
+        "return unpack({1, 2, 3}, 2)",
+        "return type(setfenv)",
+        "return type(getfenv)",
+        "return type(newproxy)",
+        "return loadstring(string.dump(function() return 42 end))",
+        "return select(2, loadstring(string.dump(function() return 42 end)))",
+        "return load(function() return nil end)",
+        "return bit.tohex(1, -2^31)",
+        "return bit.tohex(1, 2^31)",
+        "return math.random(2^40)",
+        "return math.random(1, 2^40)",
+        "return math.random(1/0)",
+        "return redis.acl_check_cmd('get')",
+        "return redis.acl_check_cmd('config')",
         // bit.
         "return bit.tobit(0xffffffff)",
         "return bit.band(0xff, 0x0f, 0x3)",
@@ -277,6 +296,21 @@ fn scripts_match_redis() {
         eval(&mut p, s);
     }
     p.check_line("CONFIG SET maxmemory 0");
+    // ACL inside scripts: the user of the caller, Redis's texts.
+    p.check_line("ACL SETUSER low on >pw ~low:* +@all -flushall");
+    p.check_line("AUTH low pw");
+    for s in [
+        "return redis.call('get', 'other')",
+        "return redis.call('get', 'low:1')",
+        "return redis.call('flushall')",
+        "return redis.acl_check_cmd('get', 'other')",
+        "return redis.acl_check_cmd('get', 'low:1')",
+        "return redis.acl_check_cmd('flushall')",
+    ] {
+        eval(&mut p, s);
+    }
+    p.check_line("AUTH default x");
+    p.check_line("ACL DELUSER low");
     // RESP3 callers.
     // (HELLO's reply carries the client id, which differs.)
     p.both(&[b"HELLO", b"3"]);

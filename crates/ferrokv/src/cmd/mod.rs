@@ -1141,7 +1141,7 @@ fn refused_by_replication(server: &Server, client: &Client, now_ms: u64) -> Opti
 
 /// True when a replica whose link is down must refuse commands not flagged
 /// `stale` (`replica-serve-stale-data no`).
-fn stale_refused(server: &Server) -> bool {
+pub(crate) fn stale_refused(server: &Server) -> bool {
     !server.repl.serve_stale.load(Ordering::Relaxed)
         && server.repl.link_state.load(Ordering::Relaxed) != crate::repl::link::CONNECTED
 }

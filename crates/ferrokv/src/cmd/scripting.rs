@@ -25,8 +25,8 @@ use super::client::Client;
 use super::flags::*;
 use super::{acl, behaviour, table, Command, Ctx};
 use crate::resp::{Args, Out};
+use crate::script::flags as sflags;
 use crate::script::lua::{self, Host, Ran};
-use crate::script::{flags as sflags, Eval};
 use crate::server::Server;
 use crate::stats::ThreadStats;
 use std::cell::{Cell, RefCell};
@@ -421,9 +421,9 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, evalsha: bool, ro: bool) {
         .map_or(sflags::EVAL_COMPAT, |s| s.flags);
     let key = crate::script::function_key(&sha);
     let key = std::ffi::CStr::from_bytes_with_nul(&key).expect("NUL-terminated key");
-    run_script(
+    run_in(
         ctx,
-        &mut eval,
+        &mut eval.lua,
         RunSpec {
             key,
             name: &sha,
@@ -454,9 +454,7 @@ pub(crate) struct RunSpec<'a> {
 fn prepare(ctx: &mut Ctx<'_>, flags: u32, ro: bool, oom: bool) -> Result<(), String> {
     let server = ctx.server;
     let from_master = ctx.client.is_master;
-    let running_stale = server.repl.backlog.replica_mode()
-        && !server.repl.serve_stale.load(Ordering::Relaxed)
-        && server.repl.link_state.load(Ordering::Relaxed) != crate::repl::link::CONNECTED;
+    let running_stale = server.repl.backlog.replica_mode() && super::stale_refused(server);
     if flags & sflags::EVAL_COMPAT == 0 {
         if flags & sflags::NO_CLUSTER != 0 && server.cluster.enabled {
             return Err("ERR Can not run script on cluster, 'no-cluster' flag is set.".into());
@@ -504,21 +502,11 @@ fn script_oom(server: &Server) -> bool {
     crate::evict::perform(&server.evict_env()) == crate::evict::Outcome::Fail
 }
 
-/// Runs a script or function for the caller in `ctx` (script.c
-/// `scriptPrepareForRun` + `luaCallFunction` + `scriptResetRun`), with the
-/// gate already held. The first `numkeys` arguments after argv[2] are the
-/// keys, the rest the arguments.
-pub(crate) fn run_script(
-    ctx: &mut Ctx<'_>,
-    eval: &mut Eval,
-    spec: RunSpec<'_>,
-    args: &Args<'_>,
-    numkeys: usize,
-) {
-    run_in(ctx, &mut eval.lua, spec, args, numkeys);
-}
-
-/// [`run_script`] on a given interpreter (EVAL's or the functions').
+/// Runs a script or function on `state` (EVAL's interpreter or the
+/// functions') for the caller in `ctx` (script.c `scriptPrepareForRun` +
+/// `luaCallFunction` + `scriptResetRun`), with the gate already held. The
+/// first `numkeys` arguments after argv[2] are the keys, the rest the
+/// arguments.
 pub(crate) fn run_in(
     ctx: &mut Ctx<'_>,
     state: &mut lua::State,
@@ -588,7 +576,6 @@ pub(crate) fn run_in(
             allow_cross_slot,
             oom,
             slot: None,
-            repl: lua::REPL_AOF | lua::REPL_REPLICA,
             timed_out_logged: false,
             eval_mode: spec.eval_mode,
             name: spec.name,
@@ -657,7 +644,6 @@ struct ScriptHost<'a> {
     oom: bool,
     /// The hash slot the script's commands used so far (cluster mode).
     slot: Option<u16>,
-    repl: u8,
     timed_out_logged: bool,
     eval_mode: bool,
     /// The script's SHA1 or the function's name.
@@ -674,10 +660,9 @@ impl ScriptHost<'_> {
         if c.flags & NOSCRIPT != 0 {
             return Err(b"This Redis command is not allowed from script".to_vec());
         }
-        if server.repl.backlog.replica_mode()
-            && server.repl.link_state.load(Ordering::Relaxed) != crate::repl::link::CONNECTED
-            && !server.repl.serve_stale.load(Ordering::Relaxed)
-            && c.flags & STALE == 0
+        if c.flags & STALE == 0
+            && server.repl.backlog.replica_mode()
+            && super::stale_refused(server)
         {
             return Err(b"Can not execute the command on a stale replica".to_vec());
         }
@@ -689,10 +674,10 @@ impl ScriptHost<'_> {
                 let why: &[u8] = match d {
                     crate::acl::Denied::Command => b"can't run this command or subcommand",
                     crate::acl::Denied::Key(_) => {
-                        b"no permissions to access one of the keys used as arguments"
+                        b"can't access at least one of the keys mentioned in the command arguments"
                     }
                     crate::acl::Denied::Channel(_) => {
-                        b"no permissions to access one of the channels used as arguments"
+                        b"can't publish to the channel mentioned in the command"
                     }
                 };
                 let mut e = b"The user executing the script ".to_vec();
@@ -853,7 +838,6 @@ impl Host for ScriptHost<'_> {
     }
 
     fn set_repl(&mut self, flags: u8) {
-        self.repl = flags;
         // One stream feeds both the AOF and the replicas: a script that
         // turns either off stops recording (see README, Differences).
         crate::propagate::set_suppressed(flags != lua::REPL_AOF | lua::REPL_REPLICA);
@@ -863,13 +847,11 @@ impl Host for ScriptHost<'_> {
         let t = table();
         let mut id = t.lookup(args.get(0))?;
         let mut c = t.all[id];
-        if c.is_container() {
-            id = t.lookup_sub(id, args.get(1).get(..).filter(|_| args.len() >= 2)?)?;
+        // As Redis's lookupCommand: a container alone is itself, arity is
+        // not checked (ACLCheckAllUserCommandPerm).
+        if c.is_container() && args.len() >= 2 {
+            id = t.lookup_sub(id, args.get(1))?;
             c = t.all[id];
-        }
-        let argc = args.len() as i32;
-        if (c.arity > 0 && argc != c.arity) || argc < -c.arity {
-            return None;
         }
         let Some(user) = self.client.acl.user(&self.server.acl) else {
             return Some(false);

@@ -95,12 +95,13 @@ unsafe fn tohex(l: *mut lua_State) -> LuaResult {
         } else {
             arg(l, 2)? as i32
         };
-        let (digits, upper): (&[u8; 16], i32) = if n < 0 {
-            (b"0123456789ABCDEF", -n)
+        let digits: &[u8; 16] = if n < 0 {
+            b"0123456789ABCDEF"
         } else {
-            (b"0123456789abcdef", n)
+            b"0123456789abcdef"
         };
-        let n = upper.min(8) as usize;
+        // |n| digits, at most 8 (|i32::MIN| too, as LuaBitOp answers).
+        let n = n.unsigned_abs().min(8) as usize;
         let mut buf = [0u8; 8];
         for i in (0..n).rev() {
             buf[i] = digits[(v & 15) as usize];

@@ -42,8 +42,16 @@ macro_rules! lua_fn {
             l: *mut $crate::script::ffi::lua_State,
         ) -> std::ffi::c_int {
             // SAFETY: called by Lua with a valid state; the inner function
-            // has dropped everything it owned when it returns.
-            unsafe { $crate::script::ffi::finish(l, $inner(l)) }
+            // has dropped everything it owned when it returns. A panic is
+            // stopped here and raised as a Lua error: unwinding through
+            // Lua's C frames would leave the state inconsistent.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { $inner(l) }));
+            unsafe {
+                $crate::script::ffi::finish(
+                    l,
+                    r.unwrap_or_else(|_| Err($crate::script::ffi::internal_error(l))),
+                )
+            }
         }
     };
 }
@@ -65,6 +73,11 @@ pub unsafe fn finish(l: *mut lua_State, r: LuaResult) -> c_int {
             Err(Raise::Type(n, t)) => lua::luaL_typerror(l, n, t.as_ptr()),
         }
     }
+}
+
+/// Pushes the error of a Rust panic inside a Lua-callable function.
+pub unsafe fn internal_error(l: *mut lua_State) -> Raise {
+    unsafe { error_str(l, b"internal error in a library function") }
 }
 
 /// Pushes `b` as a Lua string.

@@ -11,7 +11,7 @@
 //! in FUNCTION DUMP payloads in the same form.
 
 use super::lua::{self, Registered, State};
-use std::collections::HashMap;
+use super::FastMap;
 
 /// One library.
 pub struct Library {
@@ -41,7 +41,7 @@ pub struct Functions {
     /// Libraries in load order.
     pub libraries: Vec<Library>,
     /// Function name -> library index.
-    index: HashMap<Vec<u8>, usize>,
+    index: FastMap<Vec<u8>, usize>,
     next_id: u64,
 }
 
@@ -50,7 +50,7 @@ impl Default for Functions {
         Functions {
             lua: State::new(lua::Kind::Function),
             libraries: Vec::new(),
-            index: HashMap::new(),
+            index: FastMap::default(),
             next_id: 1,
         }
     }

@@ -13,7 +13,7 @@
 //! real globals and whose `__newindex` raises; every library table is
 //! replaced by a proxy of the same kind. The base functions that bypass
 //! metatables (`rawset`, `rawget`, `next`, `pairs`, `ipairs`,
-//! `setmetatable`, `getfenv`, `table.insert/remove/sort`) see through or
+//! `setmetatable`, `table.insert/remove/sort`) see through or
 //! refuse proxies, so a script can neither change what the next script sees
 //! nor tell the difference except by `getmetatable` (which answers `false`
 //! for the protected tables).
@@ -133,6 +133,29 @@ impl Drop for State {
 /// `{err=...}` table) and where the script was (`source`, `line`),
 /// skipping a C function at the top (redis.call). It keeps `debug` to
 /// itself and removes it from the globals, as Redis does.
+/// `loadstring` and `load` that never load bytecode: a chunk starting with
+/// the binary signature (ESC) is parsed as source, which fails as in
+/// Redis's Lua; `load`'s pieces are joined and go through `loadstring`.
+const TEXT_ONLY_LOADERS: &str = "\
+local loadstring_ = loadstring
+local concat = table.concat
+loadstring = function(s, name)
+  if type(s) == 'string' and s:byte(1) == 27 then
+    return loadstring_(' ' .. s, name or s)
+  end
+  return loadstring_(s, name)
+end
+load = function(f, name)
+  local parts = {}
+  while true do
+    local p = f()
+    if p == nil or p == '' then break end
+    parts[#parts + 1] = p
+  end
+  return loadstring(concat(parts), name or '=(load)')
+end
+";
+
 const ERR_HANDLER: &str = "\
 local info = debug.getinfo
 debug = nil
@@ -188,8 +211,19 @@ impl State {
                 lua::lua_pushstring(l, name.as_ptr());
                 lua::lua_call(l, 1, 0);
             }
-            // Not available to scripts (script_lua.c deny list).
-            for name in [c"dofile", c"loadfile", c"print"] {
+            // Not available to scripts (script_lua.c deny list). setfenv,
+            // getfenv and newproxy are absent too, as in the redis-server
+            // 7.0.15 the differential tests run against: setfenv(0, t)
+            // would swap the globals of every later script of every user,
+            // and a newproxy `__gc` would run inside other users' scripts.
+            for name in [
+                c"dofile",
+                c"loadfile",
+                c"print",
+                c"setfenv",
+                c"getfenv",
+                c"newproxy",
+            ] {
                 lua::lua_pushnil(l);
                 lua::lua_setglobal(l, name.as_ptr());
             }
@@ -296,9 +330,20 @@ impl State {
                 lua::lua_pushcclosure(l, f, 1);
                 lua::lua_setglobal(l, name.as_ptr());
             }
-            lua::lua_getglobal(l, c"getfenv".as_ptr());
-            lua::lua_pushcclosure(l, lua_getfenv_fn, 1);
-            lua::lua_setglobal(l, c"getfenv".as_ptr());
+            lua::lua_getglobal(l, c"unpack".as_ptr());
+            lua::lua_pushcclosure(l, lua_unpack_fn, 1);
+            lua::lua_setglobal(l, c"unpack".as_ptr());
+            // Binary chunks are refused as Redis's Lua refuses them: the
+            // bytes are parsed as source ("unexpected symbol near
+            // 'char(27)'"), so crafted bytecode never runs.
+            let rc = lua::luaL_loadbuffer(
+                l,
+                TEXT_ONLY_LOADERS.as_ptr() as *const _,
+                TEXT_ONLY_LOADERS.len(),
+                c"@loaders_def".as_ptr(),
+            );
+            assert_eq!(rc, 0, "loader wrappers compile");
+            lua::lua_call(l, 0, 0);
             lua::lua_getglobal(l, c"table".as_ptr());
             for name in [c"insert", c"remove", c"sort", c"setn"] {
                 lua::lua_getfield(l, -1, name.as_ptr());
@@ -467,7 +512,11 @@ impl State {
         };
         // SAFETY: the state is ours; the stack is balanced on return.
         let r = unsafe {
-            lua::lua_getmetatable(l, lua::LUA_GLOBALSINDEX);
+            // The globals proxy always has its metatable (scripts cannot
+            // replace the globals: setfenv is absent).
+            if lua::lua_getmetatable(l, lua::LUA_GLOBALSINDEX) == 0 {
+                return Err(b"Error registering functions: ERR globals were replaced".to_vec());
+            }
             lua::lua_getfield(l, lua::LUA_REGISTRYINDEX, REG_LIBAPI.as_ptr());
             lua::lua_setfield(l, -2, c"__index".as_ptr());
             lua::lua_pop(l, 1);
@@ -639,6 +688,12 @@ unsafe fn set_missing_metatable(l: *mut lua_State) {
         lua::lua_setfield(l, -2, c"__index".as_ptr());
         lua::lua_setmetatable(l, -2);
     }
+}
+
+/// C's `(int)` of a Lua number as `luaL_checkint` does it on x86-64:
+/// `(long long)` then truncation to the low 32 bits.
+pub fn c_int_of(d: f64) -> c_int {
+    c_long_long(d) as c_int
 }
 
 /// `REDIS_VERSION_NUM`: 0x00MMmmpp.
@@ -1440,15 +1495,15 @@ unsafe fn random_impl(l: *mut lua_State) -> LuaResult {
         match lua::lua_gettop(l) {
             0 => lua::lua_pushnumber(l, r),
             1 => {
-                let u = ffi::check_number(l, 1)? as c_int;
+                let u = c_int_of(ffi::check_number(l, 1)?);
                 if u < 1 {
                     return Err(Raise::Arg(1, c"interval is empty"));
                 }
                 lua::lua_pushnumber(l, (r * u as f64).floor() + 1.0);
             }
             2 => {
-                let lo = ffi::check_number(l, 1)? as c_int;
-                let u = ffi::check_number(l, 2)? as c_int;
+                let lo = c_int_of(ffi::check_number(l, 1)?);
+                let u = c_int_of(ffi::check_number(l, 2)?);
                 if lo > u {
                     return Err(Raise::Arg(2, c"interval is empty"));
                 }
@@ -1470,7 +1525,7 @@ unsafe fn randomseed_impl(l: *mut lua_State) -> LuaResult {
                 b"math.randomseed can only be called inside a script invocation",
             ));
         }
-        let seed = ffi::check_number(l, 1)? as c_int as u32 as u64;
+        let seed = c_int_of(ffi::check_number(l, 1)?) as u32 as u64;
         *RAND48.lock() = (seed << 16) | 0x330E;
         Ok(0)
     }
@@ -1822,23 +1877,30 @@ unsafe fn ipairs_impl(l: *mut lua_State) -> LuaResult {
 }
 lua_fn!(lua_ipairs_fn, ipairs_impl);
 
-/// getfenv: the real globals are never handed out; their proxy is.
-unsafe fn getfenv_impl(l: *mut lua_State) -> LuaResult {
+/// unpack(t [, i [, j]]): stock Lua 5.1 computes the result count in a C
+/// int, which overflows for far-apart bounds (`unpack({}, 2^31)` runs off
+/// the stack); such counts get Redis's "too many results to unpack"
+/// before the original runs.
+unsafe fn unpack_impl(l: *mut lua_State) -> LuaResult {
     unsafe {
-        let n = call_original(l);
-        if n >= 1 {
-            lua::lua_getfield(l, lua::LUA_REGISTRYINDEX, REG_GLOBALS.as_ptr());
-            if lua::lua_rawequal(l, -1, -2) != 0 {
-                lua::lua_pop(l, 2);
-                lua::lua_pushvalue(l, lua::LUA_GLOBALSINDEX);
+        let bound = |idx: c_int, def: i64| -> i64 {
+            if lua::lua_isnoneornil(l, idx) != 0 || lua::lua_isnumber(l, idx) == 0 {
+                def
             } else {
-                lua::lua_pop(l, 1);
+                c_int_of(lua::lua_tonumber(l, idx)) as i64
+            }
+        };
+        if lua::lua_istable(l, 1) != 0 {
+            let i = bound(2, 1);
+            let e = bound(3, lua::lua_objlen(l, 1) as i64);
+            if i <= e && e - i + 1 >= 8000 {
+                return Err(ffi::error_at(l, 1, b"too many results to unpack"));
             }
         }
-        Ok(n)
+        Ok(call_original(l))
     }
 }
-lua_fn!(lua_getfenv_fn, getfenv_impl);
+lua_fn!(lua_unpack_fn, unpack_impl);
 
 /// The busy-script hook: asks the host whether to stop; once stopped, it
 /// fires on every line so `pcall` cannot swallow the kill.

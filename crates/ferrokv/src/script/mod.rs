@@ -22,7 +22,9 @@ pub mod structlib;
 
 use parking_lot::Mutex;
 use sha1::{Digest, Sha1};
-use std::collections::HashMap;
+/// The maps of this module: looked up on every EVALSHA / FCALL, so with
+/// the fast hash the keyspace uses rather than SipHash.
+pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Script flags (`#!lua flags=...`; script.c `scripts_flags_def`).
@@ -143,7 +145,7 @@ pub struct Eval {
     /// The interpreter.
     pub lua: lua::State,
     /// SHA1 (hex) -> script.
-    pub cache: HashMap<[u8; 40], CachedScript>,
+    pub cache: FastMap<[u8; 40], CachedScript>,
     /// Bytes of the cached bodies and their keys (`used_memory_scripts`).
     pub cache_bytes: u64,
 }
@@ -152,7 +154,7 @@ impl Default for Eval {
     fn default() -> Self {
         Eval {
             lua: lua::State::new(lua::Kind::Eval),
-            cache: HashMap::new(),
+            cache: FastMap::default(),
             cache_bytes: 0,
         }
     }
@@ -245,9 +247,9 @@ pub struct Scripts {
     pub current: Mutex<Option<RunningScript>>,
     /// SHA1 -> flags of the cached scripts that declared flags, read by
     /// the request path without the interpreter's lock.
-    pub script_flag_index: parking_lot::RwLock<HashMap<[u8; 40], u32>>,
+    pub script_flag_index: parking_lot::RwLock<FastMap<[u8; 40], u32>>,
     /// Function name -> flags, likewise.
-    pub function_flag_index: parking_lot::RwLock<HashMap<Vec<u8>, u32>>,
+    pub function_flag_index: parking_lot::RwLock<FastMap<Vec<u8>, u32>>,
     /// Number of function libraries (FUNCTION STATS, INFO).
     pub library_count: AtomicU64,
     /// Number of functions.
