@@ -447,9 +447,17 @@ fn scripts_are_atomic_with_undeclared_keys() {
 /// script that did not write, and a script that wrote is UNKILLABLE.
 #[test]
 fn busy_script_and_script_kill() {
-    let s = Server::start(&["--io-threads", "2", "--busy-reply-threshold", "100"]);
-    // Connections are dealt to the two I/O threads in turn: the script
-    // runs on one, the other serves `b`.
+    // One I/O thread: the script suspends itself past the threshold so
+    // that the other connections of its thread are answered
+    // (script/yielding.rs). Two: connections are dealt to the threads in
+    // turn, the script runs on one and `b` is served by the other.
+    for threads in ["1", "2"] {
+        busy_script_with(threads);
+    }
+}
+
+fn busy_script_with(threads: &str) {
+    let s = Server::start(&["--io-threads", threads, "--busy-reply-threshold", "100"]);
     let mut a = s.raw();
     let mut b = s.raw();
     a.send(&common::encode(&[
@@ -463,6 +471,33 @@ fn busy_script_and_script_kill() {
         busy,
         b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
     );
+    // A connection opened meanwhile is served too; INFO and EVAL are
+    // refused, FUNCTION STATS shows the script (and refers to SCRIPT KILL).
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&[b"GET", b"x"]), busy);
+    assert_eq!(c.cmd(&[b"INFO"]), busy);
+    assert_eq!(c.cmd(&[b"EVAL", b"return 1", b"0"]), busy);
+    assert_eq!(
+        c.cmd(&[b"FUNCTION", b"KILL"]),
+        b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+    );
+    // Inside MULTI: MULTI runs, a refused command flags the transaction,
+    // EXEC aborts it (rejectCommand -> execCommandAbort).
+    assert_eq!(c.cmd(&[b"MULTI"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&[b"SET", b"x", b"1"]), busy);
+    assert_eq!(
+        c.cmd(&[b"EXEC"]),
+        b"-EXECABORT Transaction discarded because of: BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+    );
+    // Without MULTI too, as redis-server 7.0 answers.
+    assert_eq!(
+        c.cmd(&[b"EXEC"]),
+        b"-EXECABORT Transaction discarded because of: BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+    );
+    assert_eq!(c.cmd(&[b"WATCH", b"x"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&[b"DISCARD"]), b"-ERR DISCARD without MULTI\r\n");
+    let stats = String::from_utf8(c.cmd(&[b"FUNCTION", b"STATS"])).unwrap();
+    assert!(stats.starts_with("-BUSY"), "{stats}");
     assert_eq!(b.cmd(&[b"SCRIPT", b"KILL"]), b"+OK\r\n");
     let killed = String::from_utf8(a.reply()).unwrap();
     assert!(
@@ -488,6 +523,28 @@ fn busy_script_and_script_kill() {
     );
     assert_eq!(a.reply(), b"$4\r\ndone\r\n");
     assert_eq!(b.cmd(&[b"GET", b"w"]), b"$1\r\n1\r\n");
+    // A function: FUNCTION STATS names it, FUNCTION KILL (not SCRIPT
+    // KILL) stops it, as redis-server 7.0 answers.
+    let lib = b"#!lua name=busy\nredis.register_function('spin', function() while true do end end)";
+    assert_eq!(a.cmd(&[b"FUNCTION", b"LOAD", lib]), b"$4\r\nbusy\r\n");
+    a.send(&common::encode(&[b"FCALL", b"spin", b"0"]));
+    std::thread::sleep(Duration::from_millis(300));
+    let stats = b.cmd(&[b"FUNCTION", b"STATS"]);
+    let expect = b"*4\r\n$14\r\nrunning_script\r\n*6\r\n$4\r\nname\r\n$4\r\nspin\r\n$7\r\ncommand\r\n*3\r\n$5\r\nFCALL\r\n$4\r\nspin\r\n$1\r\n0\r\n$11\r\nduration_ms\r\n:";
+    assert!(
+        stats.starts_with(expect),
+        "{}",
+        String::from_utf8_lossy(&stats)
+    );
+    assert_eq!(
+        b.cmd(&[b"SCRIPT", b"KILL"]),
+        b"-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n"
+    );
+    assert_eq!(b.cmd(&[b"FUNCTION", b"KILL"]), b"+OK\r\n");
+    assert_eq!(
+        a.reply(),
+        b"-ERR Script killed by user with SCRIPT KILL... script: spin, on @user_function:2.\r\n"
+    );
     // SHUTDOWN NOSAVE ends a server stuck in a script that wrote.
     a.send(&common::encode(&[
         b"EVAL",

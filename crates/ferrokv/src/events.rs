@@ -343,6 +343,24 @@ thread_local! {
     static PENDING: RefCell<Vec<Pending>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Events queued on a thread, set aside by [`take_queued`].
+pub struct Queued(Vec<Pending>);
+
+/// Takes this thread's queued events (a suspended script's, while the
+/// other connections of its thread run: script/yielding.rs).
+pub fn take_queued() -> Queued {
+    Queued(PENDING.with(|p| std::mem::take(&mut *p.borrow_mut())))
+}
+
+/// Puts back events [`take_queued`] took, before any queued since.
+pub fn restore_queued(q: Queued) {
+    PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        let later = std::mem::replace(&mut *p, q.0);
+        p.extend(later);
+    });
+}
+
 /// True when this thread has queued events.
 #[inline]
 pub fn pending() -> bool {

@@ -57,6 +57,44 @@ thread_local! {
     static SUPPRESSED: Cell<bool> = const { Cell::new(false) };
 }
 
+/// This thread's recording state, set aside while a suspended script lets
+/// the other connections of its thread run (script/yielding.rs): its unit
+/// in progress, its change count, and whether it records.
+pub struct ThreadState {
+    unit: Unit,
+    dirty: u64,
+    recording: bool,
+    suppressed: bool,
+}
+
+/// Takes this thread's recording state, leaving a fresh one (the same
+/// write-gate stripe) for the code that runs until
+/// [`restore_thread_state`].
+pub fn take_thread_state() -> ThreadState {
+    let unit = UNIT.with(|u| {
+        let mut u = u.borrow_mut();
+        let fresh = Unit {
+            stripe: u.stripe,
+            ..Unit::new()
+        };
+        std::mem::replace(&mut *u, fresh)
+    });
+    ThreadState {
+        unit,
+        dirty: DIRTY.with(|d| d.replace(0)),
+        recording: RECORDING.with(|r| r.replace(false)),
+        suppressed: SUPPRESSED.with(|s| s.replace(false)),
+    }
+}
+
+/// Puts back the state [`take_thread_state`] took.
+pub fn restore_thread_state(s: ThreadState) {
+    UNIT.with(|u| *u.borrow_mut() = s.unit);
+    DIRTY.with(|d| d.set(s.dirty));
+    RECORDING.with(|r| r.set(s.recording));
+    SUPPRESSED.with(|x| x.set(s.suppressed));
+}
+
 /// Turns the recording of this thread's commands off (`true`) or back on,
 /// for `redis.set_repl(redis.REPL_NONE)` (script.c `scriptSetRepl`).
 pub fn set_suppressed(v: bool) {

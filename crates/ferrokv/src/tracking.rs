@@ -138,6 +138,12 @@ thread_local! {
     static CURRENT: Cell<u64> = const { Cell::new(0) };
 }
 
+/// The client executing a command on this thread (0 = none).
+#[inline]
+pub fn current() -> u64 {
+    CURRENT.with(Cell::get)
+}
+
 /// Records the client executing a command on this thread (NOLOOP).
 #[inline]
 pub fn set_current(id: u64) {

@@ -138,6 +138,9 @@ impl Workers {
                         }
                     };
                     let _ = tx.send(Ok(rt.handle().clone()));
+                    // Tasks of this runtime never move to another thread:
+                    // a busy script may suspend (script/yielding.rs).
+                    crate::script::yielding::enable();
                     rt.block_on(spin::run(poll));
                 })?;
             let h = rx

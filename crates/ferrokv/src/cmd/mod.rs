@@ -1017,6 +1017,17 @@ pub fn execute(
         finish_reply(client, out, reply_start);
         return;
     }
+    // While a script runs past busy-reply-threshold only the allow-busy
+    // commands run; the others, the commands of a MULTI included, are
+    // refused -BUSY, and EXEC aborts its transaction (server.c
+    // processCommand, isInsideYieldingLongCommand; rejectCommand). Our master's stream waits
+    // instead: Redis does not read it meanwhile.
+    if c.flags & flags::ALLOW_BUSY == 0 && !client.is_master && server.scripts.busy() {
+        let msg = server.scripts.busy_error();
+        reject_in_multi(server, client, out, stats, id, msg, is_exec);
+        finish_reply(client, out, reply_start);
+        return;
+    }
     if client.multi.is_some() && t.all[client.last_top].behaviour & behaviour::TX_CONTROL == 0 {
         if c.flags & flags::NO_MULTI != 0 {
             let msg = "ERR Command not allowed inside a transaction";
@@ -1049,7 +1060,11 @@ pub fn execute(
     {
         None
     } else {
-        match server.tx.gate_shared_unless(|| server.scripts.busy()) {
+        let master = client.is_master;
+        match server
+            .tx
+            .gate_shared_unless(|| !master && server.scripts.busy())
+        {
             Some(g) => Some(g),
             None => {
                 reject(server, out, stats, id, server.scripts.busy_error());
@@ -1312,7 +1327,11 @@ fn oom_refused(server: &Server, client: &Client, c: &Command, cflags: u64, is_ex
     {
         return false;
     }
-    if crate::evict::perform(&server.evict_env()) != crate::evict::Outcome::Fail {
+    // No eviction while a script is past busy-reply-threshold (evict.c
+    // isSafeToPerformEvictions): the command is refused -BUSY next.
+    if server.scripts.busy()
+        || crate::evict::perform(&server.evict_env()) != crate::evict::Outcome::Fail
+    {
         return false;
     }
     if cflags & flags::DENYOOM != 0 {

@@ -326,6 +326,26 @@ thread_local! {
     static SCRIPT_CLIENT: RefCell<Option<(usize, Box<Client>, Out)>> = const { RefCell::new(None) };
 }
 
+/// True when `name` is a command that runs a script or function (EVAL,
+/// EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO), any case. Cheap: the
+/// connection loop asks it of every request.
+#[inline]
+pub fn is_script_command(name: &[u8]) -> bool {
+    if !(4..=10).contains(&name.len()) || !matches!(name[0] | 0x20, b'e' | b'f') {
+        return false;
+    }
+    [
+        "eval",
+        "evalsha",
+        "eval_ro",
+        "evalsha_ro",
+        "fcall",
+        "fcall_ro",
+    ]
+    .iter()
+    .any(|c| c.as_bytes().eq_ignore_ascii_case(name))
+}
+
 /// True while the current thread runs a command called by a script.
 pub fn in_script() -> bool {
     IN_SCRIPT.with(Cell::get)
@@ -577,6 +597,7 @@ pub(crate) fn run_in(
             oom,
             slot: None,
             timed_out_logged: false,
+            kill_logged: false,
             eval_mode: spec.eval_mode,
             name: spec.name,
             caller_args: args,
@@ -645,6 +666,8 @@ struct ScriptHost<'a> {
     /// The hash slot the script's commands used so far (cluster mode).
     slot: Option<u16>,
     timed_out_logged: bool,
+    /// The kill was logged (the hook asks again on every line after it).
+    kill_logged: bool,
     eval_mode: bool,
     /// The script's SHA1 or the function's name.
     name: &'a [u8],
@@ -890,10 +913,35 @@ impl Host for ScriptHost<'_> {
             }
         }
         if run.killed.load(Ordering::Relaxed) {
-            tracing::warn!("Lua script killed by user with SCRIPT KILL.");
+            if !std::mem::replace(&mut self.kill_logged, true) {
+                tracing::warn!("Lua script killed by user with SCRIPT KILL.");
+            }
             return true;
         }
         false
+    }
+
+    fn let_others_in(&mut self) -> bool {
+        // Past the threshold, outside EXEC (whose queue cannot be
+        // suspended), as a request of an I/O thread's connection.
+        if !self.timed_out_logged || super::tx::in_exec() || !crate::script::yielding::can_suspend()
+        {
+            return false;
+        }
+        // The other connections of this thread run on this thread's
+        // per-command state: the script's is set aside meanwhile.
+        let recording = crate::propagate::take_thread_state();
+        let queued = crate::events::take_queued();
+        let stashed = crate::db::blocking::take_stashed();
+        let current = crate::tracking::current();
+        let in_script = IN_SCRIPT.with(|c| c.replace(false));
+        crate::script::yielding::suspend();
+        IN_SCRIPT.with(|c| c.set(in_script));
+        crate::tracking::set_current(current);
+        crate::db::blocking::restore_stashed(stashed);
+        crate::events::restore_queued(queued);
+        crate::propagate::restore_thread_state(recording);
+        true
     }
 }
 

@@ -402,6 +402,16 @@ thread_local! {
     static STASH: std::cell::RefCell<Deferred> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// Puts back keys [`take_stashed`] took (a suspended script's), before any
+/// stashed since.
+pub fn restore_stashed(d: Deferred) {
+    STASH.with(|s| {
+        let mut s = s.borrow_mut();
+        let later = std::mem::replace(&mut *s, d);
+        s.extend(later);
+    });
+}
+
 /// The keys [`serve_and_release`] left to serve after the running command
 /// (while effects are recorded), to pass to [`serve_deferred`].
 pub fn take_stashed() -> Deferred {

@@ -85,6 +85,14 @@ pub trait Codec {
     /// reply, if any, goes into `s.out`.
     fn execute(&mut self, s: &mut Session<'_>, buf: &[u8], at: usize, len: usize);
 
+    /// True when the request [`Self::decode`] just framed at `buf[at..]`
+    /// may run a script (EVAL, FCALL...): the loop then executes it where a
+    /// script past busy-reply-threshold can suspend itself
+    /// (script/yielding.rs). False by default.
+    fn may_run_script(&self, _buf: &[u8], _at: usize) -> bool {
+        false
+    }
+
     /// Answers the protocol error [`Self::decode`] reported with
     /// [`Decoded::Invalid`] (writes the reply into `out`, counts the error).
     fn reject(&mut self, server: &Server, out: &mut Out);

@@ -211,7 +211,32 @@ where
                     if tracked {
                         crate::tracking::begin_command(&handle);
                     }
-                    codec.execute(&mut s, &rbuf, consumed, n);
+                    if crate::script::yielding::available() && codec.may_run_script(&rbuf, consumed)
+                    {
+                        // A script past busy-reply-threshold suspends
+                        // itself so that this thread's other connections
+                        // are answered (script/yielding.rs).
+                        let mut job = || codec.execute(&mut s, &rbuf, consumed, n);
+                        // SAFETY: until the job finished, this task only
+                        // yields and resumes it: nothing it borrows is used
+                        // or dropped meanwhile (if the task is dropped while
+                        // waiting, `_finish` drives the job to its end
+                        // before the borrowed state goes).
+                        let outcome = unsafe { crate::script::yielding::run(&mut job) };
+                        if outcome == crate::script::yielding::Outcome::Suspended {
+                            let _finish = crate::script::yielding::FinishOnDrop;
+                            loop {
+                                tokio::task::yield_now().await;
+                                if crate::script::yielding::resume() {
+                                    break;
+                                }
+                            }
+                        }
+                        #[allow(dropping_copy_types, clippy::drop_non_drop)]
+                        drop(job);
+                    } else {
+                        codec.execute(&mut s, &rbuf, consumed, n);
+                    }
                     consumed += n;
                     if (s.client.pubsub.is_some()
                         || tracked

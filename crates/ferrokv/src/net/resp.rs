@@ -117,6 +117,12 @@ impl Codec for RespCodec {
         }
     }
 
+    #[inline(always)]
+    fn may_run_script(&self, buf: &[u8], at: usize) -> bool {
+        let args = self.parser.args(&buf[at..]);
+        !args.is_empty() && cmd::scripting::is_script_command(args.get(0))
+    }
+
     fn reject(&mut self, server: &Server, out: &mut Out) {
         let Some(e) = self.error.take() else {
             return;

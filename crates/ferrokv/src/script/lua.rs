@@ -50,6 +50,12 @@ pub trait Host {
     /// Called every 100,000 Lua instructions: true when the script must be
     /// stopped (SCRIPT KILL / FUNCTION KILL).
     fn interrupt(&mut self) -> bool;
+    /// Called by the same hook when [`Host::interrupt`] said go on: lets
+    /// the other clients in while the script is past busy-reply-threshold
+    /// (Redis's `processEventsWhileBlocked`), by suspending the script
+    /// (script/yielding.rs) when it runs where it can be suspended. True
+    /// when it was suspended (and has been resumed).
+    fn let_others_in(&mut self) -> bool;
 }
 
 /// `redis.REPL_AOF`.
@@ -1908,7 +1914,20 @@ unsafe extern "C-unwind" fn count_hook(l: *mut lua_State, _ar: *mut lua::lua_Deb
     // SAFETY: called by Lua with a valid state; nothing with a destructor
     // is alive when lua_error leaves.
     unsafe {
-        let kill = current_host().is_some_and(|h| h.interrupt());
+        let Some(host) = current_host() else {
+            return;
+        };
+        let mut kill = host.interrupt();
+        if !kill {
+            // The host pointer is this run's: other scripts cannot run on
+            // this thread while it is suspended (they are refused -BUSY),
+            // but nothing outside the run may see it meanwhile.
+            let saved = HOST.with(|h| h.take());
+            let suspended = host.let_others_in();
+            HOST.with(|h| h.set(saved));
+            // A SCRIPT KILL may have come meanwhile.
+            kill = suspended && host.interrupt();
+        }
         if kill {
             lua::lua_sethook(l, Some(count_hook), lua::LUA_MASKLINE, 0);
             push_error_table(l, b"Script killed by user with SCRIPT KILL...", false);

@@ -19,6 +19,7 @@ pub mod ffi;
 pub mod functions;
 pub mod lua;
 pub mod structlib;
+pub mod yielding;
 
 use parking_lot::Mutex;
 use sha1::{Digest, Sha1};
