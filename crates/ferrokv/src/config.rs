@@ -367,6 +367,16 @@ pub static DIRECTIVES: &[Directive] = &[
         "50",
         true,
     ),
+    // memcached's -I (ferrokv's memcached listener, cmd/memcache.rs).
+    d(
+        "item-size-max",
+        Kind::Memory {
+            min: 1024,
+            max: 1024 * 1024 * 1024,
+        },
+        "1048576",
+        true,
+    ),
     d(
         "latency-monitor-threshold",
         Kind::Int {
@@ -688,6 +698,16 @@ pub static DIRECTIVES: &[Directive] = &[
         "1000000",
         true,
     ),
+    // ferrokv's memcached listener (net/memcache.rs): memcached's -p, -s
+    // and -a.
+    d(
+        "memcached-port",
+        Kind::Int { min: 0, max: 65535 },
+        "0",
+        false,
+    ),
+    d("memcached-unixsocket", Kind::Str, "", false),
+    d("memcached-unixsocketperm", Kind::Octal, "0", false),
     d("unixsocket", Kind::Str, "", false),
     d("unixsocketperm", Kind::Octal, "0", false),
     d(
@@ -1241,6 +1261,8 @@ pub struct LiveConfig {
     pub zset_max_listpack_value: AtomicU64,
     /// proto-max-bulk-len, bytes.
     pub proto_max_bulk_len: AtomicU64,
+    /// item-size-max (memcached's -I), bytes.
+    pub item_size_max: AtomicU64,
     /// client-query-buffer-limit, bytes.
     pub client_query_buffer_limit: AtomicU64,
     /// maxclients.

@@ -218,6 +218,7 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
             unixsocket.clone(),
         ));
     }
+    net::listener::listen_memcached(&server, &binds, backlog)?;
     if !pidfile.is_empty() {
         if let Err(e) = std::fs::write(&pidfile, format!("{}\n", std::process::id())) {
             tracing::warn!("Failed to write PID file: {e}");
@@ -265,6 +266,10 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
     }
     if !unixsocket.is_empty() {
         let _ = std::fs::remove_file(&unixsocket);
+    }
+    let mc_socket = server.config.read().get("memcached-unixsocket").to_string();
+    if !mc_socket.is_empty() {
+        let _ = std::fs::remove_file(&mc_socket);
     }
     if !pidfile.is_empty() {
         let _ = std::fs::remove_file(&pidfile);

@@ -93,6 +93,8 @@ pub struct Server {
     /// Lua scripts and functions: the interpreters, the script cache, the
     /// function libraries and the running script's state (script/).
     pub scripts: crate::script::Scripts,
+    /// The memcached protocol's server-wide state (cmd/memcache.rs).
+    pub memcache: crate::cmd::memcache::State,
     /// When the server started.
     pub started: Instant,
     /// Unix ms at start.
@@ -196,6 +198,7 @@ impl Server {
             repl: Default::default(),
             cluster,
             scripts: Default::default(),
+            memcache: Default::default(),
             started: Instant::now(),
             started_ms: now,
             shutdown: tokio::sync::Notify::new(),
@@ -230,6 +233,7 @@ impl Server {
         let u = |name: &str| c.get_u64(name);
         l.proto_max_bulk_len
             .store(u("proto-max-bulk-len"), Ordering::Relaxed);
+        l.item_size_max.store(u("item-size-max"), Ordering::Relaxed);
         l.client_query_buffer_limit
             .store(u("client-query-buffer-limit"), Ordering::Relaxed);
         l.maxclients.store(u("maxclients"), Ordering::Relaxed);

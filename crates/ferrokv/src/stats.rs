@@ -43,6 +43,9 @@ pub struct ThreadStats {
     /// Write commands that did not fail (INFO rdb_changes_since_last_save;
     /// counts commands, where Redis counts modified keys).
     pub dirty: AtomicU64,
+    /// memcached protocol counters (`stats`), indexed by
+    /// `cmd::memcache::counter`.
+    pub mc: [AtomicU64; crate::cmd::memcache::counter::COUNT],
 }
 
 impl ThreadStats {
@@ -55,6 +58,7 @@ impl ThreadStats {
             net_in: AtomicU64::new(0),
             net_out: AtomicU64::new(0),
             dirty: AtomicU64::new(0),
+            mc: std::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
 }
@@ -182,6 +186,16 @@ impl Stats {
         let code = msg.split(' ').next().unwrap_or("ERR");
         let code = if code.is_empty() { "ERR" } else { code };
         *self.errors.lock().entry(code.to_string()).or_insert(0) += 1;
+    }
+
+    /// Sums memcached counter `i` (`cmd::memcache::counter`) over every
+    /// thread.
+    pub fn sum_mc(&self, i: usize) -> u64 {
+        self.threads
+            .lock()
+            .iter()
+            .map(|t| t.mc[i].load(Ordering::Relaxed))
+            .sum()
     }
 
     /// Sums every thread's counters (minus the CONFIG RESETSTAT baseline).

@@ -20,6 +20,7 @@ pub mod hashes;
 pub mod keys;
 pub use crate::keyspecs;
 pub mod lists;
+pub mod memcache;
 pub mod migrate;
 pub mod persist;
 pub mod pubsub;

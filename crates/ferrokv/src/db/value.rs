@@ -38,6 +38,23 @@ pub enum StrValue {
     /// `raw` kept in the allocation it was received in (a big bulk string
     /// of a request, see `cmd::arg_str_value`): stored without a copy.
     Shared(Box<bytes::Bytes>),
+    /// A string stored through the memcached protocol with a client flags
+    /// word or a CAS unique (cmd/memcache.rs): boxed, so strings that never
+    /// had either keep their size. Any change through RESP turns it back
+    /// into a plain string (flags and CAS gone, as the item was replaced).
+    Item(Box<Item>),
+}
+
+/// The memcached metadata of a string ([`StrValue::Item`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    /// memcached's client flags (32 bits, opaque to the server).
+    pub flags: u32,
+    /// The CAS unique (0 = none assigned yet; one is assigned when a client
+    /// first asks for it).
+    pub cas: u64,
+    /// The bytes: never [`StrValue::Int`] nor another `Item`.
+    pub data: StrValue,
 }
 
 impl StrValue {
@@ -80,6 +97,28 @@ impl StrValue {
         StrValue::Shared(Box::new(b))
     }
 
+    /// A memcached item: `data` with `flags` and `cas`, plain when both
+    /// are 0.
+    pub fn item(data: &[u8], flags: u32, cas: u64) -> Self {
+        if flags == 0 && cas == 0 {
+            return Self::from_bytes(data);
+        }
+        StrValue::Item(Box::new(Item {
+            flags,
+            cas,
+            data: Self::plain(data),
+        }))
+    }
+
+    /// The memcached (flags, CAS) of a string: (0, 0) for a plain one.
+    #[inline]
+    pub fn item_meta(&self) -> (u32, u64) {
+        match self {
+            StrValue::Item(i) => (i.flags, i.cas),
+            _ => (0, 0),
+        }
+    }
+
     /// A `raw` string (the result of APPEND / SETRANGE).
     pub fn raw(data: Vec<u8>) -> Self {
         StrValue::Raw(Box::new(data))
@@ -94,6 +133,7 @@ impl StrValue {
             StrValue::Emb(b) | StrValue::RawFixed(b) => Some(b),
             StrValue::Raw(v) => Some(v),
             StrValue::Shared(b) => Some(b),
+            StrValue::Item(i) => i.data.as_slice(),
         }
     }
 
@@ -134,6 +174,7 @@ impl StrValue {
             StrValue::Raw(v) => *v,
             // The allocation itself when no other handle shares it.
             StrValue::Shared(b) => Vec::from(*b),
+            StrValue::Item(i) => i.data.into_vec(),
             other => other.to_vec(),
         }
     }
@@ -157,6 +198,7 @@ impl StrValue {
             StrValue::Int(_) => "int",
             StrValue::Inline { .. } | StrValue::Emb(_) => "embstr",
             StrValue::RawFixed(_) | StrValue::Raw(_) | StrValue::Shared(_) => "raw",
+            StrValue::Item(i) => i.data.encoding(),
         }
     }
 
@@ -167,6 +209,7 @@ impl StrValue {
             StrValue::Emb(b) | StrValue::RawFixed(b) => b.len(),
             StrValue::Raw(v) => v.capacity() + 24,
             StrValue::Shared(b) => b.len() + 56,
+            StrValue::Item(i) => i.data.heap_size() + std::mem::size_of::<Item>(),
         }
     }
 }

@@ -114,6 +114,40 @@ fn admit_tcp(
     peer: std::net::SocketAddr,
     tls: bool,
 ) -> Option<(std::net::TcpStream, Arc<crate::clients::ClientHandle>)> {
+    admit_tcp_as(server, sock, peer, tls, Refusals::RESP)
+}
+
+/// The lines a refused connection gets, in its protocol.
+#[derive(Clone, Copy)]
+pub struct Refusals {
+    /// Over `maxclients`.
+    pub maxclients: &'static [u8],
+    /// Refused by protected mode.
+    pub protected: &'static [u8],
+}
+
+impl Refusals {
+    /// Redis's.
+    pub const RESP: Refusals = Refusals {
+        maxclients: b"-ERR max number of clients reached\r\n",
+        protected: crate::acl::PROTECTED_MODE_ERR.as_bytes(),
+    };
+    /// memcached's (its "Too many open connections"; protected mode as a
+    /// server error).
+    pub const MEMCACHED: Refusals = Refusals {
+        maxclients: b"ERROR Too many open connections\r\n",
+        protected: b"SERVER_ERROR DENIED Redis is running in protected mode: connect from the loopback interface or set a password\r\n",
+    };
+}
+
+/// [`admit_tcp`] answering refusals with `refusals`.
+fn admit_tcp_as(
+    server: &Arc<Server>,
+    sock: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    tls: bool,
+    refusals: Refusals,
+) -> Option<(std::net::TcpStream, Arc<crate::clients::ClientHandle>)> {
     server.stats.connections.fetch_add(1, Ordering::Relaxed);
     let _ = sock.set_nodelay(true);
     let fd = sock.as_raw_fd();
@@ -125,9 +159,7 @@ fn admit_tcp(
         if !tls {
             tokio::spawn(async move {
                 let mut sock = sock;
-                let _ = sock
-                    .write_all(b"-ERR max number of clients reached\r\n")
-                    .await;
+                let _ = sock.write_all(refusals.maxclients).await;
             });
         }
         // Over TLS the handshake has not happened, so the error cannot be
@@ -142,9 +174,7 @@ fn admit_tcp(
         if !tls {
             tokio::spawn(async move {
                 let mut sock = sock;
-                let _ = sock
-                    .write_all(crate::acl::PROTECTED_MODE_ERR.as_bytes())
-                    .await;
+                let _ = sock.write_all(refusals.protected).await;
             });
         }
         return None;
@@ -493,4 +523,118 @@ pub async fn accept_unix(server: Arc<Server>, listener: UnixListener, path: Stri
             }
         });
     }
+}
+
+/// Accepts memcached-protocol clients on TCP forever (`memcached-port`):
+/// admitted as RESP clients are (maxclients, protected mode, keepalive),
+/// served by the connection loop with the memcached codec.
+pub async fn accept_memcached_tcp(server: Arc<Server>, listener: TcpListener) {
+    loop {
+        let (sock, peer) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                server.net.accept_log.failed(&e);
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let Some((std_sock, handle)) =
+            admit_tcp_as(&server, sock, peer, false, Refusals::MEMCACHED)
+        else {
+            continue;
+        };
+        let s = server.clone();
+        server.net.next_worker().spawn(async move {
+            match tokio::net::TcpStream::from_std(std_sock) {
+                Ok(sock) => {
+                    super::connection::serve_with::<_, super::memcache::MemcacheCodec>(
+                        s, sock, handle,
+                    )
+                    .await
+                }
+                Err(_) => s.clients.remove(handle.id),
+            }
+        });
+    }
+}
+
+/// Accepts memcached-protocol clients on a unix socket forever
+/// (`memcached-unixsocket`).
+pub async fn accept_memcached_unix(server: Arc<Server>, listener: UnixListener, path: String) {
+    loop {
+        let (sock, _) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                server.net.accept_log.failed(&e);
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        server.stats.connections.fetch_add(1, Ordering::Relaxed);
+        if over_limit(&server) {
+            server
+                .stats
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
+            tokio::spawn(async move {
+                let mut sock = sock;
+                let _ = sock.write_all(Refusals::MEMCACHED.maxclients).await;
+            });
+            continue;
+        }
+        let fd = sock.as_raw_fd();
+        let handle = new_handle(
+            &server.clients,
+            server.clock.now_ms(),
+            format!("{path}:0"),
+            format!("{path}:0"),
+            fd,
+            true,
+        );
+        server.clients.add(handle.clone());
+        let s = server.clone();
+        let Ok(std_sock) = sock.into_std() else {
+            server.clients.remove(handle.id);
+            continue;
+        };
+        server.net.next_worker().spawn(async move {
+            match tokio::net::UnixStream::from_std(std_sock) {
+                Ok(sock) => {
+                    super::connection::serve_with::<_, super::memcache::MemcacheCodec>(
+                        s, sock, handle,
+                    )
+                    .await
+                }
+                Err(_) => s.clients.remove(handle.id),
+            }
+        });
+    }
+}
+
+/// Starts the memcached listeners configured (`memcached-port` on every
+/// `bind` address, `memcached-unixsocket`), on the current runtime.
+/// Errors: binding failed.
+pub fn listen_memcached(
+    server: &Arc<Server>,
+    binds: &[String],
+    backlog: u32,
+) -> std::io::Result<()> {
+    let (port, path, perm) = {
+        let c = server.config.read();
+        (
+            c.get_i64("memcached-port") as u16,
+            c.get("memcached-unixsocket").to_string(),
+            c.get_octal("memcached-unixsocketperm"),
+        )
+    };
+    if port != 0 {
+        for l in bind_all(binds, port, backlog)? {
+            tokio::spawn(accept_memcached_tcp(server.clone(), l));
+        }
+    }
+    if !path.is_empty() {
+        let l = bind_unix(&path, perm)?;
+        tokio::spawn(accept_memcached_unix(server.clone(), l, path));
+    }
+    Ok(())
 }

@@ -7,4 +7,5 @@
 pub mod codec;
 pub mod connection;
 pub mod listener;
+pub mod memcache;
 pub mod resp;

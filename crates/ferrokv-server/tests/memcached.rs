@@ -1,0 +1,266 @@
+//! The memcached protocol (net/memcache.rs, cmd/memcache.rs): replies as
+//! memcached 1.6 gives them, one keyspace with RESP, limits, authentication
+//! and propagation; differential runs against a real memcached.
+
+mod common;
+
+use common::{free_port, Server};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// A raw memcached connection.
+struct Mc {
+    s: TcpStream,
+}
+
+impl Mc {
+    fn connect(port: u16) -> Mc {
+        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect memcached port");
+        s.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        s.set_nodelay(true).unwrap();
+        Mc { s }
+    }
+
+    fn send(&mut self, b: &[u8]) {
+        self.s.write_all(b).unwrap();
+    }
+
+    /// Everything that arrives until the reply ends with `end` (or 5 s).
+    fn until(&mut self, end: &[u8]) -> Vec<u8> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut out = Vec::new();
+        let mut buf = [0u8; 65536];
+        while !out.ends_with(end) && Instant::now() < deadline {
+            match self.s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(_) => {}
+            }
+        }
+        out
+    }
+
+    /// Sends `req` and reads a reply ending in CRLF.
+    fn cmd(&mut self, req: &str) -> String {
+        self.send(req.as_bytes());
+        String::from_utf8_lossy(&self.until(b"\r\n")).into_owned()
+    }
+
+    /// True once the server closed the connection.
+    fn closed(&mut self) -> bool {
+        let mut b = [0u8; 16];
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            match self.s.read(&mut b) {
+                Ok(0) => return true,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+                Err(_) => {}
+            }
+        }
+        false
+    }
+}
+
+fn start(extra: &[&str]) -> (Server, u16) {
+    let mp = free_port();
+    let mut args = vec!["--memcached-port".to_string(), mp.to_string()];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    (Server::start(&a), mp)
+}
+
+#[test]
+fn text_protocol_replies_and_one_keyspace() {
+    let (srv, mp) = start(&[]);
+    let mut m = Mc::connect(mp);
+    assert_eq!(m.cmd("set k 5 0 3\r\nabc\r\n"), "STORED\r\n");
+    m.send(b"get k\r\n");
+    assert_eq!(m.until(b"END\r\n"), b"VALUE k 5 3\r\nabc\r\nEND\r\n");
+    assert_eq!(m.cmd("add k 0 0 1\r\nx\r\n"), "NOT_STORED\r\n");
+    assert_eq!(m.cmd("replace nope 0 0 1\r\nx\r\n"), "NOT_STORED\r\n");
+    assert_eq!(m.cmd("append k 0 0 2\r\nde\r\n"), "STORED\r\n");
+    assert_eq!(m.cmd("prepend k 0 0 1\r\n_\r\n"), "STORED\r\n");
+    m.send(b"gets k\r\n");
+    let r = String::from_utf8(m.until(b"END\r\n")).unwrap();
+    assert!(r.starts_with("VALUE k 5 6 "), "{r}");
+    let cas: u64 = r
+        .lines()
+        .next()
+        .unwrap()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        m.cmd(&format!("cas k 0 0 1 {}\r\nz\r\n", cas + 1)),
+        "EXISTS\r\n"
+    );
+    assert_eq!(m.cmd(&format!("cas k 7 0 1 {cas}\r\nz\r\n")), "STORED\r\n");
+    assert_eq!(m.cmd(&format!("cas k 7 0 1 {cas}\r\nz\r\n")), "EXISTS\r\n");
+    assert_eq!(m.cmd("cas nope 0 0 1 1\r\nz\r\n"), "NOT_FOUND\r\n");
+    // incr wraps at 2^64, decr stops at 0 and keeps the length (padding).
+    assert_eq!(
+        m.cmd("set n 0 0 20\r\n18446744073709551615\r\n"),
+        "STORED\r\n"
+    );
+    assert_eq!(m.cmd("incr n 2\r\n"), "1\r\n");
+    assert_eq!(m.cmd("set n 0 0 2\r\n10\r\n"), "STORED\r\n");
+    assert_eq!(m.cmd("decr n 1\r\n"), "9\r\n");
+    m.send(b"get n\r\n");
+    assert_eq!(m.until(b"END\r\n"), b"VALUE n 0 2\r\n9 \r\nEND\r\n");
+    assert_eq!(m.cmd("decr n 100\r\n"), "0\r\n");
+    assert_eq!(
+        m.cmd("incr k 1\r\n"),
+        "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"
+    );
+    assert_eq!(
+        m.cmd("incr n x\r\n"),
+        "CLIENT_ERROR invalid numeric delta argument\r\n"
+    );
+    assert_eq!(m.cmd("incr nope 1\r\n"), "NOT_FOUND\r\n");
+    assert_eq!(m.cmd("touch n 100\r\n"), "TOUCHED\r\n");
+    assert_eq!(m.cmd("touch nope 100\r\n"), "NOT_FOUND\r\n");
+    assert_eq!(m.cmd("delete n\r\n"), "DELETED\r\n");
+    assert_eq!(m.cmd("delete n\r\n"), "NOT_FOUND\r\n");
+    assert_eq!(m.cmd("bogus\r\n"), "ERROR\r\n");
+    assert_eq!(m.cmd("\r\n"), "ERROR\r\n");
+    assert_eq!(m.cmd("set k 0 0\r\n"), "ERROR\r\n");
+    assert_eq!(
+        m.cmd("set k x 0 1\r\n"),
+        "CLIENT_ERROR bad command line format\r\n"
+    );
+    let long = "k".repeat(251);
+    assert_eq!(
+        m.cmd(&format!("get {long}\r\n")),
+        "CLIENT_ERROR bad command line format\r\n"
+    );
+    // The 3 bytes after the line are the data block; the CRLF left is an
+    // empty command line, as memcached 1.6 reads it.
+    m.send(b"set k 0 0 1\r\nxyz\r\n");
+    assert_eq!(
+        m.until(b"chunk\r\nERROR\r\n"),
+        b"CLIENT_ERROR bad data chunk\r\nERROR\r\n"
+    );
+    assert_eq!(m.cmd("version\r\n"), "VERSION 1.6.18\r\n");
+    assert_eq!(m.cmd("verbosity 1\r\n"), "OK\r\n");
+    // noreply: nothing comes back.
+    m.send(b"set q 0 0 1 noreply\r\nq\r\nget q\r\n");
+    assert_eq!(m.until(b"END\r\n"), b"VALUE q 0 1\r\nq\r\nEND\r\n");
+    // Negative exptime: stored and gone at once.
+    assert_eq!(m.cmd("set gone 0 -1 1\r\nx\r\n"), "STORED\r\n");
+    m.send(b"get gone\r\n");
+    assert_eq!(m.until(b"END\r\n"), b"END\r\n");
+    // One keyspace: RESP sees memcached's items and the other way round.
+    let mut r = srv.raw();
+    assert_eq!(r.cmd(&[b"GET", b"q"]), b"$1\r\nq\r\n");
+    assert_eq!(r.cmd(&[b"SET", b"fromresp", b"hello"]), b"+OK\r\n");
+    m.send(b"get fromresp q\r\n");
+    assert_eq!(
+        m.until(b"END\r\n"),
+        b"VALUE fromresp 0 5\r\nhello\r\nVALUE q 0 1\r\nq\r\nEND\r\n"
+    );
+    // A RESP write replaces the item: flags and CAS go with it.
+    m.send(b"gets k\r\n");
+    let before = String::from_utf8(m.until(b"END\r\n")).unwrap();
+    assert!(before.starts_with("VALUE k 7 1 "), "{before}");
+    assert_eq!(r.cmd(&[b"APPEND", b"k", b"!"]), b":2\r\n");
+    m.send(b"gets k\r\n");
+    let after = String::from_utf8(m.until(b"END\r\n")).unwrap();
+    assert!(after.starts_with("VALUE k 0 2 "), "{after}");
+    assert_ne!(before.lines().next(), after.lines().next());
+    // A RESP TTL is memcached's exptime; flush_all empties database 0.
+    assert_eq!(m.cmd("set t 0 100 1\r\nx\r\n"), "STORED\r\n");
+    let ttl = r.cmd(&[b"TTL", b"t"]);
+    assert!(ttl == b":100\r\n" || ttl == b":99\r\n", "{ttl:?}");
+    assert_eq!(m.cmd("flush_all\r\n"), "OK\r\n");
+    assert_eq!(r.cmd(&[b"DBSIZE"]), b":0\r\n");
+    m.send(b"stats\r\n");
+    let stats = String::from_utf8(m.until(b"END\r\n")).unwrap();
+    for f in [
+        "STAT pid ",
+        "STAT uptime ",
+        "STAT curr_items 0",
+        "STAT cmd_get ",
+        "STAT get_hits ",
+    ] {
+        assert!(stats.contains(f), "{f} missing in {stats}");
+    }
+    assert!(m.cmd("quit\r\n").is_empty());
+    assert!(m.closed());
+}
+
+#[test]
+fn limits_and_bad_input() {
+    let (_srv, mp) = start(&["--item-size-max", "2048"]);
+    let mut m = Mc::connect(mp);
+    // Too large: refused, its data discarded as it arrives, the old item
+    // removed (as memcached does for set); the connection goes on.
+    assert_eq!(m.cmd("set big 0 0 1\r\nx\r\n"), "STORED\r\n");
+    let data = vec![b'a'; 5000];
+    let mut req = b"set big 0 0 5000\r\n".to_vec();
+    req.extend_from_slice(&data);
+    req.extend_from_slice(b"\r\nget big\r\n");
+    m.send(&req);
+    assert_eq!(
+        m.until(b"END\r\n"),
+        b"SERVER_ERROR object too large for cache\r\nEND\r\n"
+    );
+    // Requests split at every byte are framed the same.
+    for b in b"set s 0 0 2\r\nok\r\n" {
+        m.send(&[*b]);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(m.until(b"\r\n"), b"STORED\r\n");
+    // A line that does not end within 2048 bytes closes the connection.
+    let mut m2 = Mc::connect(mp);
+    m2.send(&vec![b'x'; 5000]);
+    assert!(m2.closed());
+    // Binary garbage.
+    let mut m3 = Mc::connect(mp);
+    m3.send(&[0x80, 0x01, 0x00, 0xff, b'\r', b'\n']);
+    let r = m3.until(b"\r\n");
+    assert!(r == b"ERROR\r\n" || r.is_empty(), "{r:?}");
+}
+
+#[test]
+fn authentication_with_acl_users() {
+    let (_srv, mp) = start(&["--requirepass", "secret"]);
+    let mut m = Mc::connect(mp);
+    m.send(b"get k\r\n");
+    assert_eq!(m.until(b"\r\n"), b"CLIENT_ERROR unauthenticated\r\n");
+    assert_eq!(
+        m.cmd("set auth 0 0 12\r\ndefault nope\r\n"),
+        "CLIENT_ERROR authentication failure\r\n"
+    );
+    assert_eq!(m.cmd("set auth 0 0 14\r\ndefault secret\r\n"), "STORED\r\n");
+    assert_eq!(m.cmd("set k 0 0 1\r\nv\r\n"), "STORED\r\n");
+    m.send(b"get k\r\n");
+    assert_eq!(m.until(b"END\r\n"), b"VALUE k 0 1\r\nv\r\nEND\r\n");
+}
+
+#[test]
+fn writes_reach_the_aof() {
+    let (srv, mp) = start(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let mut m = Mc::connect(mp);
+    assert_eq!(m.cmd("set a 3 0 1\r\n1\r\n"), "STORED\r\n");
+    assert_eq!(m.cmd("incr a 41\r\n"), "42\r\n");
+    assert_eq!(m.cmd("set t 0 1000 1\r\nx\r\n"), "STORED\r\n");
+    assert_eq!(m.cmd("delete t\r\n"), "DELETED\r\n");
+    let dir = srv.dir.path().join("appendonlydir");
+    let mut aof = Vec::new();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.to_string_lossy().ends_with(".incr.aof") {
+            aof.extend(std::fs::read(&p).unwrap());
+        }
+    }
+    let text = String::from_utf8_lossy(&aof).replace("\r\n", " ");
+    assert!(text.contains("SET $1 a $1 1"), "{text}");
+    assert!(text.contains("SET $1 a $2 42 $7 KEEPTTL"), "{text}");
+    assert!(text.contains("PXAT"), "{text}");
+    assert!(text.contains("DEL $1 t"), "{text}");
+}

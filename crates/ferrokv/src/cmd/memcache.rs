@@ -1,0 +1,1099 @@
+//! memcached's text protocol on the keyspace (memcached 1.6's
+//! doc/protocol.txt and proto_text.c): the commands of a memcached
+//! connection (net/memcache.rs frames them) run here, on database 0 of the
+//! same keyspace RESP clients use. An item is a string key: a value stored
+//! with `set` is a string `GET` returns, and the other way round. The
+//! item's client flags and CAS unique live in the string itself
+//! ([`StrValue::Item`]) only when a client used them, so a plain key costs
+//! nothing more. Writes are propagated (AOF, replicas) as the RESP commands
+//! with the same effect (`SET key value [PXAT ms]`, `DEL`, `PEXPIREAT`...),
+//! touch WATCHers, invalidate tracking clients and emit keyspace events as
+//! the equivalent RESP commands do.
+
+use super::Ctx;
+use crate::db::{Entry, StrValue, Value};
+use crate::events::{GENERIC, NEW, STRING};
+use crate::net::codec::Session;
+use crate::resp::{Args, Out};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The memcached version reported by `version` and `stats`: the release
+/// whose behaviour ferrokv follows.
+pub const MEMCACHED_VERSION: &str = "1.6.18";
+
+/// Longest key memcached accepts (KEY_MAX_LENGTH).
+pub const KEY_MAX_LENGTH: usize = 250;
+
+/// exptime values up to this many seconds are relative to now; larger
+/// ones are absolute Unix times (REALTIME_MAXDELTA, 30 days).
+const REALTIME_MAXDELTA: i64 = 60 * 60 * 24 * 30;
+
+/// Server-wide memcached state (`Server::memcache`).
+#[derive(Debug)]
+pub struct State {
+    /// The last CAS unique handed out (memcached's `get_cas_id`).
+    cas: AtomicU64,
+    /// total_items: items stored since start.
+    pub total_items: AtomicU64,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            cas: AtomicU64::new(0),
+            total_items: AtomicU64::new(0),
+        }
+    }
+}
+
+impl State {
+    /// A new CAS unique, larger than every one handed out before.
+    pub fn next_cas(&self) -> u64 {
+        self.cas.fetch_add(1, Ordering::Relaxed) + 1
+    }
+}
+
+/// Per-thread counters of `stats` (ThreadStats::mc), by index.
+pub mod counter {
+    /// cmd_get: keys looked up by get/gets/gat/gats.
+    pub const CMD_GET: usize = 0;
+    /// cmd_set: storage commands.
+    pub const CMD_SET: usize = 1;
+    /// cmd_flush.
+    pub const CMD_FLUSH: usize = 2;
+    /// cmd_touch.
+    pub const CMD_TOUCH: usize = 3;
+    /// get_hits.
+    pub const GET_HITS: usize = 4;
+    /// get_misses.
+    pub const GET_MISSES: usize = 5;
+    /// delete_misses.
+    pub const DELETE_MISSES: usize = 6;
+    /// delete_hits.
+    pub const DELETE_HITS: usize = 7;
+    /// incr_misses.
+    pub const INCR_MISSES: usize = 8;
+    /// incr_hits.
+    pub const INCR_HITS: usize = 9;
+    /// decr_misses.
+    pub const DECR_MISSES: usize = 10;
+    /// decr_hits.
+    pub const DECR_HITS: usize = 11;
+    /// cas_misses.
+    pub const CAS_MISSES: usize = 12;
+    /// cas_hits.
+    pub const CAS_HITS: usize = 13;
+    /// cas_badval.
+    pub const CAS_BADVAL: usize = 14;
+    /// touch_hits.
+    pub const TOUCH_HITS: usize = 15;
+    /// touch_misses.
+    pub const TOUCH_MISSES: usize = 16;
+    /// store_too_large.
+    pub const STORE_TOO_LARGE: usize = 17;
+    /// store_no_memory.
+    pub const STORE_NO_MEMORY: usize = 18;
+    /// auth_cmds.
+    pub const AUTH_CMDS: usize = 19;
+    /// auth_errors.
+    pub const AUTH_ERRORS: usize = 20;
+    /// cmd_meta: meta commands.
+    pub const CMD_META: usize = 21;
+    /// get_expired: gets that found an item expired.
+    pub const GET_EXPIRED: usize = 22;
+    /// Number of counters.
+    pub const COUNT: usize = 23;
+}
+
+/// What the connection must do after a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum After {
+    /// Go on.
+    #[default]
+    Continue,
+    /// Discard this many bytes of input: the data block of a refused
+    /// storage command (memcached's conn_swallow).
+    Swallow(usize),
+    /// Close the connection (quit).
+    Close,
+}
+
+/// Storage commands (memcached's NREAD_*).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    /// set.
+    Set,
+    /// add: only when absent.
+    Add,
+    /// replace: only when present.
+    Replace,
+    /// append: data after the item's.
+    Append,
+    /// prepend: data before the item's.
+    Prepend,
+    /// cas: set when the item's CAS unique matches.
+    Cas,
+}
+
+impl Store {
+    /// The storage command named `w`.
+    pub fn of(w: &[u8]) -> Option<Store> {
+        Some(match w {
+            b"set" => Store::Set,
+            b"add" => Store::Add,
+            b"replace" => Store::Replace,
+            b"append" => Store::Append,
+            b"prepend" => Store::Prepend,
+            b"cas" => Store::Cas,
+            _ => return None,
+        })
+    }
+}
+
+/// Splits a command line into tokens on spaces (memcached's
+/// `tokenize_command`: runs of spaces separate, nothing else does).
+pub fn tokens(line: &[u8]) -> impl Iterator<Item = &[u8]> + Clone {
+    line.split(|&b| b == b' ').filter(|t| !t.is_empty())
+}
+
+/// memcached's `safe_strtoul` on a 32-bit value: decimal digits only
+/// (leading whitespace and a `+` as strtoul allows), within u32.
+pub fn parse_u32(t: &[u8]) -> Option<u32> {
+    parse_u64(t).and_then(|v| u32::try_from(v).ok())
+}
+
+/// memcached's `safe_strtoull`: an unsigned decimal within u64; a leading
+/// `-` is refused (strtoull would wrap it).
+pub fn parse_u64(t: &[u8]) -> Option<u64> {
+    let t = t.strip_prefix(b"+").unwrap_or(t);
+    if t.is_empty() || t.len() > 20 || !t.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(t).ok()?.parse().ok()
+}
+
+/// memcached's `safe_strtol` on a 32-bit value.
+pub fn parse_i32(t: &[u8]) -> Option<i32> {
+    let (neg, d) = match t.first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    if d.is_empty() || d.len() > 10 || !d.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let v: i64 = std::str::from_utf8(d).ok()?.parse().ok()?;
+    let v = if neg { -v } else { v };
+    i32::try_from(v).ok()
+}
+
+/// An item's expiry from memcached's `exptime`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    /// Never (exptime 0).
+    Never,
+    /// At this time, ms since the epoch.
+    At(u64),
+    /// Expired at once (negative, or an absolute time not in the future).
+    Now,
+}
+
+/// The expiry of memcached's `exptime` (seconds): up to 30 days it is
+/// relative to `now_ms`, beyond an absolute Unix time (memcached's
+/// `realtime`).
+pub fn expiry(exptime: i64, now_ms: u64) -> Expiry {
+    if exptime == 0 {
+        return Expiry::Never;
+    }
+    if exptime < 0 {
+        return Expiry::Now;
+    }
+    if exptime > REALTIME_MAXDELTA {
+        let at = exptime as u64 * 1000;
+        if at <= now_ms {
+            return Expiry::Now;
+        }
+        return Expiry::At(at);
+    }
+    Expiry::At(now_ms + exptime as u64 * 1000)
+}
+
+/// The command layer's view of a memcached connection's command: a
+/// [`Ctx`] on database 0.
+fn ctx<'a>(s: &'a mut Session<'_>, now: u64) -> Ctx<'a> {
+    Ctx {
+        server: s.server,
+        client: s.client,
+        out: s.out,
+        now,
+        stats: s.stats,
+        failed: false,
+        dirty: None,
+    }
+}
+
+/// Bumps counter `i` of this thread.
+#[inline]
+pub fn count(s: &Session<'_>, i: usize) {
+    crate::stats::bump(&s.stats.mc[i], 1);
+}
+
+/// Writes `text` and CRLF, unless the command said `noreply`.
+#[inline]
+fn reply(out: &mut Out, noreply: bool, text: &[u8]) {
+    if !noreply {
+        out.buf.extend_from_slice(text);
+        out.buf.extend_from_slice(b"\r\n");
+    }
+}
+
+/// Runs one write command: inside a propagation command context (its
+/// records stated with `propagate::rewrite`).
+fn write_command<R>(s: &mut Session<'_>, f: impl FnOnce(&mut Session<'_>) -> R) -> R {
+    let prop = s.server.propagation.on();
+    if prop {
+        s.server.propagation.begin_command();
+    }
+    let r = f(s);
+    if prop {
+        s.server.propagation.end_command(0, &Args::new(&[], &[]));
+    }
+    if crate::events::pending() {
+        crate::events::drain(&**s.server);
+    }
+    r
+}
+
+/// Executes one text-protocol command line (`line`, without its line end)
+/// and, for a storage command, its data block (`data`, with its CRLF).
+/// Replies go to `s.out`. Returns what the connection must do next.
+pub fn execute_line(s: &mut Session<'_>, line: &[u8], data: Option<&[u8]>) -> After {
+    let mut toks = tokens(line);
+    let Some(cmd) = toks.next() else {
+        reply(s.out, false, b"ERROR");
+        return After::Continue;
+    };
+    let now = s.server.clock.now_ms();
+    match cmd {
+        b"get" | b"gets" => {
+            let cas = cmd == b"gets";
+            retrieve(s, toks, None, cas, now);
+        }
+        b"gat" | b"gats" => {
+            let cas = cmd == b"gats";
+            let Some(exp) = toks.next() else {
+                reply(s.out, false, b"ERROR");
+                return After::Continue;
+            };
+            if toks.clone().next().is_none() {
+                reply(s.out, false, b"ERROR");
+                return After::Continue;
+            }
+            let Some(exptime) = parse_i32(exp) else {
+                reply(s.out, false, b"CLIENT_ERROR invalid exptime argument");
+                return After::Continue;
+            };
+            retrieve(s, toks, Some(exptime as i64), cas, now);
+        }
+        _ if Store::of(cmd).is_some() => {
+            let kind = Store::of(cmd).unwrap_or(Store::Set);
+            return store(s, kind, line, data, now);
+        }
+        b"delete" => delete(s, toks, now),
+        b"incr" | b"decr" => arith(s, cmd == b"incr", toks, now),
+        b"touch" => touch_cmd(s, toks, now),
+        b"flush_all" => flush_all(s, toks, now),
+        b"version" => {
+            s.out.buf.extend_from_slice(b"VERSION ");
+            s.out.buf.extend_from_slice(MEMCACHED_VERSION.as_bytes());
+            s.out.buf.extend_from_slice(b"\r\n");
+        }
+        b"verbosity" => {
+            let args: Vec<&[u8]> = toks.collect();
+            let noreply = args.last() == Some(&&b"noreply"[..]);
+            match args.len() {
+                1 | 2 => reply(s.out, noreply, b"OK"),
+                _ => reply(s.out, false, b"ERROR"),
+            }
+        }
+        b"quit" => return After::Close,
+        b"stats" => stats(s, toks, now),
+        _ => reply(s.out, false, b"ERROR"),
+    }
+    After::Continue
+}
+
+/// get / gets / gat / gats (memcached's process_get_command).
+fn retrieve<'t>(
+    s: &mut Session<'_>,
+    keys: impl Iterator<Item = &'t [u8]> + Clone,
+    touch: Option<i64>,
+    cas: bool,
+    now: u64,
+) {
+    if keys.clone().next().is_none() {
+        reply(s.out, false, b"ERROR");
+        return;
+    }
+    let start = s.out.buf.len();
+    for key in keys {
+        if key.len() > KEY_MAX_LENGTH {
+            s.out.buf.truncate(start);
+            reply(s.out, false, b"CLIENT_ERROR bad command line format");
+            return;
+        }
+        count(s, counter::CMD_GET);
+        if touch.is_some() {
+            count(s, counter::CMD_TOUCH);
+        }
+        let found = match touch {
+            None => get_one(s, key, cas, now),
+            Some(exptime) => write_command(s, |s| gat_one(s, key, exptime, cas, now)),
+        };
+        if found {
+            count(s, counter::GET_HITS);
+            if touch.is_some() {
+                count(s, counter::TOUCH_HITS);
+            }
+        } else {
+            count(s, counter::GET_MISSES);
+            if touch.is_some() {
+                count(s, counter::TOUCH_MISSES);
+            }
+        }
+    }
+    s.out.buf.extend_from_slice(b"END\r\n");
+}
+
+/// Writes `VALUE <key> <flags> <bytes>[ <cas>]\r\n<data>\r\n`.
+fn value_line(out: &mut Out, key: &[u8], v: &StrValue, flags: u32, cas: Option<u64>) {
+    let mut t = itoa::Buffer::new();
+    let data = v.as_bytes(&mut t);
+    let mut n = itoa::Buffer::new();
+    let b = &mut out.buf;
+    b.reserve(data.len() + key.len() + 48);
+    b.extend_from_slice(b"VALUE ");
+    b.extend_from_slice(key);
+    b.push(b' ');
+    b.extend_from_slice(n.format(flags).as_bytes());
+    b.push(b' ');
+    b.extend_from_slice(n.format(data.len()).as_bytes());
+    if let Some(c) = cas {
+        b.push(b' ');
+        b.extend_from_slice(n.format(c).as_bytes());
+    }
+    b.extend_from_slice(b"\r\n");
+    b.extend_from_slice(data);
+    b.extend_from_slice(b"\r\n");
+}
+
+/// The CAS unique of a string, assigned (and stored) when it has none.
+pub fn cas_of(state: &State, v: &mut StrValue) -> u64 {
+    let (flags, cas) = v.item_meta();
+    if cas != 0 {
+        return cas;
+    }
+    let cas = state.next_cas();
+    let old = std::mem::replace(v, StrValue::Int(0));
+    let mut t = itoa::Buffer::new();
+    *v = StrValue::item(old.as_bytes(&mut t), flags, cas);
+    cas
+}
+
+/// One key of get / gets: true when found (a string).
+fn get_one(s: &mut Session<'_>, key: &[u8], cas: bool, now: u64) -> bool {
+    let c = ctx(s, now);
+    let (h, mut shard) = c.lock(key);
+    let t = c.touch_time();
+    match shard.get(h, key, now) {
+        Some(e) => {
+            if let Some(t) = t {
+                t.record(&mut e.lru);
+            }
+            let Value::Str(v) = &mut e.value else {
+                drop(shard);
+                c.hit(key, false);
+                return false;
+            };
+            let (flags, _) = v.item_meta();
+            let unique = cas.then(|| cas_of(&c.server.memcache, v));
+            value_line(c.out, key, v, flags, unique);
+            drop(shard);
+            c.hit(key, true);
+            true
+        }
+        None => {
+            drop(shard);
+            c.hit(key, false);
+            false
+        }
+    }
+}
+
+/// One key of gat / gats: found items get the new expiry.
+fn gat_one(s: &mut Session<'_>, key: &[u8], exptime: i64, cas: bool, now: u64) -> bool {
+    let c = ctx(s, now);
+    let (h, mut shard) = c.lock(key);
+    let t = c.touch_time();
+    let Some(e) = shard.get(h, key, now) else {
+        drop(shard);
+        c.hit(key, false);
+        return false;
+    };
+    if let Some(t) = t {
+        t.record(&mut e.lru);
+    }
+    let Value::Str(v) = &mut e.value else {
+        drop(shard);
+        c.hit(key, false);
+        return false;
+    };
+    let (flags, _) = v.item_meta();
+    let unique = cas.then(|| cas_of(&c.server.memcache, v));
+    value_line(c.out, key, v, flags, unique);
+    apply_expiry(&c, &mut shard, h, key, exptime, now);
+    drop(shard);
+    c.hit(key, true);
+    true
+}
+
+/// Sets the expiry of an existing key from memcached's `exptime`
+/// (deleting it when that is in the past), with its propagation and
+/// events, as PEXPIREAT / PERSIST / DEL.
+fn apply_expiry(
+    c: &Ctx<'_>,
+    shard: &mut crate::db::Shard,
+    h: u64,
+    key: &[u8],
+    exptime: i64,
+    now: u64,
+) {
+    match expiry(exptime, now) {
+        Expiry::Never => {
+            if shard.expire_at(h, key) != 0 {
+                shard.set_expire(h, key, 0);
+                crate::propagate::rewrite(&[b"PERSIST", key]);
+                c.modified(key, GENERIC, "persist");
+            }
+        }
+        Expiry::At(at) => {
+            shard.set_expire(h, key, at);
+            let ms = itoa::Buffer::new().format(at).to_string();
+            crate::propagate::rewrite(&[b"PEXPIREAT", key, ms.as_bytes()]);
+            c.modified(key, GENERIC, "expire");
+        }
+        Expiry::Now => {
+            shard.remove(h, key);
+            crate::propagate::rewrite(&[b"DEL", key]);
+            c.modified(key, GENERIC, "del");
+        }
+    }
+}
+
+/// set / add / replace / append / prepend / cas (memcached's
+/// process_update_command + complete_nread_ascii + do_store_item).
+fn store(s: &mut Session<'_>, kind: Store, line: &[u8], data: Option<&[u8]>, now: u64) -> After {
+    let toks: Vec<&[u8]> = tokens(line).collect();
+    let want = if kind == Store::Cas { 6 } else { 5 };
+    if toks.len() != want && toks.len() != want + 1 {
+        reply(s.out, false, b"ERROR");
+        return After::Continue;
+    }
+    let noreply = toks.len() == want + 1 && toks[want] == b"noreply";
+    let key = toks[1];
+    if key.len() > KEY_MAX_LENGTH {
+        reply(s.out, false, b"CLIENT_ERROR bad command line format");
+        return After::Continue;
+    }
+    let (Some(flags), Some(exptime), Some(vlen)) =
+        (parse_u32(toks[2]), parse_i32(toks[3]), parse_i32(toks[4]))
+    else {
+        reply(s.out, false, b"CLIENT_ERROR bad command line format");
+        return After::Continue;
+    };
+    let req_cas = if kind == Store::Cas {
+        match parse_u64(toks[5]) {
+            Some(c) => c,
+            None => {
+                reply(s.out, false, b"CLIENT_ERROR bad command line format");
+                return After::Continue;
+            }
+        }
+    } else {
+        0
+    };
+    if vlen < 0 {
+        reply(s.out, false, b"CLIENT_ERROR bad command line format");
+        return After::Continue;
+    }
+    let Some(data) = data else {
+        // Too large: the codec did not collect the data block.
+        count(s, counter::CMD_SET);
+        count(s, counter::STORE_TOO_LARGE);
+        reply(s.out, noreply, b"SERVER_ERROR object too large for cache");
+        if kind == Store::Set {
+            // memcached unlinks the old item so no stale value remains.
+            write_command(s, |s| delete_key(s, key, now));
+        }
+        return After::Swallow(vlen as usize + 2);
+    };
+    count(s, counter::CMD_SET);
+    if data.len() < 2 || &data[data.len() - 2..] != b"\r\n" {
+        reply(s.out, false, b"CLIENT_ERROR bad data chunk");
+        return After::Continue;
+    }
+    let value = &data[..data.len() - 2];
+    if s.server.evict.maxmemory() != 0
+        && !s.server.scripts.busy()
+        && crate::evict::perform(&s.server.evict_env()) == crate::evict::Outcome::Fail
+    {
+        count(s, counter::STORE_NO_MEMORY);
+        reply(s.out, noreply, b"SERVER_ERROR out of memory storing object");
+        return After::Continue;
+    }
+    let text = write_command(s, |s| {
+        store_item(s, kind, key, flags, exptime as i64, req_cas, value, now)
+    });
+    reply(s.out, noreply, text);
+    After::Continue
+}
+
+/// Stores one item; the reply line.
+#[allow(clippy::too_many_arguments)]
+fn store_item(
+    s: &mut Session<'_>,
+    kind: Store,
+    key: &[u8],
+    flags: u32,
+    exptime: i64,
+    req_cas: u64,
+    value: &[u8],
+    now: u64,
+) -> &'static [u8] {
+    let c = ctx(s, now);
+    let (h, mut shard) = c.lock(key);
+    let expires = expiry(exptime, now);
+    let existing = shard.get(h, key, now);
+    let found = existing.is_some();
+    let mut old: Option<Vec<u8>> = None;
+    let mut old_flags = 0;
+    match existing {
+        Some(e) => match &mut e.value {
+            Value::Str(v) => {
+                let (f, cas) = v.item_meta();
+                old_flags = f;
+                if kind == Store::Cas {
+                    if cas == 0 || cas != req_cas {
+                        drop(shard);
+                        count_of(&c, counter::CAS_BADVAL);
+                        return b"EXISTS";
+                    }
+                    count_of(&c, counter::CAS_HITS);
+                }
+                if matches!(kind, Store::Append | Store::Prepend) {
+                    old = Some(v.to_vec());
+                }
+            }
+            _ => {
+                if matches!(kind, Store::Append | Store::Prepend | Store::Cas) {
+                    drop(shard);
+                    return b"NOT_STORED";
+                }
+            }
+        },
+        None => {
+            if kind == Store::Cas {
+                drop(shard);
+                count_of(&c, counter::CAS_MISSES);
+                return b"NOT_FOUND";
+            }
+        }
+    }
+    match kind {
+        Store::Add if found => {
+            // memcached bumps the existing item's access time.
+            drop(shard);
+            return b"NOT_STORED";
+        }
+        Store::Replace | Store::Append | Store::Prepend if !found => {
+            drop(shard);
+            return b"NOT_STORED";
+        }
+        _ => {}
+    }
+    let joined;
+    let (bytes, flags): (&[u8], u32) = match (kind, &old) {
+        (Store::Append, Some(o)) => {
+            joined = [o.as_slice(), value].concat();
+            (&joined, old_flags)
+        }
+        (Store::Prepend, Some(o)) => {
+            joined = [value, o.as_slice()].concat();
+            (&joined, old_flags)
+        }
+        _ => (value, flags),
+    };
+    c.server
+        .memcache
+        .total_items
+        .fetch_add(1, Ordering::Relaxed);
+    if matches!(kind, Store::Append | Store::Prepend) {
+        // The item keeps its flags and expiry; a new CAS.
+        let Some(e) = shard.get(h, key, now) else {
+            return b"NOT_STORED";
+        };
+        e.value = Value::Str(StrValue::item(bytes, flags, 0));
+        drop(shard);
+        crate::propagate::rewrite(&[b"SET", key, bytes, b"KEEPTTL"]);
+        c.modified(
+            key,
+            STRING,
+            if kind == Store::Append {
+                "append"
+            } else {
+                "setrange"
+            },
+        );
+        return b"STORED";
+    }
+    let at = match expires {
+        Expiry::Never => 0,
+        Expiry::At(at) => at,
+        Expiry::Now => {
+            // Stored and expired at once: nothing remains.
+            if found {
+                shard.remove(h, key);
+                drop(shard);
+                crate::propagate::rewrite(&[b"DEL", key]);
+                c.modified(key, GENERIC, "del");
+            }
+            return b"STORED";
+        }
+    };
+    let entry = Entry::new(
+        Value::Str(StrValue::item(bytes, flags, 0)),
+        c.server.keyspace.lru.initial(now),
+    );
+    shard.insert_with_expire(h, key, entry, at);
+    drop(shard);
+    if at != 0 {
+        let ms = itoa::Buffer::new().format(at).to_string();
+        crate::propagate::rewrite(&[b"SET", key, bytes, b"PXAT", ms.as_bytes()]);
+    } else {
+        crate::propagate::rewrite(&[b"SET", key, bytes]);
+    }
+    if !found {
+        c.notify(key, NEW, "new");
+    }
+    c.modified(key, STRING, "set");
+    if at != 0 {
+        c.notify(key, GENERIC, "expire");
+    }
+    b"STORED"
+}
+
+/// Bumps counter `i` of the context's thread.
+#[inline]
+fn count_of(c: &Ctx<'_>, i: usize) {
+    crate::stats::bump(&c.stats.mc[i], 1);
+}
+
+/// Deletes `key`: true when it existed.
+fn delete_key(s: &mut Session<'_>, key: &[u8], now: u64) -> bool {
+    let c = ctx(s, now);
+    let (h, mut shard) = c.lock(key);
+    let found = shard.get(h, key, now).is_some();
+    if found {
+        shard.remove(h, key);
+    }
+    drop(shard);
+    if found {
+        crate::propagate::rewrite(&[b"DEL", key]);
+        c.modified(key, GENERIC, "del");
+    }
+    found
+}
+
+/// delete <key> [0] [noreply] (memcached's process_delete_command).
+fn delete<'t>(s: &mut Session<'_>, toks: impl Iterator<Item = &'t [u8]>, now: u64) {
+    let args: Vec<&[u8]> = toks.collect();
+    let Some(&key) = args.first() else {
+        reply(s.out, false, b"ERROR");
+        return;
+    };
+    let noreply = args.last() == Some(&&b"noreply"[..]) && args.len() > 1;
+    let extra = args.len() - 1 - noreply as usize;
+    // "delete <key> 0" is accepted (an old form); any other extra word is
+    // refused with the usage line.
+    if extra > 1 || (extra == 1 && args[1] != b"0") {
+        reply(
+            s.out,
+            false,
+            b"CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]",
+        );
+        return;
+    }
+    if key.len() > KEY_MAX_LENGTH {
+        reply(s.out, false, b"CLIENT_ERROR bad command line format");
+        return;
+    }
+    let found = write_command(s, |s| delete_key(s, key, now));
+    if found {
+        count(s, counter::DELETE_HITS);
+        reply(s.out, noreply, b"DELETED");
+    } else {
+        count(s, counter::DELETE_MISSES);
+        reply(s.out, noreply, b"NOT_FOUND");
+    }
+}
+
+/// The result of incr / decr on an item.
+pub enum Delta {
+    /// The new value (its text).
+    Ok(Vec<u8>),
+    /// No such item.
+    NotFound,
+    /// The item is not a number.
+    NonNumeric,
+}
+
+/// incr / decr on `key` by `delta` (memcached's do_add_delta): incr wraps
+/// around at 2^64, decr stops at 0. A result shorter than the old value is
+/// padded with spaces to the old length, as memcached rewrites the item in
+/// place. The item keeps its flags and expiry.
+pub fn add_delta(s: &mut Session<'_>, key: &[u8], incr: bool, delta: u64, now: u64) -> Delta {
+    let c = ctx(s, now);
+    let (h, mut shard) = c.lock(key);
+    let Some(e) = shard.get(h, key, now) else {
+        return Delta::NotFound;
+    };
+    let Value::Str(v) = &mut e.value else {
+        return Delta::NonNumeric;
+    };
+    let mut t = itoa::Buffer::new();
+    let cur = v.as_bytes(&mut t);
+    let digits_end = cur
+        .iter()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(cur.len());
+    let rest_is_space = cur[digits_end..].iter().all(|b| b.is_ascii_whitespace());
+    let Some(n) = (digits_end > 0 && rest_is_space)
+        .then(|| {
+            std::str::from_utf8(&cur[..digits_end])
+                .ok()?
+                .parse::<u64>()
+                .ok()
+        })
+        .flatten()
+    else {
+        return Delta::NonNumeric;
+    };
+    let new = if incr {
+        n.wrapping_add(delta)
+    } else {
+        n.saturating_sub(delta)
+    };
+    let mut text = itoa::Buffer::new().format(new).as_bytes().to_vec();
+    let reply = text.clone();
+    if !incr && text.len() < cur.len() {
+        text.resize(cur.len(), b' ');
+    }
+    let (flags, _) = v.item_meta();
+    *v = StrValue::item(&text, flags, 0);
+    drop(shard);
+    crate::propagate::rewrite(&[b"SET", key, &text, b"KEEPTTL"]);
+    c.modified(key, STRING, if incr { "incrby" } else { "decrby" });
+    Delta::Ok(reply)
+}
+
+/// incr / decr <key> <value> [noreply].
+fn arith<'t>(s: &mut Session<'_>, incr: bool, toks: impl Iterator<Item = &'t [u8]>, now: u64) {
+    let args: Vec<&[u8]> = toks.collect();
+    if args.len() != 2 && args.len() != 3 {
+        reply(s.out, false, b"ERROR");
+        return;
+    }
+    let noreply = args.len() == 3 && args[2] == b"noreply";
+    let key = args[0];
+    if key.len() > KEY_MAX_LENGTH {
+        reply(s.out, false, b"CLIENT_ERROR bad command line format");
+        return;
+    }
+    let Some(delta) = parse_u64(args[1]) else {
+        reply(s.out, false, b"CLIENT_ERROR invalid numeric delta argument");
+        return;
+    };
+    match write_command(s, |s| add_delta(s, key, incr, delta, now)) {
+        Delta::Ok(v) => {
+            count(
+                s,
+                if incr {
+                    counter::INCR_HITS
+                } else {
+                    counter::DECR_HITS
+                },
+            );
+            reply(s.out, noreply, &v);
+        }
+        Delta::NotFound => {
+            count(
+                s,
+                if incr {
+                    counter::INCR_MISSES
+                } else {
+                    counter::DECR_MISSES
+                },
+            );
+            reply(s.out, noreply, b"NOT_FOUND");
+        }
+        Delta::NonNumeric => reply(
+            s.out,
+            noreply,
+            b"CLIENT_ERROR cannot increment or decrement non-numeric value",
+        ),
+    }
+}
+
+/// touch <key> <exptime> [noreply].
+fn touch_cmd<'t>(s: &mut Session<'_>, toks: impl Iterator<Item = &'t [u8]>, now: u64) {
+    let args: Vec<&[u8]> = toks.collect();
+    if args.len() != 2 && args.len() != 3 {
+        reply(s.out, false, b"ERROR");
+        return;
+    }
+    let noreply = args.len() == 3 && args[2] == b"noreply";
+    let key = args[0];
+    if key.len() > KEY_MAX_LENGTH {
+        reply(s.out, false, b"CLIENT_ERROR bad command line format");
+        return;
+    }
+    let Some(exptime) = parse_i32(args[1]) else {
+        reply(s.out, false, b"CLIENT_ERROR invalid exptime argument");
+        return;
+    };
+    count(s, counter::CMD_TOUCH);
+    let found = write_command(s, |s| {
+        let c = ctx(s, now);
+        let (h, mut shard) = c.lock(key);
+        let found = matches!(shard.get(h, key, now), Some(e) if matches!(e.value, Value::Str(_)));
+        if found {
+            apply_expiry(&c, &mut shard, h, key, exptime as i64, now);
+        }
+        found
+    });
+    if found {
+        count(s, counter::TOUCH_HITS);
+        reply(s.out, noreply, b"TOUCHED");
+    } else {
+        count(s, counter::TOUCH_MISSES);
+        reply(s.out, noreply, b"NOT_FOUND");
+    }
+}
+
+/// flush_all [delay] [noreply]: empties database 0 now or after `delay`
+/// seconds (memcached's settings.oldest_live).
+fn flush_all<'t>(s: &mut Session<'_>, toks: impl Iterator<Item = &'t [u8]>, now: u64) {
+    let args: Vec<&[u8]> = toks.collect();
+    if args.len() > 2 {
+        reply(s.out, false, b"ERROR");
+        return;
+    }
+    let noreply = args.last() == Some(&&b"noreply"[..]);
+    let delay = match args.first() {
+        Some(&d) if d != b"noreply" => match parse_i32(d) {
+            Some(d) => d as i64,
+            None => {
+                reply(s.out, false, b"CLIENT_ERROR bad command line format");
+                return;
+            }
+        },
+        _ => 0,
+    };
+    count(s, counter::CMD_FLUSH);
+    if delay > 0 {
+        let server = s.server.clone();
+        let at = match expiry(delay, now) {
+            Expiry::At(at) => at.saturating_sub(now),
+            _ => 0,
+        };
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(at)).await;
+            let mut client = crate::cmd::client::Client::new(crate::clients::new_handle(
+                &server.clients,
+                server.clock.now_ms(),
+                String::new(),
+                String::new(),
+                -1,
+                false,
+            ));
+            client.authenticated = true;
+            let stats = server.stats.local(crate::cmd::table().all.len());
+            let mut out = Out::new();
+            let _gate = server.tx.gate_shared();
+            run_resp(&server, &mut client, &mut out, &stats, &[b"FLUSHDB"]);
+        });
+    } else {
+        let mut out = Out::new();
+        run_resp(s.server, s.client, &mut out, s.stats, &[b"FLUSHDB"]);
+    }
+    reply(s.out, noreply, b"OK");
+}
+
+/// Runs a RESP command (looked up in the command table, no checks) on
+/// database 0 for a memcached connection, inside the exec gate the caller
+/// holds; its reply goes to `out`.
+fn run_resp(
+    server: &std::sync::Arc<crate::server::Server>,
+    client: &mut crate::cmd::client::Client,
+    out: &mut Out,
+    stats: &crate::stats::ThreadStats,
+    argv: &[&[u8]],
+) {
+    let Some(id) = crate::cmd::table().lookup(argv[0]) else {
+        return;
+    };
+    let mut base = Vec::new();
+    let mut ranges = Vec::new();
+    for a in argv {
+        let start = base.len() as u32;
+        base.extend_from_slice(a);
+        ranges.push((start, base.len() as u32));
+    }
+    let args = Args::new(&base, &ranges);
+    let db = client.db;
+    client.db = 0;
+    crate::cmd::run(server, client, out, &args, stats, id);
+    client.db = db;
+}
+
+/// stats [settings] (memcached's server_stats / process_stat_settings).
+fn stats<'t>(s: &mut Session<'_>, mut toks: impl Iterator<Item = &'t [u8]>, now: u64) {
+    let sub = toks.next();
+    let mut lines: Vec<(String, String)> = Vec::new();
+    let srv = s.server;
+    match sub {
+        None => {
+            let sum = |i: usize| -> u64 { srv.stats.sum_mc(i) };
+            let uptime = srv.started.elapsed().as_secs();
+            lines.push(("pid".into(), std::process::id().to_string()));
+            lines.push(("uptime".into(), uptime.to_string()));
+            lines.push(("time".into(), (now / 1000).to_string()));
+            lines.push(("version".into(), MEMCACHED_VERSION.into()));
+            lines.push(("pointer_size".into(), "64".into()));
+            lines.push((
+                "max_connections".into(),
+                srv.live.maxclients.load(Ordering::Relaxed).to_string(),
+            ));
+            lines.push(("curr_connections".into(), srv.clients.len().to_string()));
+            lines.push((
+                "total_connections".into(),
+                srv.stats.connections.load(Ordering::Relaxed).to_string(),
+            ));
+            lines.push((
+                "rejected_connections".into(),
+                srv.stats
+                    .rejected_connections
+                    .load(Ordering::Relaxed)
+                    .to_string(),
+            ));
+            for (name, i) in [
+                ("cmd_get", counter::CMD_GET),
+                ("cmd_set", counter::CMD_SET),
+                ("cmd_flush", counter::CMD_FLUSH),
+                ("cmd_touch", counter::CMD_TOUCH),
+                ("cmd_meta", counter::CMD_META),
+                ("get_hits", counter::GET_HITS),
+                ("get_misses", counter::GET_MISSES),
+                ("get_expired", counter::GET_EXPIRED),
+                ("delete_misses", counter::DELETE_MISSES),
+                ("delete_hits", counter::DELETE_HITS),
+                ("incr_misses", counter::INCR_MISSES),
+                ("incr_hits", counter::INCR_HITS),
+                ("decr_misses", counter::DECR_MISSES),
+                ("decr_hits", counter::DECR_HITS),
+                ("cas_misses", counter::CAS_MISSES),
+                ("cas_hits", counter::CAS_HITS),
+                ("cas_badval", counter::CAS_BADVAL),
+                ("touch_hits", counter::TOUCH_HITS),
+                ("touch_misses", counter::TOUCH_MISSES),
+                ("store_too_large", counter::STORE_TOO_LARGE),
+                ("store_no_memory", counter::STORE_NO_MEMORY),
+                ("auth_cmds", counter::AUTH_CMDS),
+                ("auth_errors", counter::AUTH_ERRORS),
+            ] {
+                lines.push((name.into(), sum(i).to_string()));
+            }
+            let totals = srv.stats.totals();
+            lines.push(("bytes_read".into(), totals.net_in.to_string()));
+            lines.push(("bytes_written".into(), totals.net_out.to_string()));
+            lines.push(("limit_maxbytes".into(), srv.evict.maxmemory().to_string()));
+            lines.push(("threads".into(), srv.threads.to_string()));
+            lines.push(("bytes".into(), crate::evict::used_memory().to_string()));
+            lines.push(("curr_items".into(), srv.keyspace.db(0).len().to_string()));
+            lines.push((
+                "total_items".into(),
+                srv.memcache.total_items.load(Ordering::Relaxed).to_string(),
+            ));
+            lines.push(("expired_unfetched".into(), "0".into()));
+            lines.push(("evictions".into(), srv.evict.evicted_keys().to_string()));
+        }
+        Some(b"settings") => {
+            let cfg = srv.config.read();
+            lines.push(("maxbytes".into(), srv.evict.maxmemory().to_string()));
+            lines.push((
+                "maxconns".into(),
+                srv.live.maxclients.load(Ordering::Relaxed).to_string(),
+            ));
+            lines.push(("tcpport".into(), cfg.get("memcached-port").to_string()));
+            lines.push(("evictions".into(), "on".into()));
+            lines.push(("num_threads".into(), srv.threads.to_string()));
+            lines.push(("cas_enabled".into(), "yes".into()));
+            lines.push(("item_size_max".into(), cfg.get("item-size-max").to_string()));
+            lines.push(("binding_protocol".into(), "ascii".into()));
+            lines.push(("idle_timeout".into(), cfg.get("timeout").to_string()));
+        }
+        Some(_) => {
+            reply(s.out, false, b"ERROR");
+            return;
+        }
+    }
+    for (k, v) in lines {
+        s.out.buf.extend_from_slice(b"STAT ");
+        s.out.buf.extend_from_slice(k.as_bytes());
+        s.out.buf.push(b' ');
+        s.out.buf.extend_from_slice(v.as_bytes());
+        s.out.buf.extend_from_slice(b"\r\n");
+    }
+    s.out.buf.extend_from_slice(b"END\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_as_memcached_parses_them() {
+        assert_eq!(parse_u32(b"4294967295"), Some(u32::MAX));
+        assert_eq!(parse_u32(b"4294967296"), None);
+        assert_eq!(parse_u32(b"-1"), None);
+        assert_eq!(parse_u32(b"1x"), None);
+        assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_u64(b"18446744073709551616"), None);
+        assert_eq!(parse_i32(b"-5"), Some(-5));
+        assert_eq!(parse_i32(b"2147483648"), None);
+    }
+
+    #[test]
+    fn exptime_rules() {
+        let now = 1_700_000_000_000;
+        assert_eq!(expiry(0, now), Expiry::Never);
+        assert_eq!(expiry(-1, now), Expiry::Now);
+        assert_eq!(expiry(10, now), Expiry::At(now + 10_000));
+        assert_eq!(
+            expiry(REALTIME_MAXDELTA, now),
+            Expiry::At(now + REALTIME_MAXDELTA as u64 * 1000)
+        );
+        assert_eq!(expiry(REALTIME_MAXDELTA + 1, now), Expiry::Now);
+        assert_eq!(expiry(1_800_000_000, now), Expiry::At(1_800_000_000_000));
+    }
+}
