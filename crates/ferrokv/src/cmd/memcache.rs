@@ -318,6 +318,7 @@ pub fn execute_line(s: &mut Session<'_>, line: &[u8], data: Option<&[u8]>) -> Af
         }
         b"quit" => return After::Close,
         b"stats" => stats(s, toks, now),
+        b"mg" | b"ms" | b"md" | b"ma" | b"mn" | b"me" => return execute_meta(s, line, data),
         _ => reply(s.out, false, b"ERROR"),
     }
     After::Continue
@@ -389,15 +390,13 @@ fn value_line(out: &mut Out, key: &[u8], v: &StrValue, flags: u32, cas: Option<u
 
 /// The CAS unique of a string, assigned (and stored) when it has none.
 pub fn cas_of(state: &State, v: &mut StrValue) -> u64 {
-    let (flags, cas) = v.item_meta();
+    let (_, cas) = v.item_meta();
     if cas != 0 {
         return cas;
     }
-    let cas = state.next_cas();
-    let old = std::mem::replace(v, StrValue::Int(0));
-    let mut t = itoa::Buffer::new();
-    *v = StrValue::item(old.as_bytes(&mut t), flags, cas);
-    cas
+    let it = v.to_item();
+    it.cas = state.next_cas();
+    it.cas
 }
 
 /// One key of get / gets: true when found (a string).
@@ -418,6 +417,9 @@ fn get_one(s: &mut Session<'_>, key: &[u8], cas: bool, now: u64) -> bool {
             let (flags, _) = v.item_meta();
             let unique = cas.then(|| cas_of(&c.server.memcache, v));
             value_line(c.out, key, v, flags, unique);
+            if let StrValue::Item(it) = v {
+                it.bits |= crate::db::value::Item::FETCHED;
+            }
             drop(shard);
             c.hit(key, true);
             true
@@ -1065,6 +1067,873 @@ fn stats<'t>(s: &mut Session<'_>, mut toks: impl Iterator<Item = &'t [u8]>, now:
         s.out.buf.extend_from_slice(b"\r\n");
     }
     s.out.buf.extend_from_slice(b"END\r\n");
+}
+
+// ---------------------------------------------------------------------------
+// The meta protocol (memcached 1.6 doc/protocol.txt "Meta Commands",
+// proto_text.c process_mget/mset/mdelete/marithmetic_command).
+
+/// Longest opaque token (`O`) memcached accepts, in bytes.
+const MAX_OPAQUE: usize = 31;
+
+/// The flags of one meta command: which were given (in order) and their
+/// tokens.
+struct MetaFlags<'a> {
+    /// (flag, token) in request order.
+    list: Vec<(u8, &'a [u8])>,
+}
+
+impl<'a> MetaFlags<'a> {
+    fn has(&self, f: u8) -> bool {
+        self.list.iter().any(|(c, _)| *c == f)
+    }
+
+    fn token(&self, f: u8) -> Option<&'a [u8]> {
+        self.list.iter().find(|(c, _)| *c == f).map(|(_, t)| *t)
+    }
+}
+
+/// Parses meta flags: each token is a flag character followed by its
+/// argument. Err: the error line (duplicate or unknown flag, opaque too
+/// long).
+fn meta_flags<'a>(
+    toks: impl Iterator<Item = &'a [u8]>,
+    valid: &[u8],
+    dup_err: &'static [u8],
+) -> Result<MetaFlags<'a>, &'static [u8]> {
+    let mut list: Vec<(u8, &[u8])> = Vec::new();
+    for t in toks {
+        let f = t[0];
+        if !valid.contains(&f) {
+            return Err(if dup_err == b"CLIENT_ERROR invalid or duplicate flag" {
+                dup_err
+            } else {
+                b"CLIENT_ERROR invalid flag"
+            });
+        }
+        if list.iter().any(|(c, _)| *c == f) {
+            return Err(dup_err);
+        }
+        if f == b'O' && t.len() - 1 > MAX_OPAQUE {
+            return Err(b"CLIENT_ERROR opaque token too long");
+        }
+        list.push((f, &t[1..]));
+    }
+    Ok(MetaFlags { list })
+}
+
+/// The key of a meta command: base64-decoded with the `b` flag.
+fn meta_key(raw: &[u8], b: bool) -> Result<Vec<u8>, &'static [u8]> {
+    if raw.len() > KEY_MAX_LENGTH {
+        return Err(b"CLIENT_ERROR bad command line format");
+    }
+    if !b {
+        return Ok(raw.to_vec());
+    }
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(raw)
+        .map_err(|_| &b"CLIENT_ERROR error decoding key"[..])
+}
+
+/// Appends ` <flag><value>` to a meta reply.
+fn ret(out: &mut Vec<u8>, f: u8, v: &[u8]) {
+    out.push(b' ');
+    out.push(f);
+    out.extend_from_slice(v);
+}
+
+/// Appends the return flags common to the meta commands that were asked
+/// for: `k` (the key, decoded when it came in base64, as memcached 1.6.18
+/// returns it), `O` (the opaque).
+fn ret_common(out: &mut Vec<u8>, f: u8, tok: &[u8], key: &[u8]) {
+    match f {
+        b'k' => ret(out, b'k', key),
+        b'O' => ret(out, b'O', tok),
+        b'b' => {}
+        _ => {}
+    }
+}
+
+/// Remaining TTL in seconds of `key` (-1 without one), as the `t` flag.
+fn ttl_secs(shard: &crate::db::Shard, h: u64, key: &[u8], now: u64) -> i64 {
+    match shard.expire_at(h, key) {
+        0 => -1,
+        at => (at.saturating_sub(now)).div_ceil(1000) as i64,
+    }
+}
+
+/// Executes one meta command line (mg ms md ma mn me) with its data block
+/// for ms. Returns what the connection must do next.
+pub fn execute_meta(s: &mut Session<'_>, line: &[u8], data: Option<&[u8]>) -> After {
+    let mut toks = tokens(line);
+    let cmd = toks.next().unwrap_or_default();
+    count(s, counter::CMD_META);
+    let now = s.server.clock.now_ms();
+    if cmd == b"mn" {
+        s.out.buf.extend_from_slice(b"MN\r\n");
+        return After::Continue;
+    }
+    let Some(key_raw) = toks.next() else {
+        reply(s.out, false, b"ERROR");
+        return After::Continue;
+    };
+    match cmd {
+        b"mg" => meta_get(s, key_raw, toks, now),
+        b"ms" => return meta_set(s, key_raw, toks, data, now),
+        b"md" => meta_delete(s, key_raw, toks, now),
+        b"ma" => meta_arith(s, key_raw, toks, now),
+        b"me" => meta_debug(s, key_raw, now),
+        _ => reply(s.out, false, b"ERROR"),
+    }
+    After::Continue
+}
+
+/// mg <key> <flags>*.
+fn meta_get<'t>(
+    s: &mut Session<'_>,
+    key_raw: &[u8],
+    toks: impl Iterator<Item = &'t [u8]>,
+    now: u64,
+) {
+    let fl = match meta_flags(toks, b"bcfhklOqstuvENRT", b"CLIENT_ERROR duplicate flag") {
+        Ok(f) => f,
+        Err(e) => return reply(s.out, false, e),
+    };
+    let key = match meta_key(key_raw, fl.has(b'b')) {
+        Ok(k) => k,
+        Err(e) => return reply(s.out, false, e),
+    };
+    let num = |f: u8| -> Result<Option<i64>, ()> {
+        match fl.token(f) {
+            None => Ok(None),
+            Some(t) => parse_i32(t).map(|v| Some(v as i64)).ok_or(()),
+        }
+    };
+    let (Ok(vivify), Ok(recache), Ok(new_ttl)) = (num(b'N'), num(b'R'), num(b'T')) else {
+        return reply(
+            s.out,
+            false,
+            b"CLIENT_ERROR bad token in command line format",
+        );
+    };
+    let quiet = fl.has(b'q');
+    count(s, counter::CMD_GET);
+    let writes = vivify.is_some() || new_ttl.is_some();
+    let state = &s.server.memcache;
+    let server = s.server.clone();
+    let mut line = Vec::with_capacity(64);
+    let mut value: Option<Vec<u8>> = None;
+    let hit = {
+        let mut run = |s: &mut Session<'_>| -> bool {
+            let c = ctx(s, now);
+            let (h, mut shard) = c.lock(&key);
+            let lru_now = c.server.keyspace.lru.initial(now);
+            let mut created = false;
+            if shard.get(h, &key, now).is_none() {
+                let Some(ttl) = vivify else {
+                    drop(shard);
+                    c.hit(&key, false);
+                    return false;
+                };
+                // Vivify: an empty item the caller is told to fill (W).
+                let at = match expiry(ttl, now) {
+                    Expiry::At(at) => at,
+                    _ => 0,
+                };
+                let mut v = StrValue::item(b"", 0, 0);
+                v.to_item();
+                shard.insert_with_expire(h, &key, Entry::new(Value::Str(v), lru_now), at);
+                if at != 0 {
+                    let ms = itoa::Buffer::new().format(at).to_string();
+                    crate::propagate::rewrite(&[b"SET", &key, b"", b"PXAT", ms.as_bytes()]);
+                } else {
+                    crate::propagate::rewrite(&[b"SET", &key, b""]);
+                }
+                c.modified(&key, STRING, "set");
+                created = true;
+            }
+            let ttl_before = ttl_secs(&shard, h, &key, now);
+            let Some(e) = shard.get(h, &key, now) else {
+                return false;
+            };
+            let idle = crate::db::lru::idle_secs(e.lru, now);
+            let Value::Str(v) = &mut e.value else {
+                drop(shard);
+                c.hit(&key, false);
+                return false;
+            };
+            let bits = v.item_bits();
+            let (flags, _) = v.item_meta();
+            let mut win = created;
+            let mut tokens_after = Vec::new();
+            if !created {
+                if bits & crate::db::value::Item::TOKEN_SENT != 0 {
+                    tokens_after.push(b'Z');
+                }
+                if bits & crate::db::value::Item::STALE != 0 {
+                    tokens_after.push(b'X');
+                    if bits & crate::db::value::Item::TOKEN_SENT == 0 {
+                        win = true;
+                    }
+                } else if let Some(r) = recache {
+                    if bits & crate::db::value::Item::TOKEN_SENT == 0
+                        && ttl_before != -1
+                        && ttl_before < r
+                    {
+                        win = true;
+                    }
+                }
+            }
+            for &(f, tok) in &fl.list {
+                match f {
+                    b'c' => {
+                        let cas = cas_of(state, v);
+                        ret(&mut line, b'c', itoa::Buffer::new().format(cas).as_bytes());
+                    }
+                    b'f' => ret(
+                        &mut line,
+                        b'f',
+                        itoa::Buffer::new().format(flags).as_bytes(),
+                    ),
+                    b'h' => ret(
+                        &mut line,
+                        b'h',
+                        if bits & crate::db::value::Item::FETCHED != 0 {
+                            b"1"
+                        } else {
+                            b"0"
+                        },
+                    ),
+                    b'l' => ret(&mut line, b'l', itoa::Buffer::new().format(idle).as_bytes()),
+                    b's' => ret(
+                        &mut line,
+                        b's',
+                        itoa::Buffer::new().format(v.len()).as_bytes(),
+                    ),
+                    b't' => {
+                        let t = match new_ttl {
+                            Some(n) => match expiry(n, now) {
+                                Expiry::At(at) => (at - now).div_ceil(1000) as i64,
+                                _ => -1,
+                            },
+                            None => ttl_before,
+                        };
+                        ret(&mut line, b't', itoa::Buffer::new().format(t).as_bytes());
+                    }
+                    b'k' | b'O' | b'b' => ret_common(&mut line, f, tok, &key),
+                    _ => {}
+                }
+            }
+            // A fetch is recorded (the `h` flag of later fetches).
+            let it = v.to_item();
+            if win {
+                it.bits |= crate::db::value::Item::TOKEN_SENT;
+            }
+            if !created {
+                it.bits |= crate::db::value::Item::FETCHED;
+            }
+            if fl.has(b'v') {
+                value = Some(v.to_vec());
+            }
+            for t in tokens_after {
+                line.push(b' ');
+                line.push(t);
+            }
+            if win {
+                line.extend_from_slice(b" W");
+            }
+            if !fl.has(b'u') {
+                if let Some(t) = c.touch_time() {
+                    t.record(&mut e.lru);
+                }
+            }
+            if let Some(n) = new_ttl {
+                apply_expiry(&c, &mut shard, h, &key, n, now);
+            }
+            drop(shard);
+            c.hit(&key, !created);
+            true
+        };
+        if writes {
+            write_command(s, run)
+        } else {
+            run(s)
+        }
+    };
+    let _ = server;
+    if !hit {
+        count(s, counter::GET_MISSES);
+        if !quiet {
+            s.out.buf.extend_from_slice(b"EN\r\n");
+        }
+        return;
+    }
+    count(s, counter::GET_HITS);
+    let out = &mut s.out.buf;
+    match value {
+        Some(v) => {
+            out.extend_from_slice(b"VA ");
+            out.extend_from_slice(itoa::Buffer::new().format(v.len()).as_bytes());
+            out.extend_from_slice(&line);
+            out.extend_from_slice(b"\r\n");
+            out.extend_from_slice(&v);
+            out.extend_from_slice(b"\r\n");
+        }
+        None => {
+            out.extend_from_slice(b"HD");
+            out.extend_from_slice(&line);
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+}
+
+/// ms <key> <datalen> <flags>* and its data block.
+fn meta_set<'t>(
+    s: &mut Session<'_>,
+    key_raw: &[u8],
+    mut toks: impl Iterator<Item = &'t [u8]>,
+    data: Option<&[u8]>,
+    now: u64,
+) -> After {
+    let Some(len_tok) = toks.next() else {
+        reply(s.out, false, b"CLIENT_ERROR bad command line format");
+        return After::Continue;
+    };
+    let Some(vlen) = parse_i32(len_tok).filter(|v| *v >= 0) else {
+        reply(s.out, false, b"CLIENT_ERROR bad command line format");
+        return After::Continue;
+    };
+    let Some(data) = data else {
+        if key_raw.len() > KEY_MAX_LENGTH {
+            reply(s.out, false, b"CLIENT_ERROR bad command line format");
+            return After::Continue;
+        }
+        count(s, counter::STORE_TOO_LARGE);
+        reply(s.out, false, b"SERVER_ERROR object too large for cache");
+        return After::Swallow(vlen as usize + 2);
+    };
+    count(s, counter::CMD_SET);
+    if data.len() < 2 || &data[data.len() - 2..] != b"\r\n" {
+        reply(s.out, false, b"CLIENT_ERROR bad data chunk");
+        return After::Continue;
+    }
+    let value = &data[..data.len() - 2];
+    let fl = match meta_flags(toks, b"bcCfFIkOqsStTMN", b"CLIENT_ERROR duplicate flag") {
+        Ok(f) => f,
+        Err(e) => {
+            reply(s.out, false, e);
+            return After::Continue;
+        }
+    };
+    let key = match meta_key(key_raw, fl.has(b'b')) {
+        Ok(k) => k,
+        Err(e) => {
+            reply(s.out, false, e);
+            return After::Continue;
+        }
+    };
+    let bad = || -> &'static [u8] { b"CLIENT_ERROR bad token in command line format" };
+    let flags = match fl.token(b'F') {
+        None => 0,
+        Some(t) => match parse_u64(t) {
+            Some(v) => v as u32,
+            None => {
+                reply(s.out, false, bad());
+                return After::Continue;
+            }
+        },
+    };
+    let ttl = match fl.token(b'T') {
+        None => 0,
+        Some(t) => match parse_i32(t) {
+            Some(v) => v as i64,
+            None => {
+                reply(s.out, false, bad());
+                return After::Continue;
+            }
+        },
+    };
+    let cmp_cas = match fl.token(b'C') {
+        None => None,
+        Some(t) => match parse_u64(t) {
+            Some(v) => Some(v),
+            None => {
+                reply(s.out, false, bad());
+                return After::Continue;
+            }
+        },
+    };
+    let mode = match fl.token(b'M') {
+        None => Store::Set,
+        Some(t) => match t.first().map(u8::to_ascii_uppercase) {
+            Some(b'S') => Store::Set,
+            Some(b'E') => Store::Add,
+            Some(b'A') => Store::Append,
+            Some(b'P') => Store::Prepend,
+            Some(b'R') => Store::Replace,
+            _ => {
+                reply(s.out, false, b"CLIENT_ERROR invalid mode for ms M token");
+                return After::Continue;
+            }
+        },
+    };
+    let invalidate = fl.has(b'I');
+    let quiet = fl.has(b'q');
+    let kind = if cmp_cas.is_some() && mode == Store::Set {
+        Store::Cas
+    } else {
+        mode
+    };
+    let _ = vlen;
+    let state_cas = s.server.memcache.next_cas();
+    let (code, cas_now) = write_command(s, |s| {
+        meta_store(
+            s, kind, &key, flags, ttl, cmp_cas, invalidate, value, state_cas, now,
+        )
+    });
+    if quiet && code == b"HD" {
+        return After::Continue;
+    }
+    let out = &mut s.out.buf;
+    out.extend_from_slice(code);
+    for &(f, tok) in &fl.list {
+        match f {
+            b'c' => ret(out, b'c', itoa::Buffer::new().format(cas_now).as_bytes()),
+            b'k' | b'O' | b'b' => ret_common(out, f, tok, &key),
+            _ => {}
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+    After::Continue
+}
+
+/// Stores an item for ms: (reply code, the item's CAS after it or 0).
+#[allow(clippy::too_many_arguments)]
+fn meta_store(
+    s: &mut Session<'_>,
+    kind: Store,
+    key: &[u8],
+    flags: u32,
+    ttl: i64,
+    cmp_cas: Option<u64>,
+    invalidate: bool,
+    value: &[u8],
+    new_cas: u64,
+    now: u64,
+) -> (&'static [u8], u64) {
+    let c = ctx(s, now);
+    let (h, mut shard) = c.lock(key);
+    let mut stale = false;
+    let (found, old) = match shard.get(h, key, now) {
+        Some(e) => match &mut e.value {
+            Value::Str(v) => {
+                let (_, cas) = v.item_meta();
+                if let Some(want) = cmp_cas {
+                    if cas == 0 || cas != want {
+                        // With I, an older CAS still stores, as stale.
+                        if invalidate && cas != 0 && want < cas {
+                            stale = true;
+                        } else {
+                            return (b"EX", 0);
+                        }
+                    }
+                }
+                let old = matches!(kind, Store::Append | Store::Prepend).then(|| v.to_vec());
+                (true, old)
+            }
+            _ => (true, None),
+        },
+        None => {
+            if cmp_cas.is_some() {
+                return (b"NF", 0);
+            }
+            (false, None)
+        }
+    };
+    match kind {
+        Store::Add if found => return (b"NS", 0),
+        Store::Replace | Store::Append | Store::Prepend if !found => return (b"NS", 0),
+        _ => {}
+    }
+    let bytes = match (kind, &old) {
+        (Store::Append, Some(o)) => [o.as_slice(), value].concat(),
+        (Store::Prepend, Some(o)) => [value, o.as_slice()].concat(),
+        _ => value.to_vec(),
+    };
+    c.server
+        .memcache
+        .total_items
+        .fetch_add(1, Ordering::Relaxed);
+    let mut v = StrValue::item(&bytes, flags, new_cas);
+    if stale {
+        v.to_item().bits |= crate::db::value::Item::STALE;
+    }
+    if matches!(kind, Store::Append | Store::Prepend) {
+        let Some(e) = shard.get(h, key, now) else {
+            return (b"NS", 0);
+        };
+        let flags0 = match &e.value {
+            Value::Str(s) => s.item_meta().0,
+            _ => 0,
+        };
+        e.value = Value::Str(StrValue::item(&bytes, flags0, new_cas));
+        drop(shard);
+        crate::propagate::rewrite(&[b"SET", key, &bytes, b"KEEPTTL"]);
+        c.modified(key, STRING, "append");
+        return (b"HD", new_cas);
+    }
+    let at = match expiry(ttl, now) {
+        Expiry::Never => 0,
+        Expiry::At(at) => at,
+        Expiry::Now => {
+            if found {
+                shard.remove(h, key);
+                drop(shard);
+                crate::propagate::rewrite(&[b"DEL", key]);
+                c.modified(key, GENERIC, "del");
+            }
+            return (b"HD", new_cas);
+        }
+    };
+    shard.insert_with_expire(
+        h,
+        key,
+        Entry::new(Value::Str(v), c.server.keyspace.lru.initial(now)),
+        at,
+    );
+    drop(shard);
+    if at != 0 {
+        let ms = itoa::Buffer::new().format(at).to_string();
+        crate::propagate::rewrite(&[b"SET", key, &bytes, b"PXAT", ms.as_bytes()]);
+    } else {
+        crate::propagate::rewrite(&[b"SET", key, &bytes]);
+    }
+    if !found {
+        c.notify(key, NEW, "new");
+    }
+    c.modified(key, STRING, "set");
+    (b"HD", new_cas)
+}
+
+/// md <key> <flags>*.
+fn meta_delete<'t>(
+    s: &mut Session<'_>,
+    key_raw: &[u8],
+    toks: impl Iterator<Item = &'t [u8]>,
+    now: u64,
+) {
+    let fl = match meta_flags(toks, b"bCIkOqT", b"CLIENT_ERROR invalid or duplicate flag") {
+        Ok(f) => f,
+        Err(e) => return reply(s.out, false, e),
+    };
+    let key = match meta_key(key_raw, fl.has(b'b')) {
+        Ok(k) => k,
+        Err(e) => return reply(s.out, false, e),
+    };
+    let cmp_cas = match fl.token(b'C') {
+        None => None,
+        Some(t) => match parse_u64(t) {
+            Some(v) => Some(v),
+            None => {
+                return reply(
+                    s.out,
+                    false,
+                    b"CLIENT_ERROR bad token in command line format",
+                )
+            }
+        },
+    };
+    let ttl = match fl.token(b'T') {
+        None => None,
+        Some(t) => match parse_i32(t) {
+            Some(v) => Some(v as i64),
+            None => {
+                return reply(
+                    s.out,
+                    false,
+                    b"CLIENT_ERROR bad token in command line format",
+                )
+            }
+        },
+    };
+    let invalidate = fl.has(b'I');
+    let code: &'static [u8] = write_command(s, |s| {
+        let c = ctx(s, now);
+        let (h, mut shard) = c.lock(&key);
+        let Some(e) = shard.get(h, &key, now) else {
+            return b"NF";
+        };
+        if let Some(want) = cmp_cas {
+            let cas = match &e.value {
+                Value::Str(v) => v.item_meta().1,
+                _ => 0,
+            };
+            if cas != want {
+                return b"EX";
+            }
+        }
+        if invalidate {
+            // Marked stale instead of removed; with T its TTL changes.
+            if let Value::Str(v) = &mut e.value {
+                let it = v.to_item();
+                it.bits |= crate::db::value::Item::STALE;
+                it.bits &= !crate::db::value::Item::TOKEN_SENT;
+            }
+            if let Some(t) = ttl {
+                apply_expiry(&c, &mut shard, h, &key, t, now);
+            }
+            return b"HD";
+        }
+        shard.remove(h, &key);
+        drop(shard);
+        crate::propagate::rewrite(&[b"DEL", &key]);
+        c.modified(&key, GENERIC, "del");
+        b"HD"
+    });
+    if code == b"HD" {
+        count(s, counter::DELETE_HITS);
+        if fl.has(b'q') {
+            return;
+        }
+    } else if code == b"NF" {
+        count(s, counter::DELETE_MISSES);
+    }
+    let out = &mut s.out.buf;
+    out.extend_from_slice(code);
+    for &(f, tok) in &fl.list {
+        if matches!(f, b'k' | b'O' | b'b') {
+            ret_common(out, f, tok, &key);
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// ma <key> <flags>*.
+fn meta_arith<'t>(
+    s: &mut Session<'_>,
+    key_raw: &[u8],
+    toks: impl Iterator<Item = &'t [u8]>,
+    now: u64,
+) {
+    let fl = match meta_flags(
+        toks,
+        b"bCENJDTMqOtcvk",
+        b"CLIENT_ERROR invalid or duplicate flag",
+    ) {
+        Ok(f) => f,
+        Err(e) => return reply(s.out, false, e),
+    };
+    let key = match meta_key(key_raw, fl.has(b'b')) {
+        Ok(k) => k,
+        Err(e) => return reply(s.out, false, e),
+    };
+    let bad: &'static [u8] = b"CLIENT_ERROR invalid or duplicate flag";
+    let u = |f: u8| -> Result<Option<u64>, ()> {
+        match fl.token(f) {
+            None => Ok(None),
+            Some(t) => parse_u64(t).map(Some).ok_or(()),
+        }
+    };
+    let i = |f: u8| -> Result<Option<i64>, ()> {
+        match fl.token(f) {
+            None => Ok(None),
+            Some(t) => parse_i32(t).map(|v| Some(v as i64)).ok_or(()),
+        }
+    };
+    let (Ok(cmp_cas), Ok(vivify), Ok(initial), Ok(delta), Ok(ttl)) =
+        (u(b'C'), i(b'N'), u(b'J'), u(b'D'), i(b'T'))
+    else {
+        return reply(s.out, false, bad);
+    };
+    let incr = match fl.token(b'M') {
+        None => true,
+        Some(t) => match t.first() {
+            Some(b'I' | b'i' | b'+') => true,
+            Some(b'D' | b'd' | b'-') => false,
+            _ => return reply(s.out, false, b"CLIENT_ERROR invalid mode for ma M token"),
+        },
+    };
+    let delta = delta.unwrap_or(1);
+    let state = &s.server.memcache;
+    let server = s.server.clone();
+    let _ = &server;
+    enum R {
+        Ok(Vec<u8>, i64, u64),
+        NotFound,
+        NonNumeric,
+        Exists,
+    }
+    let r = write_command(s, |s| {
+        let c = ctx(s, now);
+        let (h, mut shard) = c.lock(&key);
+        if shard.get(h, &key, now).is_none() {
+            let Some(n) = vivify else {
+                return R::NotFound;
+            };
+            let init = initial.unwrap_or(0);
+            let text = itoa::Buffer::new().format(init).as_bytes().to_vec();
+            let at = match expiry(n, now) {
+                Expiry::At(at) => at,
+                _ => 0,
+            };
+            let cas = state.next_cas();
+            shard.insert_with_expire(
+                h,
+                &key,
+                Entry::new(
+                    Value::Str(StrValue::item(&text, 0, cas)),
+                    c.server.keyspace.lru.initial(now),
+                ),
+                at,
+            );
+            let t = ttl_secs(&shard, h, &key, now);
+            drop(shard);
+            if at != 0 {
+                let ms = itoa::Buffer::new().format(at).to_string();
+                crate::propagate::rewrite(&[b"SET", &key, &text, b"PXAT", ms.as_bytes()]);
+            } else {
+                crate::propagate::rewrite(&[b"SET", &key, &text]);
+            }
+            c.modified(&key, STRING, "set");
+            return R::Ok(text, t, cas);
+        }
+        if let Some(want) = cmp_cas {
+            let cur = match shard.get(h, &key, now).map(|e| &e.value) {
+                Some(Value::Str(v)) => v.item_meta().1,
+                _ => 0,
+            };
+            if cur != want {
+                return R::Exists;
+            }
+        }
+        drop(shard);
+        let mut sess = Session {
+            server: c.server,
+            client: c.client,
+            out: c.out,
+            stats: c.stats,
+            db: c.server.keyspace.db(0),
+        };
+        match add_delta(&mut sess, &key, incr, delta, now) {
+            Delta::Ok(v) => {
+                let c = ctx(&mut sess, now);
+                let (h, mut shard) = c.lock(&key);
+                if let Some(t) = ttl {
+                    apply_expiry(&c, &mut shard, h, &key, t, now);
+                }
+                let t = ttl_secs(&shard, h, &key, now);
+                let cas = match shard.get(h, &key, now) {
+                    Some(e) => match &mut e.value {
+                        Value::Str(v) => cas_of(&c.server.memcache, v),
+                        _ => 0,
+                    },
+                    None => 0,
+                };
+                R::Ok(v, t, cas)
+            }
+            Delta::NotFound => R::NotFound,
+            Delta::NonNumeric => R::NonNumeric,
+        }
+    });
+    let (v, t, cas) = match r {
+        R::Ok(v, t, cas) => (v, t, cas),
+        R::NotFound => {
+            count(
+                s,
+                if incr {
+                    counter::INCR_MISSES
+                } else {
+                    counter::DECR_MISSES
+                },
+            );
+            return reply(s.out, false, b"NF");
+        }
+        R::Exists => return reply(s.out, false, b"EX"),
+        R::NonNumeric => {
+            return reply(
+                s.out,
+                false,
+                b"CLIENT_ERROR cannot increment or decrement non-numeric value",
+            )
+        }
+    };
+    count(
+        s,
+        if incr {
+            counter::INCR_HITS
+        } else {
+            counter::DECR_HITS
+        },
+    );
+    if fl.has(b'q') && !fl.has(b'v') {
+        return;
+    }
+    let mut line = Vec::new();
+    for &(f, tok) in &fl.list {
+        match f {
+            b't' => ret(&mut line, b't', itoa::Buffer::new().format(t).as_bytes()),
+            b'c' => ret(&mut line, b'c', itoa::Buffer::new().format(cas).as_bytes()),
+            b'k' | b'O' | b'b' => ret_common(&mut line, f, tok, &key),
+            _ => {}
+        }
+    }
+    let out = &mut s.out.buf;
+    if fl.has(b'v') {
+        out.extend_from_slice(b"VA ");
+        out.extend_from_slice(itoa::Buffer::new().format(v.len()).as_bytes());
+        out.extend_from_slice(&line);
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&v);
+        out.extend_from_slice(b"\r\n");
+    } else {
+        out.extend_from_slice(b"HD");
+        out.extend_from_slice(&line);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// The slab class memcached 1.6 would store an item of `size` bytes in
+/// (chunk sizes from 96 bytes growing by 1.25, 8-byte aligned).
+fn slab_class(size: usize) -> usize {
+    let mut chunk = 96usize;
+    let mut class = 1;
+    while chunk < size && class < 63 {
+        chunk = ((chunk as f64 * 1.25) as usize).div_ceil(8) * 8;
+        class += 1;
+    }
+    class
+}
+
+/// me <key>: memcached's debug line for an item.
+fn meta_debug(s: &mut Session<'_>, key_raw: &[u8], now: u64) {
+    if key_raw.len() > KEY_MAX_LENGTH {
+        return reply(s.out, false, b"CLIENT_ERROR bad command line format");
+    }
+    let c = ctx(s, now);
+    let (h, mut shard) = c.lock(key_raw);
+    let exp = ttl_secs(&shard, h, key_raw, now);
+    let Some(e) = shard.get(h, key_raw, now) else {
+        drop(shard);
+        return reply(c.out, false, b"EN");
+    };
+    let la = crate::db::lru::idle_secs(e.lru, now);
+    let Value::Str(v) = &mut e.value else {
+        drop(shard);
+        return reply(c.out, false, b"EN");
+    };
+    let cas = cas_of(&c.server.memcache, v);
+    let (flags, _) = v.item_meta();
+    let fetched = v.item_bits() & crate::db::value::Item::FETCHED != 0;
+    let size = 48 + 8 + if flags != 0 { 4 } else { 0 } + key_raw.len() + 1 + v.len() + 2;
+    drop(shard);
+    let line = format!(
+        "ME {} exp={exp} la={la} cas={cas} fetch={} cls={} size={size}\r\n",
+        String::from_utf8_lossy(key_raw),
+        if fetched { "yes" } else { "no" },
+        slab_class(size)
+    );
+    c.out.buf.extend_from_slice(line.as_bytes());
 }
 
 #[cfg(test)]

@@ -55,6 +55,18 @@ pub struct Item {
     pub cas: u64,
     /// The bytes: never [`StrValue::Int`] nor another `Item`.
     pub data: StrValue,
+    /// memcached's item state bits for the meta protocol:
+    /// [`Item::STALE`], [`Item::TOKEN_SENT`], [`Item::FETCHED`].
+    pub bits: u8,
+}
+
+impl Item {
+    /// Invalidated (`md ... I`, `ms ... I`): served with the X flag.
+    pub const STALE: u8 = 1;
+    /// A client was handed the W (win) flag for it.
+    pub const TOKEN_SENT: u8 = 2;
+    /// Fetched since it was stored (the meta `h` flag).
+    pub const FETCHED: u8 = 4;
 }
 
 impl StrValue {
@@ -107,7 +119,36 @@ impl StrValue {
             flags,
             cas,
             data: Self::plain(data),
+            bits: 0,
         }))
+    }
+
+    /// The string as a memcached item, converted in place when it is not
+    /// one yet (flags 0, no CAS).
+    pub fn to_item(&mut self) -> &mut Item {
+        if !matches!(self, StrValue::Item(_)) {
+            let mut t = itoa::Buffer::new();
+            let data = Self::plain(self.as_bytes(&mut t));
+            *self = StrValue::Item(Box::new(Item {
+                flags: 0,
+                cas: 0,
+                data,
+                bits: 0,
+            }));
+        }
+        match self {
+            StrValue::Item(i) => i,
+            _ => unreachable!("converted to Item above"),
+        }
+    }
+
+    /// The memcached state bits of a string (0 for a plain one).
+    #[inline]
+    pub fn item_bits(&self) -> u8 {
+        match self {
+            StrValue::Item(i) => i.bits,
+            _ => 0,
+        }
     }
 
     /// The memcached (flags, CAS) of a string: (0, 0) for a plain one.

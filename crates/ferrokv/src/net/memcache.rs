@@ -99,6 +99,27 @@ fn data_block(line: &[u8], kind: Store, item_size_max: usize) -> DataBlock {
     DataBlock::Read(vlen)
 }
 
+/// The data block of an `ms` line: `ms <key> <datalen> <flags>*` with a
+/// valid length (proto_text.c process_mset_command's checks before the
+/// data is read).
+fn meta_data_block(line: &[u8], item_size_max: usize) -> DataBlock {
+    let mut t = mc::tokens(line).skip(1);
+    let (Some(key), Some(len)) = (t.next(), t.next()) else {
+        return DataBlock::None;
+    };
+    if key.len() > mc::KEY_MAX_LENGTH {
+        return DataBlock::None;
+    }
+    let Some(vlen) = mc::parse_i32(len).filter(|v| *v >= 0) else {
+        return DataBlock::None;
+    };
+    let vlen = vlen as usize;
+    if 48 + 8 + 4 + key.len() + 1 + vlen + 2 > item_size_max {
+        return DataBlock::TooLarge;
+    }
+    DataBlock::Read(vlen)
+}
+
 impl Codec for MemcacheCodec {
     fn new(server: &Server) -> Self {
         MemcacheCodec {
@@ -140,17 +161,20 @@ impl Codec for MemcacheCodec {
             nl
         };
         let first = mc::tokens(&buf[..line]).next();
-        if let Some(kind) = first.and_then(Store::of) {
-            if let DataBlock::Read(n) = data_block(&buf[..line], kind, self.item_size_max) {
-                let need = nl + 1 + n + 2;
-                if buf.len() < need {
-                    self.wanted = Some(need);
-                    return Decoded::Incomplete;
-                }
-                self.wanted = None;
-                self.framed = Framed::Store { line, data: nl + 1 };
-                return Decoded::Request(need);
+        let block = match first {
+            Some(b"ms") => Some(meta_data_block(&buf[..line], self.item_size_max)),
+            Some(w) => Store::of(w).map(|kind| data_block(&buf[..line], kind, self.item_size_max)),
+            None => None,
+        };
+        if let Some(DataBlock::Read(n)) = block {
+            let need = nl + 1 + n + 2;
+            if buf.len() < need {
+                self.wanted = Some(need);
+                return Decoded::Incomplete;
             }
+            self.wanted = None;
+            self.framed = Framed::Store { line, data: nl + 1 };
+            return Decoded::Request(need);
         }
         self.wanted = None;
         self.framed = Framed::Line { line };
