@@ -678,12 +678,7 @@ fn store_item(
     );
     shard.insert_with_expire(h, key, entry, at);
     drop(shard);
-    if at != 0 {
-        let ms = itoa::Buffer::new().format(at).to_string();
-        crate::propagate::rewrite(&[b"SET", key, bytes, b"PXAT", ms.as_bytes()]);
-    } else {
-        crate::propagate::rewrite(&[b"SET", key, bytes]);
-    }
+    propagate_set(key, bytes, at);
     if !found {
         c.notify(key, NEW, "new");
     }
@@ -692,6 +687,17 @@ fn store_item(
         c.notify(key, GENERIC, "expire");
     }
     b"STORED"
+}
+
+/// States a store's record: `SET key value`, with `PXAT at` when `at`
+/// (ms since the epoch) is not 0.
+fn propagate_set(key: &[u8], value: &[u8], at: u64) {
+    if at != 0 {
+        let ms = itoa::Buffer::new().format(at).to_string();
+        crate::propagate::rewrite(&[b"SET", key, value, b"PXAT", ms.as_bytes()]);
+    } else {
+        crate::propagate::rewrite(&[b"SET", key, value]);
+    }
 }
 
 /// Bumps counter `i` of the context's thread.
@@ -1244,12 +1250,7 @@ fn meta_get<'t>(
                 let mut v = StrValue::item(b"", 0, 0);
                 v.to_item();
                 shard.insert_with_expire(h, &key, Entry::new(Value::Str(v), lru_now), at);
-                if at != 0 {
-                    let ms = itoa::Buffer::new().format(at).to_string();
-                    crate::propagate::rewrite(&[b"SET", &key, b"", b"PXAT", ms.as_bytes()]);
-                } else {
-                    crate::propagate::rewrite(&[b"SET", &key, b""]);
-                }
+                propagate_set(&key, b"", at);
                 c.modified(&key, STRING, "set");
                 created = true;
             }
@@ -1603,12 +1604,7 @@ fn meta_store(
         at,
     );
     drop(shard);
-    if at != 0 {
-        let ms = itoa::Buffer::new().format(at).to_string();
-        crate::propagate::rewrite(&[b"SET", key, &bytes, b"PXAT", ms.as_bytes()]);
-    } else {
-        crate::propagate::rewrite(&[b"SET", key, &bytes]);
-    }
+    propagate_set(key, &bytes, at);
     if !found {
         c.notify(key, NEW, "new");
     }
@@ -1789,12 +1785,7 @@ fn meta_arith<'t>(
             );
             let t = ttl_secs(&shard, h, &key, now);
             drop(shard);
-            if at != 0 {
-                let ms = itoa::Buffer::new().format(at).to_string();
-                crate::propagate::rewrite(&[b"SET", &key, &text, b"PXAT", ms.as_bytes()]);
-            } else {
-                crate::propagate::rewrite(&[b"SET", &key, &text]);
-            }
+            propagate_set(&key, &text, at);
             c.modified(&key, STRING, "set");
             return R::Ok(text, t, cas);
         }
