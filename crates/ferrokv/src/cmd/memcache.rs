@@ -162,29 +162,69 @@ pub fn parse_u32(t: &[u8]) -> Option<u32> {
     parse_u64(t).and_then(|v| u32::try_from(v).ok())
 }
 
-/// memcached's `safe_strtoull`: an unsigned decimal within u64; a leading
-/// `-` is refused (strtoull would wrap it).
-pub fn parse_u64(t: &[u8]) -> Option<u64> {
-    let t = t.strip_prefix(b"+").unwrap_or(t);
-    if t.is_empty() || t.len() > 20 || !t.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    std::str::from_utf8(t).ok()?.parse().ok()
+/// memcached's `safe_strtoul` into a 32-bit flags word on a 64-bit host:
+/// an unsigned long (below 2^63), truncated to its low 32 bits.
+pub fn parse_flags(t: &[u8]) -> Option<u32> {
+    parse_u64(t).filter(|v| *v < 1 << 63).map(|v| v as u32)
 }
 
-/// memcached's `safe_strtol` on a 32-bit value.
-pub fn parse_i32(t: &[u8]) -> Option<i32> {
+/// C's `isspace` in the "C" locale.
+#[inline]
+fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+/// C's `strtoll`/`strtoull` as memcached's `safe_strto*` use them: leading
+/// whitespace, a sign, decimal digits; the number must be followed by the
+/// end of the token or whitespace (what comes after is ignored). Returns
+/// (negative, magnitude); None when there are no digits, something else
+/// follows, or the magnitude exceeds u64 (ERANGE).
+fn c_strto(t: &[u8]) -> Option<(bool, u64)> {
+    let lead = t.iter().take_while(|b| is_c_space(**b)).count();
+    let t = &t[lead..];
     let (neg, d) = match t.first() {
         Some(b'-') => (true, &t[1..]),
         Some(b'+') => (false, &t[1..]),
         _ => (false, t),
     };
-    if d.is_empty() || d.len() > 10 || !d.iter().all(u8::is_ascii_digit) {
+    let end = d
+        .iter()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(d.len());
+    if end == 0 || (end < d.len() && !is_c_space(d[end])) {
         return None;
     }
-    let v: i64 = std::str::from_utf8(d).ok()?.parse().ok()?;
-    let v = if neg { -v } else { v };
-    i32::try_from(v).ok()
+    let mut v: u64 = 0;
+    for &c in &d[..end] {
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    Some((neg, v))
+}
+
+/// memcached's `safe_strtoull`: an unsigned 64-bit value; a negative one
+/// is refused (except -0).
+pub fn parse_u64(t: &[u8]) -> Option<u64> {
+    match c_strto(t)? {
+        (false, v) => Some(v),
+        (true, 0) => Some(0),
+        (true, _) => None,
+    }
+}
+
+/// memcached's `safe_strtol` as 1.6.18 has it: a `long` (64-bit) stored
+/// into an `int32_t` (so 4294967296 reads as 0 and 2147483648 as
+/// -2147483648).
+pub fn parse_i32(t: &[u8]) -> Option<i32> {
+    let (neg, v) = c_strto(t)?;
+    if v > i64::MAX as u64 + neg as u64 {
+        return None;
+    }
+    let v = if neg {
+        (v as i64).wrapping_neg()
+    } else {
+        v as i64
+    };
+    Some(v as i32)
 }
 
 /// An item's expiry from memcached's `exptime`.
@@ -285,14 +325,14 @@ pub fn execute_line(s: &mut Session<'_>, line: &[u8], data: Option<&[u8]>) -> Af
                 reply(s.out, false, b"ERROR");
                 return After::Continue;
             };
-            if toks.clone().next().is_none() {
-                reply(s.out, false, b"ERROR");
-                return After::Continue;
-            }
             let Some(exptime) = parse_i32(exp) else {
                 reply(s.out, false, b"CLIENT_ERROR invalid exptime argument");
                 return After::Continue;
             };
+            if toks.clone().next().is_none() {
+                s.out.buf.extend_from_slice(b"END\r\n");
+                return After::Continue;
+            }
             retrieve(s, toks, Some(exptime as i64), cas, now);
         }
         _ if Store::of(cmd).is_some() => {
@@ -311,9 +351,11 @@ pub fn execute_line(s: &mut Session<'_>, line: &[u8], data: Option<&[u8]>) -> Af
         b"verbosity" => {
             let args: Vec<&[u8]> = toks.collect();
             let noreply = args.last() == Some(&&b"noreply"[..]);
-            match args.len() {
-                1 | 2 => reply(s.out, noreply, b"OK"),
-                _ => reply(s.out, false, b"ERROR"),
+            match args.first() {
+                None => reply(s.out, false, b"ERROR"),
+                Some(_) if args.len() > 2 => reply(s.out, false, b"ERROR"),
+                Some(level) if parse_u32(level).is_some() => reply(s.out, noreply, b"OK"),
+                Some(_) => reply(s.out, noreply, b"CLIENT_ERROR bad command line format"),
             }
         }
         b"quit" => return After::Close,
@@ -453,6 +495,9 @@ fn gat_one(s: &mut Session<'_>, key: &[u8], exptime: i64, cas: bool, now: u64) -
     let (flags, _) = v.item_meta();
     let unique = cas.then(|| cas_of(&c.server.memcache, v));
     value_line(c.out, key, v, flags, unique);
+    if let StrValue::Item(it) = v {
+        it.bits |= crate::db::value::Item::FETCHED;
+    }
     apply_expiry(&c, &mut shard, h, key, exptime, now);
     drop(shard);
     c.hit(key, true);
@@ -470,7 +515,12 @@ fn apply_expiry(
     exptime: i64,
     now: u64,
 ) {
-    match expiry(exptime, now) {
+    set_expiry(c, shard, h, key, expiry(exptime, now));
+}
+
+/// [`apply_expiry`] with the expiry already worked out.
+fn set_expiry(c: &Ctx<'_>, shard: &mut crate::db::Shard, h: u64, key: &[u8], exp: Expiry) {
+    match exp {
         Expiry::Never => {
             if shard.expire_at(h, key) != 0 {
                 shard.set_expire(h, key, 0);
@@ -501,23 +551,23 @@ fn store(s: &mut Session<'_>, kind: Store, line: &[u8], data: Option<&[u8]>, now
         reply(s.out, false, b"ERROR");
         return After::Continue;
     }
-    let noreply = toks.len() == want + 1 && toks[want] == b"noreply";
+    let noreply = toks.last() == Some(&&b"noreply"[..]);
     let key = toks[1];
     if key.len() > KEY_MAX_LENGTH {
-        reply(s.out, false, b"CLIENT_ERROR bad command line format");
+        reply(s.out, noreply, b"CLIENT_ERROR bad command line format");
         return After::Continue;
     }
     let (Some(flags), Some(exptime), Some(vlen)) =
-        (parse_u32(toks[2]), parse_i32(toks[3]), parse_i32(toks[4]))
+        (parse_flags(toks[2]), parse_i32(toks[3]), parse_i32(toks[4]))
     else {
-        reply(s.out, false, b"CLIENT_ERROR bad command line format");
+        reply(s.out, noreply, b"CLIENT_ERROR bad command line format");
         return After::Continue;
     };
     let req_cas = if kind == Store::Cas {
         match parse_u64(toks[5]) {
             Some(c) => c,
             None => {
-                reply(s.out, false, b"CLIENT_ERROR bad command line format");
+                reply(s.out, noreply, b"CLIENT_ERROR bad command line format");
                 return After::Continue;
             }
         }
@@ -525,7 +575,7 @@ fn store(s: &mut Session<'_>, kind: Store, line: &[u8], data: Option<&[u8]>, now
         0
     };
     if vlen < 0 {
-        reply(s.out, false, b"CLIENT_ERROR bad command line format");
+        reply(s.out, noreply, b"CLIENT_ERROR bad command line format");
         return After::Continue;
     }
     let Some(data) = data else {
@@ -541,7 +591,7 @@ fn store(s: &mut Session<'_>, kind: Store, line: &[u8], data: Option<&[u8]>, now
     };
     count(s, counter::CMD_SET);
     if data.len() < 2 || &data[data.len() - 2..] != b"\r\n" {
-        reply(s.out, false, b"CLIENT_ERROR bad data chunk");
+        reply(s.out, noreply, b"CLIENT_ERROR bad data chunk");
         return After::Continue;
     }
     let value = &data[..data.len() - 2];
@@ -725,24 +775,24 @@ fn delete_key(s: &mut Session<'_>, key: &[u8], now: u64) -> bool {
 /// delete <key> [0] [noreply] (memcached's process_delete_command).
 fn delete<'t>(s: &mut Session<'_>, toks: impl Iterator<Item = &'t [u8]>, now: u64) {
     let args: Vec<&[u8]> = toks.collect();
-    let Some(&key) = args.first() else {
+    let Some(&key) = args.first().filter(|_| args.len() <= 3) else {
         reply(s.out, false, b"ERROR");
         return;
     };
-    let noreply = args.last() == Some(&&b"noreply"[..]) && args.len() > 1;
+    let noreply = args.len() > 1 && args.last() == Some(&&b"noreply"[..]);
     let extra = args.len() - 1 - noreply as usize;
     // "delete <key> 0" is accepted (an old form); any other extra word is
     // refused with the usage line.
     if extra > 1 || (extra == 1 && args[1] != b"0") {
         reply(
             s.out,
-            false,
+            noreply,
             b"CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]",
         );
         return;
     }
     if key.len() > KEY_MAX_LENGTH {
-        reply(s.out, false, b"CLIENT_ERROR bad command line format");
+        reply(s.out, noreply, b"CLIENT_ERROR bad command line format");
         return;
     }
     let found = write_command(s, |s| delete_key(s, key, now));
@@ -757,8 +807,9 @@ fn delete<'t>(s: &mut Session<'_>, toks: impl Iterator<Item = &'t [u8]>, now: u6
 
 /// The result of incr / decr on an item.
 pub enum Delta {
-    /// The new value (its text).
-    Ok(Vec<u8>),
+    /// The new value (its text), and whether it outgrew the old value
+    /// (memcached then stores a new item instead of rewriting in place).
+    Ok(Vec<u8>, bool),
     /// No such item.
     NotFound,
     /// The item is not a number.
@@ -780,20 +831,7 @@ pub fn add_delta(s: &mut Session<'_>, key: &[u8], incr: bool, delta: u64, now: u
     };
     let mut t = itoa::Buffer::new();
     let cur = v.as_bytes(&mut t);
-    let digits_end = cur
-        .iter()
-        .position(|b| !b.is_ascii_digit())
-        .unwrap_or(cur.len());
-    let rest_is_space = cur[digits_end..].iter().all(|b| b.is_ascii_whitespace());
-    let Some(n) = (digits_end > 0 && rest_is_space)
-        .then(|| {
-            std::str::from_utf8(&cur[..digits_end])
-                .ok()?
-                .parse::<u64>()
-                .ok()
-        })
-        .flatten()
-    else {
+    let Some(n) = strtoull(cur) else {
         return Delta::NonNumeric;
     };
     let new = if incr {
@@ -803,7 +841,10 @@ pub fn add_delta(s: &mut Session<'_>, key: &[u8], incr: bool, delta: u64, now: u
     };
     let mut text = itoa::Buffer::new().format(new).as_bytes().to_vec();
     let reply = text.clone();
-    if !incr && text.len() < cur.len() {
+    // A result that fits is written over the old value, padded with
+    // spaces to its length (memcached rewrites the item in place).
+    let grew = text.len() > cur.len();
+    if text.len() < cur.len() {
         text.resize(cur.len(), b' ');
     }
     let (flags, _) = v.item_meta();
@@ -811,7 +852,17 @@ pub fn add_delta(s: &mut Session<'_>, key: &[u8], incr: bool, delta: u64, now: u
     drop(shard);
     crate::propagate::rewrite(&[b"SET", key, &text, b"KEEPTTL"]);
     c.modified(key, STRING, if incr { "incrby" } else { "decrby" });
-    Delta::Ok(reply)
+    Delta::Ok(reply, grew)
+}
+
+/// memcached's `safe_strtoull` on an item's data (which ends at a NUL as
+/// a C string does).
+fn strtoull(d: &[u8]) -> Option<u64> {
+    let d = match d.iter().position(|&b| b == 0) {
+        Some(z) => &d[..z],
+        None => d,
+    };
+    parse_u64(d)
 }
 
 /// incr / decr <key> <value> [noreply].
@@ -821,18 +872,22 @@ fn arith<'t>(s: &mut Session<'_>, incr: bool, toks: impl Iterator<Item = &'t [u8
         reply(s.out, false, b"ERROR");
         return;
     }
-    let noreply = args.len() == 3 && args[2] == b"noreply";
+    let noreply = args.last() == Some(&&b"noreply"[..]);
     let key = args[0];
     if key.len() > KEY_MAX_LENGTH {
-        reply(s.out, false, b"CLIENT_ERROR bad command line format");
+        reply(s.out, noreply, b"CLIENT_ERROR bad command line format");
         return;
     }
     let Some(delta) = parse_u64(args[1]) else {
-        reply(s.out, false, b"CLIENT_ERROR invalid numeric delta argument");
+        reply(
+            s.out,
+            noreply,
+            b"CLIENT_ERROR invalid numeric delta argument",
+        );
         return;
     };
     match write_command(s, |s| add_delta(s, key, incr, delta, now)) {
-        Delta::Ok(v) => {
+        Delta::Ok(v, _) => {
             count(
                 s,
                 if incr {
@@ -869,14 +924,14 @@ fn touch_cmd<'t>(s: &mut Session<'_>, toks: impl Iterator<Item = &'t [u8]>, now:
         reply(s.out, false, b"ERROR");
         return;
     }
-    let noreply = args.len() == 3 && args[2] == b"noreply";
+    let noreply = args.last() == Some(&&b"noreply"[..]);
     let key = args[0];
     if key.len() > KEY_MAX_LENGTH {
-        reply(s.out, false, b"CLIENT_ERROR bad command line format");
+        reply(s.out, noreply, b"CLIENT_ERROR bad command line format");
         return;
     }
     let Some(exptime) = parse_i32(args[1]) else {
-        reply(s.out, false, b"CLIENT_ERROR invalid exptime argument");
+        reply(s.out, noreply, b"CLIENT_ERROR invalid exptime argument");
         return;
     };
     count(s, counter::CMD_TOUCH);
@@ -908,10 +963,10 @@ fn flush_all<'t>(s: &mut Session<'_>, toks: impl Iterator<Item = &'t [u8]>, now:
     }
     let noreply = args.last() == Some(&&b"noreply"[..]);
     let delay = match args.first() {
-        Some(&d) if d != b"noreply" => match parse_i32(d) {
+        Some(&d) if !(noreply && args.len() == 1) => match parse_i32(d) {
             Some(d) => d as i64,
             None => {
-                reply(s.out, false, b"CLIENT_ERROR bad command line format");
+                reply(s.out, noreply, b"CLIENT_ERROR invalid exptime argument");
                 return;
             }
         },
@@ -1082,6 +1137,10 @@ fn stats<'t>(s: &mut Session<'_>, mut toks: impl Iterator<Item = &'t [u8]>, now:
 /// Longest opaque token (`O`) memcached accepts, in bytes.
 const MAX_OPAQUE: usize = 31;
 
+/// A meta command line with this many tokens or more is refused
+/// ("options flags too long"), and an `ms` data block is then not read.
+pub const MAX_META_TOKENS: usize = 20;
+
 /// The flags of one meta command: which were given (in order) and their
 /// tokens.
 struct MetaFlags<'a> {
@@ -1097,33 +1156,76 @@ impl<'a> MetaFlags<'a> {
     fn token(&self, f: u8) -> Option<&'a [u8]> {
         self.list.iter().find(|(c, _)| *c == f).map(|(_, t)| *t)
     }
+
+    /// The opaque (`O`) is longer than memcached returns: mg, ms and md
+    /// refuse it before they act, ma after ("opaque token too long").
+    fn opaque_too_long(&self) -> bool {
+        self.token(b'O').is_some_and(|t| t.len() > MAX_OPAQUE)
+    }
 }
 
-/// Parses meta flags: each token is a flag character followed by its
-/// argument. Err: the error line (duplicate or unknown flag, opaque too
-/// long).
-fn meta_flags<'a>(
-    toks: impl Iterator<Item = &'a [u8]>,
-    valid: &[u8],
-    dup_err: &'static [u8],
-) -> Result<MetaFlags<'a>, &'static [u8]> {
-    let mut list: Vec<(u8, &[u8])> = Vec::new();
+/// The error for [`MetaFlags::opaque_too_long`].
+const OPAQUE_ERR: &[u8] = b"CLIENT_ERROR opaque token too long";
+
+/// Parses meta flags as memcached 1.6.18's `_meta_flag_preparse`, shared
+/// by mg, ms, md and ma: each token is a flag character followed by its
+/// argument; every command accepts every known flag (and ignores those
+/// it has no use for). Err: the error line mg and ms answer (md and ma
+/// answer `CLIENT_ERROR invalid or duplicate flag` instead).
+fn meta_flags<'a>(toks: impl Iterator<Item = &'a [u8]>) -> Result<MetaFlags<'a>, &'static [u8]> {
+    let toks: Vec<&[u8]> = toks.collect();
+    // Duplicates are found before any token is looked at.
+    for (i, t) in toks.iter().enumerate() {
+        if toks[..i].iter().any(|u| u[0] == t[0]) {
+            return Err(b"CLIENT_ERROR duplicate flag");
+        }
+    }
+    let mut list: Vec<(u8, &[u8])> = Vec::with_capacity(toks.len());
     for t in toks {
         let f = t[0];
-        if !valid.contains(&f) {
-            return Err(if dup_err == b"CLIENT_ERROR invalid or duplicate flag" {
-                dup_err
-            } else {
-                b"CLIENT_ERROR invalid flag"
-            });
+        let arg = &t[1..];
+        if f >= 0x7f {
+            return Err(b"CLIENT_ERROR duplicate flag");
         }
-        if list.iter().any(|(c, _)| *c == f) {
-            return Err(dup_err);
+        match f {
+            b'b' | b'c' | b'f' | b'h' | b'k' | b'l' | b'q' | b's' | b't' | b'u' | b'v' | b'I'
+            | b'L' | b'P' => {}
+            b'N' | b'R' | b'T' => {
+                if parse_i32(arg).is_none() {
+                    return Err(b"CLIENT_ERROR bad token in command line format");
+                }
+            }
+            b'C' => {
+                if parse_u64(arg).is_none() {
+                    return Err(b"CLIENT_ERROR bad token in command line format");
+                }
+            }
+            b'F' => {
+                if parse_u64(arg).is_none() {
+                    return Err(b"CLIENT_ERROR bad command line format");
+                }
+            }
+            b'D' => {
+                if parse_u64(arg).is_none() {
+                    return Err(b"CLIENT_ERROR invalid numeric delta value");
+                }
+            }
+            b'J' => {
+                if parse_u64(arg).is_none() {
+                    return Err(b"CLIENT_ERROR invalid numeric initial value");
+                }
+            }
+            b'M' => {
+                if arg.len() != 1 {
+                    return Err(b"CLIENT_ERROR incorrect length for M token");
+                }
+            }
+            // Its length is checked where the command returns it
+            // ([`MetaFlags::opaque_too_long`]).
+            b'O' => {}
+            _ => return Err(b"CLIENT_ERROR invalid flag"),
         }
-        if f == b'O' && t.len() - 1 > MAX_OPAQUE {
-            return Err(b"CLIENT_ERROR opaque token too long");
-        }
-        list.push((f, &t[1..]));
+        list.push((f, arg));
     }
     Ok(MetaFlags { list })
 }
@@ -1150,14 +1252,44 @@ fn ret(out: &mut Vec<u8>, f: u8, v: &[u8]) {
 }
 
 /// Appends the return flags common to the meta commands that were asked
-/// for: `k` (the key, decoded when it came in base64, as memcached 1.6.18
-/// returns it), `O` (the opaque).
-fn ret_common(out: &mut Vec<u8>, f: u8, tok: &[u8], key: &[u8]) {
+/// for: `k` (the key as `key`, followed by ` b` when it is shown in
+/// base64) and `O` (the opaque).
+fn ret_common(out: &mut Vec<u8>, f: u8, tok: &[u8], key: &[u8], binary: bool) {
     match f {
-        b'k' => ret(out, b'k', key),
+        b'k' => {
+            ret(out, b'k', key);
+            if binary {
+                out.extend_from_slice(b" b");
+            }
+        }
         b'O' => ret(out, b'O', tok),
-        b'b' => {}
         _ => {}
+    }
+}
+
+/// A meta status line (`NF`, `EX`, `NS`...) with the `k` and `O` flags
+/// asked for.
+fn meta_status(out: &mut Out, code: &[u8], fl: &MetaFlags<'_>, key_raw: &[u8]) {
+    out.buf.extend_from_slice(code);
+    for &(f, tok) in &fl.list {
+        ret_common(&mut out.buf, f, tok, key_raw, fl.has(b'b'));
+    }
+    out.buf.extend_from_slice(b"\r\n");
+}
+
+/// The key as an item's `k` flag shows it: in base64 with ` b` when the
+/// item was stored with a base64 key (memcached 1.6.18's ITEM_KEY_BINARY).
+fn shown_key(key: &[u8], item_bits: u8) -> (Vec<u8>, bool) {
+    if item_bits & crate::db::value::Item::KEY_BINARY != 0 {
+        use base64::Engine as _;
+        (
+            base64::engine::general_purpose::STANDARD
+                .encode(key)
+                .into_bytes(),
+            true,
+        )
+    } else {
+        (key.to_vec(), false)
     }
 }
 
@@ -1184,12 +1316,28 @@ pub fn execute_meta(s: &mut Session<'_>, line: &[u8], data: Option<&[u8]>) -> Af
         reply(s.out, false, b"ERROR");
         return After::Continue;
     };
+    // MFLAG_MAX_OPT_LENGTH: 20 tokens at most, the command's own included.
+    if tokens(line).count() >= MAX_META_TOKENS && cmd != b"me" {
+        let msg: &[u8] = if cmd == b"mg" {
+            b"CLIENT_ERROR options flags are too long"
+        } else {
+            b"CLIENT_ERROR options flags too long"
+        };
+        reply(s.out, false, msg);
+        return After::Continue;
+    }
     match cmd {
         b"mg" => meta_get(s, key_raw, toks, now),
         b"ms" => return meta_set(s, key_raw, toks, data, now),
         b"md" => meta_delete(s, key_raw, toks, now),
         b"ma" => meta_arith(s, key_raw, toks, now),
-        b"me" => meta_debug(s, key_raw, now),
+        b"me" => {
+            let b = toks.any(|t| t.first() == Some(&b'b'));
+            match meta_key(key_raw, b) {
+                Ok(k) => meta_debug(s, &k, now),
+                Err(e) => reply(s.out, false, e),
+            }
+        }
         _ => reply(s.out, false, b"ERROR"),
     }
     After::Continue
@@ -1202,7 +1350,7 @@ fn meta_get<'t>(
     toks: impl Iterator<Item = &'t [u8]>,
     now: u64,
 ) {
-    let fl = match meta_flags(toks, b"bcfhklOqstuvENRT", b"CLIENT_ERROR duplicate flag") {
+    let fl = match meta_flags(toks) {
         Ok(f) => f,
         Err(e) => return reply(s.out, false, e),
     };
@@ -1210,6 +1358,9 @@ fn meta_get<'t>(
         Ok(k) => k,
         Err(e) => return reply(s.out, false, e),
     };
+    if fl.opaque_too_long() {
+        return reply(s.out, false, OPAQUE_ERR);
+    }
     let num = |f: u8| -> Result<Option<i64>, ()> {
         match fl.token(f) {
             None => Ok(None),
@@ -1237,24 +1388,27 @@ fn meta_get<'t>(
             let lru_now = c.server.keyspace.lru.initial(now);
             let mut created = false;
             if shard.get(h, &key, now).is_none() {
-                let Some(ttl) = vivify else {
+                if vivify.is_none() {
                     drop(shard);
                     c.hit(&key, false);
                     return false;
-                };
-                // Vivify: an empty item the caller is told to fill (W).
-                let at = match expiry(ttl, now) {
-                    Expiry::At(at) => at,
-                    _ => 0,
-                };
+                }
+                // Vivify: an empty item the caller is told to fill (W),
+                // without expiry until its N (or a later T) sets one.
                 let mut v = StrValue::item(b"", 0, 0);
                 v.to_item();
-                shard.insert_with_expire(h, &key, Entry::new(Value::Str(v), lru_now), at);
-                propagate_set(&key, b"", at);
-                c.modified(&key, STRING, "set");
+                shard.insert(h, &key, Entry::new(Value::Str(v), lru_now));
                 created = true;
             }
             let ttl_before = ttl_secs(&shard, h, &key, now);
+            // The item's expiry as the flags are read in order: N (on a
+            // vivify) and T set it, t shows it where it stands (memcached
+            // 1.6.18's process_mget_command).
+            let start_exp = match shard.expire_at(h, &key) {
+                0 => Expiry::Never,
+                at => Expiry::At(at),
+            };
+            let mut exp = start_exp;
             let Some(e) = shard.get(h, &key, now) else {
                 return false;
             };
@@ -1312,17 +1466,22 @@ fn meta_get<'t>(
                         b's',
                         itoa::Buffer::new().format(v.len()).as_bytes(),
                     ),
+                    b'T' => exp = expiry(new_ttl.unwrap_or(0), now),
+                    b'N' if created => exp = expiry(vivify.unwrap_or(0), now),
                     b't' => {
-                        let t = match new_ttl {
-                            Some(n) => match expiry(n, now) {
-                                Expiry::At(at) => (at - now).div_ceil(1000) as i64,
-                                _ => -1,
-                            },
-                            None => ttl_before,
+                        let t = match exp {
+                            Expiry::Never => -1,
+                            Expiry::At(at) => (at - now).div_ceil(1000) as i64,
+                            // A past time, as memcached prints it: an
+                            // unsigned wrap-around.
+                            Expiry::Now => u32::MAX as i64,
                         };
                         ret(&mut line, b't', itoa::Buffer::new().format(t).as_bytes());
                     }
-                    b'k' | b'O' | b'b' => ret_common(&mut line, f, tok, &key),
+                    b'k' | b'O' => {
+                        let (shown, binary) = shown_key(&key, bits);
+                        ret_common(&mut line, f, tok, &shown, binary);
+                    }
                     _ => {}
                 }
             }
@@ -1331,9 +1490,7 @@ fn meta_get<'t>(
             if win {
                 it.bits |= crate::db::value::Item::TOKEN_SENT;
             }
-            if !created {
-                it.bits |= crate::db::value::Item::FETCHED;
-            }
+            it.bits |= crate::db::value::Item::FETCHED;
             if fl.has(b'v') {
                 value = Some(v.to_vec());
             }
@@ -1349,8 +1506,19 @@ fn meta_get<'t>(
                     t.record(&mut e.lru);
                 }
             }
-            if let Some(n) = new_ttl {
-                apply_expiry(&c, &mut shard, h, &key, n, now);
+            let gone = exp == Expiry::Now;
+            if created && !gone {
+                let at = match exp {
+                    Expiry::At(at) => at,
+                    _ => 0,
+                };
+                shard.set_expire(h, &key, at);
+                propagate_set(&key, b"", at);
+                c.modified(&key, STRING, "set");
+            } else if created {
+                shard.remove(h, &key);
+            } else if exp != start_exp {
+                set_expiry(&c, &mut shard, h, &key, exp);
             }
             drop(shard);
             c.hit(&key, !created);
@@ -1366,7 +1534,13 @@ fn meta_get<'t>(
     if !hit {
         count(s, counter::GET_MISSES);
         if !quiet {
-            s.out.buf.extend_from_slice(b"EN\r\n");
+            // A miss still returns the k and O flags asked for.
+            let out = &mut s.out.buf;
+            out.extend_from_slice(b"EN");
+            for &(f, tok) in &fl.list {
+                ret_common(out, f, tok, key_raw, fl.has(b'b'));
+            }
+            out.extend_from_slice(b"\r\n");
         }
         return;
     }
@@ -1420,7 +1594,7 @@ fn meta_set<'t>(
         return After::Continue;
     }
     let value = &data[..data.len() - 2];
-    let fl = match meta_flags(toks, b"bcCfFIkOqsStTMN", b"CLIENT_ERROR duplicate flag") {
+    let fl = match meta_flags(toks) {
         Ok(f) => f,
         Err(e) => {
             reply(s.out, false, e);
@@ -1434,6 +1608,10 @@ fn meta_set<'t>(
             return After::Continue;
         }
     };
+    if fl.opaque_too_long() {
+        reply(s.out, false, OPAQUE_ERR);
+        return After::Continue;
+    }
     let bad = || -> &'static [u8] { b"CLIENT_ERROR bad token in command line format" };
     let flags = match fl.token(b'F') {
         None => 0,
@@ -1490,7 +1668,17 @@ fn meta_set<'t>(
     let state_cas = s.server.memcache.next_cas();
     let (code, cas_now) = write_command(s, |s| {
         meta_store(
-            s, kind, &key, flags, ttl, cmp_cas, invalidate, value, state_cas, now,
+            s,
+            kind,
+            &key,
+            flags,
+            ttl,
+            cmp_cas,
+            invalidate,
+            fl.has(b'b'),
+            value,
+            state_cas,
+            now,
         )
     });
     if quiet && code == b"HD" {
@@ -1501,7 +1689,7 @@ fn meta_set<'t>(
     for &(f, tok) in &fl.list {
         match f {
             b'c' => ret(out, b'c', itoa::Buffer::new().format(cas_now).as_bytes()),
-            b'k' | b'O' | b'b' => ret_common(out, f, tok, &key),
+            b'k' | b'O' => ret_common(out, f, tok, key_raw, fl.has(b'b')),
             _ => {}
         }
     }
@@ -1519,6 +1707,7 @@ fn meta_store(
     ttl: i64,
     cmp_cas: Option<u64>,
     invalidate: bool,
+    binary_key: bool,
     value: &[u8],
     new_cas: u64,
     now: u64,
@@ -1530,10 +1719,14 @@ fn meta_store(
         Some(e) => match &mut e.value {
             Value::Str(v) => {
                 let (_, cas) = v.item_meta();
-                if let Some(want) = cmp_cas {
+                let checks = matches!(
+                    kind,
+                    Store::Cas | Store::Replace | Store::Append | Store::Prepend
+                );
+                if let Some(want) = cmp_cas.filter(|_| checks) {
                     if cas == 0 || cas != want {
                         // With I, an older CAS still stores, as stale.
-                        if invalidate && cas != 0 && want < cas {
+                        if invalidate && kind == Store::Cas && cas != 0 && want < cas {
                             stale = true;
                         } else {
                             return (b"EX", 0);
@@ -1546,7 +1739,8 @@ fn meta_store(
             _ => (true, None),
         },
         None => {
-            if cmp_cas.is_some() {
+            // With C: set and replace answer NF (append and prepend NS).
+            if kind == Store::Cas || (kind == Store::Replace && cmp_cas.is_some()) {
                 return (b"NF", 0);
             }
             (false, None)
@@ -1569,6 +1763,9 @@ fn meta_store(
     let mut v = StrValue::item(&bytes, flags, new_cas);
     if stale {
         v.to_item().bits |= crate::db::value::Item::STALE;
+    }
+    if binary_key {
+        v.to_item().bits |= crate::db::value::Item::KEY_BINARY;
     }
     if matches!(kind, Store::Append | Store::Prepend) {
         let Some(e) = shard.get(h, key, now) else {
@@ -1619,14 +1816,19 @@ fn meta_delete<'t>(
     toks: impl Iterator<Item = &'t [u8]>,
     now: u64,
 ) {
-    let fl = match meta_flags(toks, b"bCIkOqT", b"CLIENT_ERROR invalid or duplicate flag") {
+    const FLAG_ERR: &[u8] = b"CLIENT_ERROR invalid or duplicate flag";
+    let fl = match meta_flags(toks) {
         Ok(f) => f,
-        Err(e) => return reply(s.out, false, e),
+        Err(_) => return reply(s.out, false, FLAG_ERR),
     };
     let key = match meta_key(key_raw, fl.has(b'b')) {
         Ok(k) => k,
-        Err(e) => return reply(s.out, false, e),
+        Err(e) if key_raw.len() > KEY_MAX_LENGTH => return reply(s.out, false, e),
+        Err(_) => return reply(s.out, false, FLAG_ERR),
     };
+    if fl.opaque_too_long() {
+        return reply(s.out, false, OPAQUE_ERR);
+    }
     let cmp_cas = match fl.token(b'C') {
         None => None,
         Some(t) => match parse_u64(t) {
@@ -1665,7 +1867,8 @@ fn meta_delete<'t>(
                 Value::Str(v) => v.item_meta().1,
                 _ => 0,
             };
-            if cas != want {
+            // An item without an assigned CAS has one no client knows.
+            if cas == 0 || cas != want {
                 return b"EX";
             }
         }
@@ -1675,6 +1878,7 @@ fn meta_delete<'t>(
                 let it = v.to_item();
                 it.bits |= crate::db::value::Item::STALE;
                 it.bits &= !crate::db::value::Item::TOKEN_SENT;
+                it.cas = c.server.memcache.next_cas();
             }
             if let Some(t) = ttl {
                 apply_expiry(&c, &mut shard, h, &key, t, now);
@@ -1698,9 +1902,7 @@ fn meta_delete<'t>(
     let out = &mut s.out.buf;
     out.extend_from_slice(code);
     for &(f, tok) in &fl.list {
-        if matches!(f, b'k' | b'O' | b'b') {
-            ret_common(out, f, tok, &key);
-        }
+        ret_common(out, f, tok, key_raw, fl.has(b'b'));
     }
     out.extend_from_slice(b"\r\n");
 }
@@ -1712,17 +1914,15 @@ fn meta_arith<'t>(
     toks: impl Iterator<Item = &'t [u8]>,
     now: u64,
 ) {
-    let fl = match meta_flags(
-        toks,
-        b"bCENJDTMqOtcvk",
-        b"CLIENT_ERROR invalid or duplicate flag",
-    ) {
+    const FLAG_ERR: &[u8] = b"CLIENT_ERROR invalid or duplicate flag";
+    let fl = match meta_flags(toks) {
         Ok(f) => f,
-        Err(e) => return reply(s.out, false, e),
+        Err(_) => return reply(s.out, false, FLAG_ERR),
     };
     let key = match meta_key(key_raw, fl.has(b'b')) {
         Ok(k) => k,
-        Err(e) => return reply(s.out, false, e),
+        Err(e) if key_raw.len() > KEY_MAX_LENGTH => return reply(s.out, false, e),
+        Err(_) => return reply(s.out, false, FLAG_ERR),
     };
     let bad: &'static [u8] = b"CLIENT_ERROR invalid or duplicate flag";
     let u = |f: u8| -> Result<Option<u64>, ()> {
@@ -1756,6 +1956,7 @@ fn meta_arith<'t>(
     let _ = &server;
     enum R {
         Ok(Vec<u8>, i64, u64),
+        Created(Vec<u8>, i64, u64),
         NotFound,
         NonNumeric,
         Exists,
@@ -1769,9 +1970,22 @@ fn meta_arith<'t>(
             };
             let init = initial.unwrap_or(0);
             let text = itoa::Buffer::new().format(init).as_bytes().to_vec();
-            let at = match expiry(n, now) {
+            // N and T both set the new item's expiry: the later wins.
+            let mut exp = expiry(n, now);
+            for &(f, _) in &fl.list {
+                match f {
+                    b'N' => exp = expiry(n, now),
+                    b'T' => exp = expiry(ttl.unwrap_or(0), now),
+                    _ => {}
+                }
+            }
+            let at = match exp {
                 Expiry::At(at) => at,
-                _ => 0,
+                Expiry::Now => {
+                    // Answered as created, then gone at once.
+                    return R::Created(text, u32::MAX as i64, state.next_cas());
+                }
+                Expiry::Never => 0,
             };
             let cas = state.next_cas();
             shard.insert_with_expire(
@@ -1783,13 +1997,24 @@ fn meta_arith<'t>(
                 ),
                 at,
             );
-            let t = ttl_secs(&shard, h, &key, now);
-            drop(shard);
             propagate_set(&key, &text, at);
             c.modified(&key, STRING, "set");
-            return R::Ok(text, t, cas);
+            let t = ttl_secs(&shard, h, &key, now);
+            drop(shard);
+            return R::Created(text, t, cas);
         }
-        if let Some(want) = cmp_cas {
+        // A value that is not a number is refused before the CAS check.
+        let numeric = match shard.get(h, &key, now).map(|e| &e.value) {
+            Some(Value::Str(v)) => {
+                let mut t = itoa::Buffer::new();
+                strtoull(v.as_bytes(&mut t)).is_some()
+            }
+            _ => false,
+        };
+        if !numeric {
+            return R::NonNumeric;
+        }
+        if let Some(want) = cmp_cas.filter(|c| *c != 0) {
             let cur = match shard.get(h, &key, now).map(|e| &e.value) {
                 Some(Value::Str(v)) => v.item_meta().1,
                 _ => 0,
@@ -1807,13 +2032,24 @@ fn meta_arith<'t>(
             db: c.server.keyspace.db(0),
         };
         match add_delta(&mut sess, &key, incr, delta, now) {
-            Delta::Ok(v) => {
+            Delta::Ok(v, grew) => {
                 let c = ctx(&mut sess, now);
                 let (h, mut shard) = c.lock(&key);
-                if let Some(t) = ttl {
+                // `t` shows the TTL where it stands among the flags: the
+                // new one only after a T.
+                let t_pos = fl.list.iter().position(|(f, _)| *f == b't');
+                let big_t_pos = fl.list.iter().position(|(f, _)| *f == b'T');
+                let before = ttl_secs(&shard, h, &key, now);
+                // T reaches the item only when the result was written in
+                // place: a longer one is a new item with the old expiry
+                // (memcached 1.6.18's do_add_delta).
+                if let Some(t) = ttl.filter(|_| !grew) {
                     apply_expiry(&c, &mut shard, h, &key, t, now);
                 }
-                let t = ttl_secs(&shard, h, &key, now);
+                let t = match (big_t_pos, t_pos) {
+                    (Some(a), Some(b)) if a < b => ttl_secs(&shard, h, &key, now),
+                    _ => before,
+                };
                 let cas = match shard.get(h, &key, now) {
                     Some(e) => match &mut e.value {
                         Value::Str(v) => cas_of(&c.server.memcache, v),
@@ -1827,8 +2063,9 @@ fn meta_arith<'t>(
             Delta::NonNumeric => R::NonNumeric,
         }
     });
-    let (v, t, cas) = match r {
-        R::Ok(v, t, cas) => (v, t, cas),
+    let (v, t, cas, created) = match r {
+        R::Ok(v, t, cas) => (v, t, cas, false),
+        R::Created(v, t, cas) => (v, t, cas, true),
         R::NotFound => {
             count(
                 s,
@@ -1838,9 +2075,9 @@ fn meta_arith<'t>(
                     counter::DECR_MISSES
                 },
             );
-            return reply(s.out, false, b"NF");
+            return meta_status(s.out, b"NF", &fl, key_raw);
         }
-        R::Exists => return reply(s.out, false, b"EX"),
+        R::Exists => return meta_status(s.out, b"EX", &fl, key_raw),
         R::NonNumeric => {
             return reply(
                 s.out,
@@ -1857,7 +2094,12 @@ fn meta_arith<'t>(
             counter::DECR_HITS
         },
     );
-    if fl.has(b'q') && !fl.has(b'v') {
+    if fl.opaque_too_long() {
+        return reply(s.out, false, OPAQUE_ERR);
+    }
+    // q hides the success reply (HD or VA), but not after a vivify (as
+    // memcached 1.6.18).
+    if fl.has(b'q') && !created {
         return;
     }
     let mut line = Vec::new();
@@ -1865,7 +2107,7 @@ fn meta_arith<'t>(
         match f {
             b't' => ret(&mut line, b't', itoa::Buffer::new().format(t).as_bytes()),
             b'c' => ret(&mut line, b'c', itoa::Buffer::new().format(cas).as_bytes()),
-            b'k' | b'O' | b'b' => ret_common(&mut line, f, tok, &key),
+            b'k' | b'O' => ret_common(&mut line, f, tok, key_raw, fl.has(b'b')),
             _ => {}
         }
     }
@@ -1940,7 +2182,8 @@ mod tests {
         assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
         assert_eq!(parse_u64(b"18446744073709551616"), None);
         assert_eq!(parse_i32(b"-5"), Some(-5));
-        assert_eq!(parse_i32(b"2147483648"), None);
+        assert_eq!(parse_i32(b"2147483648"), Some(i32::MIN));
+        assert_eq!(parse_i32(b"4294967296"), Some(0));
     }
 
     #[test]

@@ -67,6 +67,9 @@ impl Item {
     pub const TOKEN_SENT: u8 = 2;
     /// Fetched since it was stored (the meta `h` flag).
     pub const FETCHED: u8 = 4;
+    /// Stored by a meta command with a base64 key (`b`): its key is
+    /// returned in base64 with the `b` flag.
+    pub const KEY_BINARY: u8 = 8;
 }
 
 impl StrValue {

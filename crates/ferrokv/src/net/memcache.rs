@@ -77,7 +77,7 @@ fn data_block(line: &[u8], kind: Store, item_size_max: usize) -> DataBlock {
         return DataBlock::None;
     }
     let (Some(flags), Some(_), Some(vlen)) = (
-        mc::parse_u32(toks[2]),
+        mc::parse_flags(toks[2]),
         mc::parse_i32(toks[3]),
         mc::parse_i32(toks[4]),
     ) else {
@@ -103,6 +103,9 @@ fn data_block(line: &[u8], kind: Store, item_size_max: usize) -> DataBlock {
 /// valid length (proto_text.c process_mset_command's checks before the
 /// data is read).
 fn meta_data_block(line: &[u8], item_size_max: usize) -> DataBlock {
+    if mc::tokens(line).count() >= mc::MAX_META_TOKENS {
+        return DataBlock::None;
+    }
     let mut t = mc::tokens(line).skip(1);
     let (Some(key), Some(len)) = (t.next(), t.next()) else {
         return DataBlock::None;
@@ -160,10 +163,12 @@ impl Codec for MemcacheCodec {
         } else {
             nl
         };
-        let first = mc::tokens(&buf[..line]).next();
+        // A NUL ends the line for parsing, as in memcached's C strings.
+        let parsed = c_line(&buf[..line]);
+        let first = mc::tokens(parsed).next();
         let block = match first {
-            Some(b"ms") => Some(meta_data_block(&buf[..line], self.item_size_max)),
-            Some(w) => Store::of(w).map(|kind| data_block(&buf[..line], kind, self.item_size_max)),
+            Some(b"ms") => Some(meta_data_block(parsed, self.item_size_max)),
+            Some(w) => Store::of(w).map(|kind| data_block(parsed, kind, self.item_size_max)),
             None => None,
         };
         if let Some(DataBlock::Read(n)) = block {
@@ -185,8 +190,8 @@ impl Codec for MemcacheCodec {
         let req = &buf[at..at + len];
         let (line, data) = match self.framed {
             Framed::Skip => return,
-            Framed::Line { line } => (&req[..line], None),
-            Framed::Store { line, data } => (&req[..line], Some(&req[data..])),
+            Framed::Line { line } => (c_line(&req[..line]), None),
+            Framed::Store { line, data } => (c_line(&req[..line]), Some(&req[data..])),
         };
         if !s.client.authenticated && s.server.acl.auth_required.load(Ordering::Relaxed) {
             authenticate(s, line, data, &mut self.swallow);
@@ -228,6 +233,15 @@ impl Codec for MemcacheCodec {
     }
 
     fn shrink(&mut self) {}
+}
+
+/// A command line up to its first NUL byte (memcached parses the line as
+/// a C string).
+fn c_line(line: &[u8]) -> &[u8] {
+    match memchr::memchr(0, line) {
+        Some(z) => &line[..z],
+        None => line,
+    }
 }
 
 /// The first command of a connection that must authenticate: a `set`
