@@ -595,31 +595,10 @@ fn script_effects_in_the_aof() {
 /// (tests/python/script_apps.py) run against ferrokv.
 #[test]
 fn redis_py_lock_and_rate_limiter() {
-    let require = std::env::var_os("FERROKV_REQUIRE_REDIS").is_some();
-    let Some(py) = common::which("python3") else {
-        assert!(!require, "python3 missing but FERROKV_REQUIRE_REDIS is set");
-        eprintln!("python3 not installed: test skipped");
-        return;
-    };
     let srv = Server::start(&["--io-threads", "2"]);
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/script_apps.py");
-    let out = std::process::Command::new(py)
-        .arg(script)
-        .arg(srv.port.to_string())
-        .output()
-        .expect("run python3");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if out.status.code() == Some(3) {
-        assert!(!require, "python package redis missing: {text}");
-        eprintln!("python package 'redis' not installed: test skipped");
-        return;
+    if let Some(text) = common::run_python("script_apps.py", &[srv.port.to_string()]) {
+        assert!(text.contains("ok"), "{text}");
     }
-    assert!(out.status.success(), "script applications failed:\n{text}");
-    assert!(text.contains("ok"), "{text}");
 }
 
 const LIB: &str = "#!lua name=mylib\n\

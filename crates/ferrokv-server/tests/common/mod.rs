@@ -458,3 +458,32 @@ impl Rng {
         xs[self.below(xs.len())]
     }
 }
+
+/// Runs a Python script of tests/python (from the crate root) with `args`; None when python3 or
+/// one of its packages is missing (exit 3) and CI does not require them.
+pub fn run_python(script: &str, args: &[String]) -> Option<String> {
+    let require = std::env::var_os("FERROKV_REQUIRE_REDIS").is_some();
+    let Some(py) = which("python3") else {
+        assert!(!require, "python3 missing but FERROKV_REQUIRE_REDIS is set");
+        eprintln!("python3 not installed: test skipped");
+        return None;
+    };
+    let path = format!("{}/tests/python/{script}", env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new(py)
+        .arg(&path)
+        .args(args)
+        .output()
+        .expect("run python3");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.code() == Some(3) {
+        assert!(!require, "python package missing: {text}");
+        eprintln!("python package missing: test skipped ({text})");
+        return None;
+    }
+    assert!(out.status.success(), "{script} failed:\n{text}");
+    Some(text)
+}

@@ -848,7 +848,13 @@ pub fn add_delta(s: &mut Session<'_>, key: &[u8], incr: bool, delta: u64, now: u
         text.resize(cur.len(), b' ');
     }
     let (flags, _) = v.item_meta();
+    // Rewritten in place, the item keeps its state bits (stale...); a
+    // longer result is a new item. Either way a new CAS.
+    let bits = if grew { 0 } else { v.item_bits() };
     *v = StrValue::item(&text, flags, 0);
+    if bits != 0 {
+        v.to_item().bits = bits;
+    }
     drop(shard);
     crate::propagate::rewrite(&[b"SET", key, &text, b"KEEPTTL"]);
     c.modified(key, STRING, if incr { "incrby" } else { "decrby" });
@@ -1173,18 +1179,11 @@ const OPAQUE_ERR: &[u8] = b"CLIENT_ERROR opaque token too long";
 /// it has no use for). Err: the error line mg and ms answer (md and ma
 /// answer `CLIENT_ERROR invalid or duplicate flag` instead).
 fn meta_flags<'a>(toks: impl Iterator<Item = &'a [u8]>) -> Result<MetaFlags<'a>, &'static [u8]> {
-    let toks: Vec<&[u8]> = toks.collect();
-    // Duplicates are found before any token is looked at.
-    for (i, t) in toks.iter().enumerate() {
-        if toks[..i].iter().any(|u| u[0] == t[0]) {
-            return Err(b"CLIENT_ERROR duplicate flag");
-        }
-    }
-    let mut list: Vec<(u8, &[u8])> = Vec::with_capacity(toks.len());
+    let mut list: Vec<(u8, &[u8])> = Vec::new();
     for t in toks {
         let f = t[0];
         let arg = &t[1..];
-        if f >= 0x7f {
+        if f >= 0x7f || list.iter().any(|(c, _)| *c == f) {
             return Err(b"CLIENT_ERROR duplicate flag");
         }
         match f {
@@ -1270,6 +1269,9 @@ fn ret_common(out: &mut Vec<u8>, f: u8, tok: &[u8], key: &[u8], binary: bool) {
 /// A meta status line (`NF`, `EX`, `NS`...) with the `k` and `O` flags
 /// asked for.
 fn meta_status(out: &mut Out, code: &[u8], fl: &MetaFlags<'_>, key_raw: &[u8]) {
+    if fl.opaque_too_long() {
+        return reply(out, false, OPAQUE_ERR);
+    }
     out.buf.extend_from_slice(code);
     for &(f, tok) in &fl.list {
         ret_common(&mut out.buf, f, tok, key_raw, fl.has(b'b'));
@@ -1400,7 +1402,6 @@ fn meta_get<'t>(
                 shard.insert(h, &key, Entry::new(Value::Str(v), lru_now));
                 created = true;
             }
-            let ttl_before = ttl_secs(&shard, h, &key, now);
             // The item's expiry as the flags are read in order: N (on a
             // vivify) and T set it, t shows it where it stands (memcached
             // 1.6.18's process_mget_command).
@@ -1431,17 +1432,26 @@ fn meta_get<'t>(
                     if bits & crate::db::value::Item::TOKEN_SENT == 0 {
                         win = true;
                     }
-                } else if let Some(r) = recache {
-                    if bits & crate::db::value::Item::TOKEN_SENT == 0
-                        && ttl_before != -1
-                        && ttl_before < r
-                    {
-                        win = true;
-                    }
                 }
             }
+            let stale = bits & crate::db::value::Item::STALE != 0;
             for &(f, tok) in &fl.list {
                 match f {
+                    // R: a win when the TTL left (as it stands here) is
+                    // below its token and nobody holds one.
+                    b'R' if !created
+                        && !stale
+                        && bits & crate::db::value::Item::TOKEN_SENT == 0 =>
+                    {
+                        let left = match exp {
+                            Expiry::Never => None,
+                            Expiry::At(at) => Some((at - now).div_ceil(1000) as i64),
+                            Expiry::Now => Some(0),
+                        };
+                        if left.is_some_and(|l| l < recache.unwrap_or(0)) {
+                            win = true;
+                        }
+                    }
                     b'c' => {
                         let cas = cas_of(state, v);
                         ret(&mut line, b'c', itoa::Buffer::new().format(cas).as_bytes());
@@ -1586,6 +1596,11 @@ fn meta_set<'t>(
         }
         count(s, counter::STORE_TOO_LARGE);
         reply(s.out, false, b"SERVER_ERROR object too large for cache");
+        // As for set: no stale value stays behind (in any ms mode).
+        let b = toks.any(|t| t.first() == Some(&b'b'));
+        if let Ok(key) = meta_key(key_raw, b) {
+            write_command(s, |s| delete_key(s, &key, now));
+        }
         return After::Swallow(vlen as usize + 2);
     };
     count(s, counter::CMD_SET);
@@ -1645,7 +1660,7 @@ fn meta_set<'t>(
     };
     let mode = match fl.token(b'M') {
         None => Store::Set,
-        Some(t) => match t.first().map(u8::to_ascii_uppercase) {
+        Some(t) => match t.first() {
             Some(b'S') => Store::Set,
             Some(b'E') => Store::Add,
             Some(b'A') => Store::Append,
@@ -1718,15 +1733,26 @@ fn meta_store(
     let (found, old) = match shard.get(h, key, now) {
         Some(e) => match &mut e.value {
             Value::Str(v) => {
-                let (_, cas) = v.item_meta();
-                let checks = matches!(
-                    kind,
-                    Store::Cas | Store::Replace | Store::Append | Store::Prepend
-                );
-                if let Some(want) = cmp_cas.filter(|_| checks) {
+                // An item always has a CAS for the comparisons below.
+                let cas = if cmp_cas.is_some() {
+                    cas_of(&c.server.memcache, v)
+                } else {
+                    v.item_meta().1
+                };
+                // C0 compares nothing for append and prepend.
+                let checks = |w: &u64| match kind {
+                    Store::Cas | Store::Replace => true,
+                    Store::Append | Store::Prepend => *w != 0,
+                    _ => false,
+                };
+                if let Some(want) = cmp_cas.filter(checks) {
                     if cas == 0 || cas != want {
                         // With I, an older CAS still stores, as stale.
-                        if invalidate && kind == Store::Cas && cas != 0 && want < cas {
+                        if invalidate
+                            && matches!(kind, Store::Cas | Store::Replace)
+                            && want != 0
+                            && want < cas
+                        {
                             stale = true;
                         } else {
                             return (b"EX", 0);
@@ -1781,7 +1807,17 @@ fn meta_store(
         c.modified(key, STRING, "append");
         return (b"HD", new_cas);
     }
-    let at = match expiry(ttl, now) {
+    // A stale store keeps the old expiry (its T is ignored).
+    let old_at = shard.expire_at(h, key);
+    let exp = if stale {
+        match old_at {
+            0 => Expiry::Never,
+            at => Expiry::At(at),
+        }
+    } else {
+        expiry(ttl, now)
+    };
+    let at = match exp {
         Expiry::Never => 0,
         Expiry::At(at) => at,
         Expiry::Now => {
@@ -1945,8 +1981,8 @@ fn meta_arith<'t>(
     let incr = match fl.token(b'M') {
         None => true,
         Some(t) => match t.first() {
-            Some(b'I' | b'i' | b'+') => true,
-            Some(b'D' | b'd' | b'-') => false,
+            Some(b'I' | b'+') => true,
+            Some(b'D' | b'-') => false,
             _ => return reply(s.out, false, b"CLIENT_ERROR invalid mode for ma M token"),
         },
     };
@@ -1970,12 +2006,21 @@ fn meta_arith<'t>(
             };
             let init = initial.unwrap_or(0);
             let text = itoa::Buffer::new().format(init).as_bytes().to_vec();
-            // N and T both set the new item's expiry: the later wins.
-            let mut exp = expiry(n, now);
+            // N and T both set the new item's expiry: the later wins; t
+            // shows it where it stands among the flags.
+            let mut exp = Expiry::Never;
+            let mut t_shown = -1;
             for &(f, _) in &fl.list {
                 match f {
                     b'N' => exp = expiry(n, now),
                     b'T' => exp = expiry(ttl.unwrap_or(0), now),
+                    b't' => {
+                        t_shown = match exp {
+                            Expiry::Never => -1,
+                            Expiry::At(at) => (at - now).div_ceil(1000) as i64,
+                            Expiry::Now => u32::MAX as i64,
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -1983,7 +2028,7 @@ fn meta_arith<'t>(
                 Expiry::At(at) => at,
                 Expiry::Now => {
                     // Answered as created, then gone at once.
-                    return R::Created(text, u32::MAX as i64, state.next_cas());
+                    return R::Created(text, t_shown, state.next_cas());
                 }
                 Expiry::Never => 0,
             };
@@ -1999,19 +2044,16 @@ fn meta_arith<'t>(
             );
             propagate_set(&key, &text, at);
             c.modified(&key, STRING, "set");
-            let t = ttl_secs(&shard, h, &key, now);
             drop(shard);
-            return R::Created(text, t, cas);
+            return R::Created(text, t_shown, cas);
         }
-        // A value that is not a number is refused before the CAS check.
-        let numeric = match shard.get(h, &key, now).map(|e| &e.value) {
-            Some(Value::Str(v)) => {
-                let mut t = itoa::Buffer::new();
-                strtoull(v.as_bytes(&mut t)).is_some()
-            }
+        // An empty value is refused before the CAS check, other values
+        // that are not numbers after it (do_add_delta's order).
+        let empty = match shard.get(h, &key, now).map(|e| &e.value) {
+            Some(Value::Str(v)) => v.is_empty(),
             _ => false,
         };
-        if !numeric {
+        if empty {
             return R::NonNumeric;
         }
         if let Some(want) = cmp_cas.filter(|c| *c != 0) {
@@ -2040,22 +2082,24 @@ fn meta_arith<'t>(
                 let t_pos = fl.list.iter().position(|(f, _)| *f == b't');
                 let big_t_pos = fl.list.iter().position(|(f, _)| *f == b'T');
                 let before = ttl_secs(&shard, h, &key, now);
-                // T reaches the item only when the result was written in
-                // place: a longer one is a new item with the old expiry
-                // (memcached 1.6.18's do_add_delta).
-                if let Some(t) = ttl.filter(|_| !grew) {
-                    apply_expiry(&c, &mut shard, h, &key, t, now);
-                }
-                let t = match (big_t_pos, t_pos) {
-                    (Some(a), Some(b)) if a < b => ttl_secs(&shard, h, &key, now),
-                    _ => before,
-                };
                 let cas = match shard.get(h, &key, now) {
                     Some(e) => match &mut e.value {
                         Value::Str(v) => cas_of(&c.server.memcache, v),
                         _ => 0,
                     },
                     None => 0,
+                };
+                // T reaches the item only when the result was written in
+                // place: a longer one is a new item with the old expiry
+                // (memcached 1.6.18's do_add_delta).
+                // (Nor when the reply fails on a long opaque: memcached
+                // applies T after writing the return flags.)
+                if let Some(t) = ttl.filter(|_| !grew && !fl.opaque_too_long()) {
+                    apply_expiry(&c, &mut shard, h, &key, t, now);
+                }
+                let t = match (big_t_pos, t_pos) {
+                    (Some(a), Some(b)) if a < b => ttl_secs(&shard, h, &key, now),
+                    _ => before,
                 };
                 R::Ok(v, t, cas)
             }
