@@ -51,6 +51,8 @@ pub struct MemcacheCodec {
     wanted: Option<usize>,
     /// `item-size-max`, read when a batch starts.
     item_size_max: usize,
+    /// No byte of the connection has been decoded yet.
+    first: bool,
 }
 
 /// How a storage command line's data block is read.
@@ -130,6 +132,7 @@ impl Codec for MemcacheCodec {
             swallow: 0,
             wanted: None,
             item_size_max: server.config.read().get_u64("item-size-max") as usize,
+            first: true,
         }
     }
 
@@ -138,6 +141,15 @@ impl Codec for MemcacheCodec {
     }
 
     fn decode(&mut self, _s: &Session<'_>, buf: &[u8]) -> Decoded {
+        // memcached's binary protocol (magic byte 0x80 first) is not
+        // spoken: such a connection is closed at once rather than left
+        // waiting for a line end.
+        if self.first && buf.first() == Some(&0x80) {
+            return Decoded::Invalid;
+        }
+        if !buf.is_empty() {
+            self.first = false;
+        }
         if self.swallow > 0 {
             if buf.is_empty() {
                 return Decoded::Incomplete;
