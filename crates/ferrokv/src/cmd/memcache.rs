@@ -13,7 +13,6 @@
 use super::Ctx;
 use crate::db::{Entry, StrValue, Value};
 use crate::events::{GENERIC, NEW, STRING};
-use crate::net::codec::Session;
 use crate::resp::{Args, Out};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -27,6 +26,21 @@ pub const KEY_MAX_LENGTH: usize = 250;
 /// exptime values up to this many seconds are relative to now; larger
 /// ones are absolute Unix times (REALTIME_MAXDELTA, 30 days).
 const REALTIME_MAXDELTA: i64 = 60 * 60 * 24 * 30;
+
+/// What a memcached command works on: its connection's parts (built by
+/// the memcached codec, net/memcache.rs, from its session).
+pub struct Conn<'a> {
+    /// The server.
+    pub server: &'a std::sync::Arc<crate::server::Server>,
+    /// The connection's client state (database 0, authentication).
+    pub client: &'a mut crate::cmd::client::Client,
+    /// The connection's output buffer.
+    pub out: &'a mut Out,
+    /// This thread's statistics.
+    pub stats: &'a crate::stats::ThreadStats,
+    /// Database 0.
+    pub db: &'a crate::db::keyspace::Db,
+}
 
 /// Server-wide memcached state (`Server::memcache`).
 #[derive(Debug)]
@@ -260,7 +274,7 @@ pub fn expiry(exptime: i64, now_ms: u64) -> Expiry {
 
 /// The command layer's view of a memcached connection's command: a
 /// [`Ctx`] on database 0.
-fn ctx<'a>(s: &'a mut Session<'_>, now: u64) -> Ctx<'a> {
+fn ctx<'a>(s: &'a mut Conn<'_>, now: u64) -> Ctx<'a> {
     Ctx {
         server: s.server,
         client: s.client,
@@ -274,7 +288,7 @@ fn ctx<'a>(s: &'a mut Session<'_>, now: u64) -> Ctx<'a> {
 
 /// Bumps counter `i` of this thread.
 #[inline]
-pub fn count(s: &Session<'_>, i: usize) {
+pub fn count(s: &Conn<'_>, i: usize) {
     crate::stats::bump(&s.stats.mc[i], 1);
 }
 
@@ -289,7 +303,7 @@ fn reply(out: &mut Out, noreply: bool, text: &[u8]) {
 
 /// Runs one write command: inside a propagation command context (its
 /// records stated with `propagate::rewrite`).
-fn write_command<R>(s: &mut Session<'_>, f: impl FnOnce(&mut Session<'_>) -> R) -> R {
+fn write_command<R>(s: &mut Conn<'_>, f: impl FnOnce(&mut Conn<'_>) -> R) -> R {
     let prop = s.server.propagation.on();
     if prop {
         s.server.propagation.begin_command();
@@ -307,7 +321,7 @@ fn write_command<R>(s: &mut Session<'_>, f: impl FnOnce(&mut Session<'_>) -> R) 
 /// Executes one text-protocol command line (`line`, without its line end)
 /// and, for a storage command, its data block (`data`, with its CRLF).
 /// Replies go to `s.out`. Returns what the connection must do next.
-pub fn execute_line(s: &mut Session<'_>, line: &[u8], data: Option<&[u8]>) -> After {
+pub fn execute_line(s: &mut Conn<'_>, line: &[u8], data: Option<&[u8]>) -> After {
     let mut toks = tokens(line);
     let Some(cmd) = toks.next() else {
         reply(s.out, false, b"ERROR");
@@ -368,7 +382,7 @@ pub fn execute_line(s: &mut Session<'_>, line: &[u8], data: Option<&[u8]>) -> Af
 
 /// get / gets / gat / gats (memcached's process_get_command).
 fn retrieve<'t>(
-    s: &mut Session<'_>,
+    s: &mut Conn<'_>,
     keys: impl Iterator<Item = &'t [u8]> + Clone,
     touch: Option<i64>,
     cas: bool,
@@ -442,7 +456,7 @@ pub fn cas_of(state: &State, v: &mut StrValue) -> u64 {
 }
 
 /// One key of get / gets: true when found (a string).
-fn get_one(s: &mut Session<'_>, key: &[u8], cas: bool, now: u64) -> bool {
+fn get_one(s: &mut Conn<'_>, key: &[u8], cas: bool, now: u64) -> bool {
     let c = ctx(s, now);
     let (h, mut shard) = c.lock(key);
     let t = c.touch_time();
@@ -475,7 +489,7 @@ fn get_one(s: &mut Session<'_>, key: &[u8], cas: bool, now: u64) -> bool {
 }
 
 /// One key of gat / gats: found items get the new expiry.
-fn gat_one(s: &mut Session<'_>, key: &[u8], exptime: i64, cas: bool, now: u64) -> bool {
+fn gat_one(s: &mut Conn<'_>, key: &[u8], exptime: i64, cas: bool, now: u64) -> bool {
     let c = ctx(s, now);
     let (h, mut shard) = c.lock(key);
     let t = c.touch_time();
@@ -544,7 +558,7 @@ fn set_expiry(c: &Ctx<'_>, shard: &mut crate::db::Shard, h: u64, key: &[u8], exp
 
 /// set / add / replace / append / prepend / cas (memcached's
 /// process_update_command + complete_nread_ascii + do_store_item).
-fn store(s: &mut Session<'_>, kind: Store, line: &[u8], data: Option<&[u8]>, now: u64) -> After {
+fn store(s: &mut Conn<'_>, kind: Store, line: &[u8], data: Option<&[u8]>, now: u64) -> After {
     let toks: Vec<&[u8]> = tokens(line).collect();
     let want = if kind == Store::Cas { 6 } else { 5 };
     if toks.len() != want && toks.len() != want + 1 {
@@ -613,7 +627,7 @@ fn store(s: &mut Session<'_>, kind: Store, line: &[u8], data: Option<&[u8]>, now
 /// Stores one item; the reply line.
 #[allow(clippy::too_many_arguments)]
 fn store_item(
-    s: &mut Session<'_>,
+    s: &mut Conn<'_>,
     kind: Store,
     key: &[u8],
     flags: u32,
@@ -757,7 +771,7 @@ fn count_of(c: &Ctx<'_>, i: usize) {
 }
 
 /// Deletes `key`: true when it existed.
-fn delete_key(s: &mut Session<'_>, key: &[u8], now: u64) -> bool {
+fn delete_key(s: &mut Conn<'_>, key: &[u8], now: u64) -> bool {
     let c = ctx(s, now);
     let (h, mut shard) = c.lock(key);
     let found = shard.get(h, key, now).is_some();
@@ -773,7 +787,7 @@ fn delete_key(s: &mut Session<'_>, key: &[u8], now: u64) -> bool {
 }
 
 /// delete <key> [0] [noreply] (memcached's process_delete_command).
-fn delete<'t>(s: &mut Session<'_>, toks: impl Iterator<Item = &'t [u8]>, now: u64) {
+fn delete<'t>(s: &mut Conn<'_>, toks: impl Iterator<Item = &'t [u8]>, now: u64) {
     let args: Vec<&[u8]> = toks.collect();
     let Some(&key) = args.first().filter(|_| args.len() <= 3) else {
         reply(s.out, false, b"ERROR");
@@ -820,7 +834,7 @@ pub enum Delta {
 /// around at 2^64, decr stops at 0. A result shorter than the old value is
 /// padded with spaces to the old length, as memcached rewrites the item in
 /// place. The item keeps its flags and expiry.
-pub fn add_delta(s: &mut Session<'_>, key: &[u8], incr: bool, delta: u64, now: u64) -> Delta {
+pub fn add_delta(s: &mut Conn<'_>, key: &[u8], incr: bool, delta: u64, now: u64) -> Delta {
     let c = ctx(s, now);
     let (h, mut shard) = c.lock(key);
     let Some(e) = shard.get(h, key, now) else {
@@ -872,7 +886,7 @@ fn strtoull(d: &[u8]) -> Option<u64> {
 }
 
 /// incr / decr <key> <value> [noreply].
-fn arith<'t>(s: &mut Session<'_>, incr: bool, toks: impl Iterator<Item = &'t [u8]>, now: u64) {
+fn arith<'t>(s: &mut Conn<'_>, incr: bool, toks: impl Iterator<Item = &'t [u8]>, now: u64) {
     let args: Vec<&[u8]> = toks.collect();
     if args.len() != 2 && args.len() != 3 {
         reply(s.out, false, b"ERROR");
@@ -924,7 +938,7 @@ fn arith<'t>(s: &mut Session<'_>, incr: bool, toks: impl Iterator<Item = &'t [u8
 }
 
 /// touch <key> <exptime> [noreply].
-fn touch_cmd<'t>(s: &mut Session<'_>, toks: impl Iterator<Item = &'t [u8]>, now: u64) {
+fn touch_cmd<'t>(s: &mut Conn<'_>, toks: impl Iterator<Item = &'t [u8]>, now: u64) {
     let args: Vec<&[u8]> = toks.collect();
     if args.len() != 2 && args.len() != 3 {
         reply(s.out, false, b"ERROR");
@@ -961,7 +975,7 @@ fn touch_cmd<'t>(s: &mut Session<'_>, toks: impl Iterator<Item = &'t [u8]>, now:
 
 /// flush_all [delay] [noreply]: empties database 0 now or after `delay`
 /// seconds (memcached's settings.oldest_live).
-fn flush_all<'t>(s: &mut Session<'_>, toks: impl Iterator<Item = &'t [u8]>, now: u64) {
+fn flush_all<'t>(s: &mut Conn<'_>, toks: impl Iterator<Item = &'t [u8]>, now: u64) {
     let args: Vec<&[u8]> = toks.collect();
     if args.len() > 2 {
         reply(s.out, false, b"ERROR");
@@ -1036,7 +1050,7 @@ fn run_resp(
 }
 
 /// stats [settings] (memcached's server_stats / process_stat_settings).
-fn stats<'t>(s: &mut Session<'_>, mut toks: impl Iterator<Item = &'t [u8]>, now: u64) {
+fn stats<'t>(s: &mut Conn<'_>, mut toks: impl Iterator<Item = &'t [u8]>, now: u64) {
     let sub = toks.next();
     let mut lines: Vec<(String, String)> = Vec::new();
     let srv = s.server;
@@ -1305,7 +1319,7 @@ fn ttl_secs(shard: &crate::db::Shard, h: u64, key: &[u8], now: u64) -> i64 {
 
 /// Executes one meta command line (mg ms md ma mn me) with its data block
 /// for ms. Returns what the connection must do next.
-pub fn execute_meta(s: &mut Session<'_>, line: &[u8], data: Option<&[u8]>) -> After {
+pub fn execute_meta(s: &mut Conn<'_>, line: &[u8], data: Option<&[u8]>) -> After {
     let mut toks = tokens(line);
     let cmd = toks.next().unwrap_or_default();
     count(s, counter::CMD_META);
@@ -1346,12 +1360,7 @@ pub fn execute_meta(s: &mut Session<'_>, line: &[u8], data: Option<&[u8]>) -> Af
 }
 
 /// mg <key> <flags>*.
-fn meta_get<'t>(
-    s: &mut Session<'_>,
-    key_raw: &[u8],
-    toks: impl Iterator<Item = &'t [u8]>,
-    now: u64,
-) {
+fn meta_get<'t>(s: &mut Conn<'_>, key_raw: &[u8], toks: impl Iterator<Item = &'t [u8]>, now: u64) {
     let fl = match meta_flags(toks) {
         Ok(f) => f,
         Err(e) => return reply(s.out, false, e),
@@ -1384,7 +1393,7 @@ fn meta_get<'t>(
     let mut line = Vec::with_capacity(64);
     let mut value: Option<Vec<u8>> = None;
     let hit = {
-        let mut run = |s: &mut Session<'_>| -> bool {
+        let mut run = |s: &mut Conn<'_>| -> bool {
             let c = ctx(s, now);
             let (h, mut shard) = c.lock(&key);
             let lru_now = c.server.keyspace.lru.initial(now);
@@ -1575,7 +1584,7 @@ fn meta_get<'t>(
 
 /// ms <key> <datalen> <flags>* and its data block.
 fn meta_set<'t>(
-    s: &mut Session<'_>,
+    s: &mut Conn<'_>,
     key_raw: &[u8],
     mut toks: impl Iterator<Item = &'t [u8]>,
     data: Option<&[u8]>,
@@ -1715,7 +1724,7 @@ fn meta_set<'t>(
 /// Stores an item for ms: (reply code, the item's CAS after it or 0).
 #[allow(clippy::too_many_arguments)]
 fn meta_store(
-    s: &mut Session<'_>,
+    s: &mut Conn<'_>,
     kind: Store,
     key: &[u8],
     flags: u32,
@@ -1847,7 +1856,7 @@ fn meta_store(
 
 /// md <key> <flags>*.
 fn meta_delete<'t>(
-    s: &mut Session<'_>,
+    s: &mut Conn<'_>,
     key_raw: &[u8],
     toks: impl Iterator<Item = &'t [u8]>,
     now: u64,
@@ -1945,7 +1954,7 @@ fn meta_delete<'t>(
 
 /// ma <key> <flags>*.
 fn meta_arith<'t>(
-    s: &mut Session<'_>,
+    s: &mut Conn<'_>,
     key_raw: &[u8],
     toks: impl Iterator<Item = &'t [u8]>,
     now: u64,
@@ -2066,7 +2075,7 @@ fn meta_arith<'t>(
             }
         }
         drop(shard);
-        let mut sess = Session {
+        let mut sess = Conn {
             server: c.server,
             client: c.client,
             out: c.out,
@@ -2183,7 +2192,7 @@ fn slab_class(size: usize) -> usize {
 }
 
 /// me <key>: memcached's debug line for an item.
-fn meta_debug(s: &mut Session<'_>, key_raw: &[u8], now: u64) {
+fn meta_debug(s: &mut Conn<'_>, key_raw: &[u8], now: u64) {
     if key_raw.len() > KEY_MAX_LENGTH {
         return reply(s.out, false, b"CLIENT_ERROR bad command line format");
     }

@@ -218,7 +218,14 @@ impl Codec for MemcacheCodec {
             s.out.buf.extend_from_slice(b"\r\n");
             return;
         };
-        let after = mc::execute_line(s, line, data);
+        let mut conn = mc::Conn {
+            server: s.server,
+            client: s.client,
+            out: s.out,
+            stats: s.stats,
+            db: s.db,
+        };
+        let after = mc::execute_line(&mut conn, line, data);
         drop(gate);
         match after {
             After::Continue => {}
