@@ -353,3 +353,70 @@ fn text_and_meta_protocol_match_memcached() {
         );
     }
 }
+
+/// ACL users' command and key permissions apply on the memcached port,
+/// each command checked as the RESP command of the same effect (base64
+/// keys as the keys they name).
+#[test]
+fn acl_permissions_apply() {
+    let (srv, mp) = start(&["--requirepass", "secret"]);
+    let mut r = srv.raw();
+    assert_eq!(r.cmd(&[b"AUTH", b"secret"]), b"+OK\r\n");
+    assert_eq!(
+        r.cmd(&[b"ACL", b"SETUSER", b"bob", b"on", b">pw", b"~foo*", b"+get"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(r.cmd(&[b"SET", b"bar", b"hidden"]), b"+OK\r\n");
+    assert_eq!(r.cmd(&[b"SET", b"foo1", b"seen"]), b"+OK\r\n");
+    let mut m = Mc::connect(mp);
+    assert_eq!(m.cmd("set a 0 0 6\r\nbob pw\r\n"), "STORED\r\n");
+    m.send(b"get foo1\r\n");
+    assert_eq!(m.until(b"END\r\n"), b"VALUE foo1 0 4\r\nseen\r\nEND\r\n");
+    for req in [
+        "get bar\r\n",
+        "set foo1 0 0 1\r\nz\r\n",
+        "delete foo1\r\n",
+        "incr foo1 1\r\n",
+        "flush_all\r\n",
+        "mg YmFy b v\r\n",
+        "ms foo1 1\r\nz\r\n",
+    ] {
+        let got = m.cmd(req);
+        assert!(got.starts_with("CLIENT_ERROR NOPERM"), "{req:?}: {got}");
+    }
+    assert_eq!(r.cmd(&[b"GET", b"foo1"]), b"$4\r\nseen\r\n");
+    // A data block without its CRLF does not authenticate.
+    let mut m2 = Mc::connect(mp);
+    m2.send(b"set a 0 0 12\r\ndefault secretget a\r\n");
+    assert_eq!(
+        m2.until(b"unauthenticated\r\n"),
+        b"CLIENT_ERROR bad data chunk\r\nCLIENT_ERROR unauthenticated\r\n"
+    );
+}
+
+/// A delayed flush_all is one pending time (a later one replaces it) and
+/// runs off the I/O threads: due while a script is busy, it waits for the
+/// script instead of stopping the server; SCRIPT KILL still works.
+#[test]
+fn delayed_flush_all_and_a_busy_script() {
+    let (srv, mp) = start(&["--busy-reply-threshold", "100"]);
+    let mut m = Mc::connect(mp);
+    assert_eq!(m.cmd("set k 0 0 1\r\nv\r\n"), "STORED\r\n");
+    assert_eq!(m.cmd("flush_all 100\r\n"), "OK\r\n");
+    assert_eq!(m.cmd("flush_all 1\r\n"), "OK\r\n");
+    let mut script = srv.raw();
+    script.send(&common::encode(&[b"EVAL", b"while true do end", b"0"]));
+    std::thread::sleep(Duration::from_millis(2000));
+    let mut r = srv.raw();
+    let busy = String::from_utf8(r.cmd(&[b"PING"])).unwrap();
+    assert!(busy.starts_with("-BUSY"), "{busy}");
+    let got = m.cmd("get k\r\n");
+    assert!(got.starts_with("SERVER_ERROR BUSY"), "{got}");
+    assert_eq!(r.cmd(&[b"SCRIPT", b"KILL"]), b"+OK\r\n");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while r.cmd(&[b"DBSIZE"]) != b":0\r\n" {
+        assert!(Instant::now() < deadline, "the delayed flush did not run");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(m.cmd("version\r\n"), "VERSION 1.6.18\r\n");
+}

@@ -94,7 +94,7 @@ pub struct Server {
     /// function libraries and the running script's state (script/).
     pub scripts: crate::script::Scripts,
     /// The memcached protocol's server-wide state (cmd/memcache.rs).
-    pub memcache: crate::cmd::memcache::State,
+    pub memcache: crate::db::value::ItemState,
     /// When the server started.
     pub started: Instant,
     /// Unix ms at start.

@@ -25,6 +25,10 @@ pub struct CmdStat {
     pub failed: AtomicU64,
 }
 
+/// Number of memcached protocol counters per thread (their meaning:
+/// `cmd::memcache::counter`).
+pub const MC_COUNTERS: usize = 23;
+
 /// One worker thread's counters.
 #[derive(Debug)]
 pub struct ThreadStats {
@@ -45,7 +49,7 @@ pub struct ThreadStats {
     pub dirty: AtomicU64,
     /// memcached protocol counters (`stats`), indexed by
     /// `cmd::memcache::counter`.
-    pub mc: [AtomicU64; crate::cmd::memcache::counter::COUNT],
+    pub mc: [AtomicU64; MC_COUNTERS],
 }
 
 impl ThreadStats {

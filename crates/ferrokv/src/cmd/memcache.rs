@@ -14,7 +14,7 @@ use super::Ctx;
 use crate::db::{Entry, StrValue, Value};
 use crate::events::{GENERIC, NEW, STRING};
 use crate::resp::{Args, Out};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 /// The memcached version reported by `version` and `stats`: the release
 /// whose behaviour ferrokv follows.
@@ -42,30 +42,9 @@ pub struct Conn<'a> {
     pub db: &'a crate::db::keyspace::Db,
 }
 
-/// Server-wide memcached state (`Server::memcache`).
-#[derive(Debug)]
-pub struct State {
-    /// The last CAS unique handed out (memcached's `get_cas_id`).
-    cas: AtomicU64,
-    /// total_items: items stored since start.
-    pub total_items: AtomicU64,
-}
-
-impl Default for State {
-    fn default() -> Self {
-        State {
-            cas: AtomicU64::new(0),
-            total_items: AtomicU64::new(0),
-        }
-    }
-}
-
-impl State {
-    /// A new CAS unique, larger than every one handed out before.
-    pub fn next_cas(&self) -> u64 {
-        self.cas.fetch_add(1, Ordering::Relaxed) + 1
-    }
-}
+/// Server-wide memcached state (`Server::memcache`): defined with the
+/// items it numbers (db/value.rs), below the server.
+pub use crate::db::value::ItemState as State;
 
 /// Per-thread counters of `stats` (ThreadStats::mc), by index.
 pub mod counter {
@@ -115,8 +94,8 @@ pub mod counter {
     pub const CMD_META: usize = 21;
     /// get_expired: gets that found an item expired.
     pub const GET_EXPIRED: usize = 22;
-    /// Number of counters.
-    pub const COUNT: usize = 23;
+    /// Number of counters (the size of `ThreadStats::mc`).
+    pub const COUNT: usize = crate::stats::MC_COUNTERS;
 }
 
 /// What the connection must do after a command.
@@ -286,6 +265,53 @@ fn ctx<'a>(s: &'a mut Conn<'_>, now: u64) -> Ctx<'a> {
     }
 }
 
+/// The ACL check of a memcached command, as the RESP command with the
+/// same effect (`argv`: GET, SET, DEL, INCRBY, EXPIRE, FLUSHDB, INFO...)
+/// would be checked for the connection's user. Some(error line) when the
+/// user may not run it; None without ACL restrictions.
+fn acl_denied(s: &mut Conn<'_>, argv: &[&[u8]]) -> Option<Vec<u8>> {
+    if !s.server.acl.restricted.load(Ordering::Relaxed) {
+        return None;
+    }
+    let t = super::table();
+    let id = t.lookup(argv[0])?;
+    let c = t.all[id];
+    let (base, ranges) = flatten(argv);
+    let args = Args::new(&base, &ranges);
+    match super::acl_check(s.server, s.client, c, id, &args) {
+        Ok(()) => None,
+        Err(msg) => {
+            let mut line = b"CLIENT_ERROR ".to_vec();
+            line.extend_from_slice(msg.as_bytes());
+            Some(line)
+        }
+    }
+}
+
+/// `argv` as one buffer and the (start, end) of each argument in it, the
+/// shape [`Args::new`] takes.
+fn flatten(argv: &[&[u8]]) -> (Vec<u8>, Vec<(u32, u32)>) {
+    let mut base = Vec::new();
+    let mut ranges = Vec::with_capacity(argv.len());
+    for a in argv {
+        let start = base.len() as u32;
+        base.extend_from_slice(a);
+        ranges.push((start, base.len() as u32));
+    }
+    (base, ranges)
+}
+
+/// Answers an ACL refusal ([`acl_denied`]): true when refused.
+fn refused(s: &mut Conn<'_>, argv: &[&[u8]]) -> bool {
+    match acl_denied(s, argv) {
+        Some(line) => {
+            reply(s.out, false, &line);
+            true
+        }
+        None => false,
+    }
+}
+
 /// Bumps counter `i` of this thread.
 #[inline]
 pub fn count(s: &Conn<'_>, i: usize) {
@@ -328,6 +354,9 @@ pub fn execute_line(s: &mut Conn<'_>, line: &[u8], data: Option<&[u8]>) -> After
         return After::Continue;
     };
     let now = s.server.clock.now_ms();
+    if s.server.acl.restricted.load(Ordering::Relaxed) && !text_acl_ok(s, cmd, line) {
+        return After::Continue;
+    }
     match cmd {
         b"get" | b"gets" => {
             let cas = cmd == b"gets";
@@ -378,6 +407,55 @@ pub fn execute_line(s: &mut Conn<'_>, line: &[u8], data: Option<&[u8]>) -> After
         _ => reply(s.out, false, b"ERROR"),
     }
     After::Continue
+}
+
+/// The ACL check of a text command line for a restricted user (each key
+/// as the RESP command of the same effect); false once refused.
+fn text_acl_ok(s: &mut Conn<'_>, cmd: &[u8], line: &[u8]) -> bool {
+    let toks: Vec<&[u8]> = tokens(line).collect();
+    let keyed = |s: &mut Conn<'_>, verb: &[u8], keys: &[&[u8]], extra: &[&[u8]]| {
+        keys.iter().all(|k| {
+            let mut argv: Vec<&[u8]> = vec![verb, k];
+            argv.extend_from_slice(extra);
+            !refused(s, &argv)
+        })
+    };
+    match cmd {
+        b"get" | b"gets" => keyed(s, b"GET", &toks[1..], &[]),
+        b"gat" | b"gats" => {
+            let keys = toks.get(2..).unwrap_or_default();
+            keyed(s, b"GETEX", keys, &[b"PERSIST"])
+        }
+        b"set" | b"add" | b"replace" | b"cas" => {
+            keyed(s, b"SET", &toks[1..toks.len().min(2)], &[b"v"])
+        }
+        b"append" | b"prepend" => keyed(s, b"APPEND", &toks[1..toks.len().min(2)], &[b"v"]),
+        b"delete" => keyed(s, b"DEL", &toks[1..toks.len().min(2)], &[]),
+        b"incr" | b"decr" => keyed(s, b"INCRBY", &toks[1..toks.len().min(2)], &[b"1"]),
+        b"touch" => keyed(s, b"EXPIRE", &toks[1..toks.len().min(2)], &[b"1"]),
+        b"flush_all" => !refused(s, &[b"FLUSHDB"]),
+        b"stats" => !refused(s, &[b"INFO"]),
+        b"mg" | b"me" | b"ms" | b"md" | b"ma" => {
+            let Some(raw) = toks.get(1) else {
+                return true;
+            };
+            // A base64 key is checked as the key it names.
+            let b = toks[2..].iter().any(|t| t.first() == Some(&b'b'));
+            let Ok(key) = meta_key(raw, b) else {
+                return true;
+            };
+            let (verb, extra): (&[u8], &[&[u8]]) = match cmd {
+                b"ms" => (b"SET", &[b"v"]),
+                b"md" => (b"DEL", &[]),
+                b"ma" => (b"INCRBY", &[b"1"]),
+                _ => (b"GET", &[]),
+            };
+            // mg may create the key (N): it needs SET too.
+            let vivify = cmd == b"mg" && toks[2..].iter().any(|t| t.first() == Some(&b'N'));
+            keyed(s, verb, &[&key], extra) && (!vivify || keyed(s, b"SET", &[&key], &[b"v"]))
+        }
+        _ => true,
+    }
 }
 
 /// get / gets / gat / gats (memcached's process_get_command).
@@ -993,33 +1071,76 @@ fn flush_all<'t>(s: &mut Conn<'_>, toks: impl Iterator<Item = &'t [u8]>, now: u6
         _ => 0,
     };
     count(s, counter::CMD_FLUSH);
-    if delay > 0 {
-        let server = s.server.clone();
-        let at = match expiry(delay, now) {
-            Expiry::At(at) => at.saturating_sub(now),
-            _ => 0,
-        };
-        tokio::spawn(async move {
-            tokio::time::sleep(std::time::Duration::from_millis(at)).await;
+    let state = &s.server.memcache;
+    match expiry(delay, now) {
+        Expiry::At(at) if delay > 0 => {
+            // One pending flush at a time, as memcached's oldest_live: a
+            // later flush_all replaces the time.
+            state.flush_at.store(at, Ordering::Relaxed);
+            if !state.flush_timer.swap(true, Ordering::AcqRel) {
+                tokio::spawn(delayed_flush(s.server.clone()));
+            }
+        }
+        _ => {
+            state.flush_at.store(0, Ordering::Relaxed);
+            let mut out = Out::new();
+            run_resp(s.server, s.client, &mut out, s.stats, &[b"FLUSHDB"]);
+        }
+    }
+    reply(s.out, noreply, b"OK");
+}
+
+/// The timer of a delayed flush_all: sleeps until the pending time
+/// (re-read when it wakes: a later flush_all may have moved or cancelled
+/// it), then empties database 0 on a blocking thread (it waits for the
+/// exec gate, which a busy script may hold).
+async fn delayed_flush(server: std::sync::Arc<crate::server::Server>) {
+    let state = &server.memcache;
+    loop {
+        let at = state.flush_at.load(Ordering::Relaxed);
+        if at == 0 {
+            state.flush_timer.store(false, Ordering::Release);
+            // A flush_all that came between the load and the store.
+            if state.flush_at.load(Ordering::Relaxed) == 0
+                || state.flush_timer.swap(true, Ordering::AcqRel)
+            {
+                return;
+            }
+            continue;
+        }
+        let now = server.clock.now_ms();
+        if now < at {
+            // At most a second at a time: a later flush_all may have moved
+            // the time earlier (memcached's clock has seconds too).
+            let wait = (at - now).min(1000);
+            tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+            continue;
+        }
+        if state
+            .flush_at
+            .compare_exchange(at, 0, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            continue;
+        }
+        let s = server.clone();
+        let _ = tokio::task::spawn_blocking(move || {
             let mut client = crate::cmd::client::Client::new(crate::clients::new_handle(
-                &server.clients,
-                server.clock.now_ms(),
+                &s.clients,
+                s.clock.now_ms(),
                 String::new(),
                 String::new(),
                 -1,
                 false,
             ));
             client.authenticated = true;
-            let stats = server.stats.local(crate::cmd::table().all.len());
+            let stats = s.stats.local(crate::cmd::table().all.len());
             let mut out = Out::new();
-            let _gate = server.tx.gate_shared();
-            run_resp(&server, &mut client, &mut out, &stats, &[b"FLUSHDB"]);
-        });
-    } else {
-        let mut out = Out::new();
-        run_resp(s.server, s.client, &mut out, s.stats, &[b"FLUSHDB"]);
+            let _gate = s.tx.gate_shared();
+            run_resp(&s, &mut client, &mut out, &stats, &[b"FLUSHDB"]);
+        })
+        .await;
     }
-    reply(s.out, noreply, b"OK");
 }
 
 /// Runs a RESP command (looked up in the command table, no checks) on
@@ -1035,13 +1156,7 @@ fn run_resp(
     let Some(id) = crate::cmd::table().lookup(argv[0]) else {
         return;
     };
-    let mut base = Vec::new();
-    let mut ranges = Vec::new();
-    for a in argv {
-        let start = base.len() as u32;
-        base.extend_from_slice(a);
-        ranges.push((start, base.len() as u32));
-    }
+    let (base, ranges) = flatten(argv);
     let args = Args::new(&base, &ranges);
     let db = client.db;
     client.db = 0;

@@ -9,6 +9,7 @@ use super::list::ListValue;
 use super::set::SetValue;
 use super::zset::ZSetValue;
 use crate::util::parse_i64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Longest string Redis stores as `embstr` (OBJ_ENCODING_EMBSTR_SIZE_LIMIT).
 pub const EMBSTR_SIZE_LIMIT: usize = 44;
@@ -58,6 +59,39 @@ pub struct Item {
     /// memcached's item state bits for the meta protocol:
     /// [`Item::STALE`], [`Item::TOKEN_SENT`], [`Item::FETCHED`].
     pub bits: u8,
+}
+
+/// Server-wide memcached item state (`Server::memcache`, used by
+/// cmd/memcache.rs): the CAS counter and the items stored.
+#[derive(Debug)]
+pub struct ItemState {
+    /// The last CAS unique handed out (memcached's `get_cas_id`).
+    cas: AtomicU64,
+    /// total_items: items stored since start.
+    pub total_items: AtomicU64,
+    /// When a delayed `flush_all` empties database 0, ms since the epoch
+    /// (0: none pending).
+    pub flush_at: AtomicU64,
+    /// A timer task waits for `flush_at`.
+    pub flush_timer: std::sync::atomic::AtomicBool,
+}
+
+impl Default for ItemState {
+    fn default() -> Self {
+        ItemState {
+            cas: AtomicU64::new(0),
+            total_items: AtomicU64::new(0),
+            flush_at: AtomicU64::new(0),
+            flush_timer: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+}
+
+impl ItemState {
+    /// A new CAS unique, larger than every one handed out before.
+    pub fn next_cas(&self) -> u64 {
+        self.cas.fetch_add(1, Ordering::Relaxed) + 1
+    }
 }
 
 impl Item {

@@ -211,6 +211,21 @@ impl Codec for MemcacheCodec {
         }
         let server = s.server;
         let Some(gate) = server.tx.gate_shared_unless(|| server.scripts.busy()) else {
+            // Refused while a script is busy, but framed as usual: a
+            // too-large block is still discarded, quit still closes.
+            let first = mc::tokens(line).next().unwrap_or_default();
+            if first == b"quit" {
+                s.client.close_after_reply = true;
+                return;
+            }
+            let block = match Store::of(first) {
+                Some(kind) => data_block(line, kind, self.item_size_max),
+                None if first == b"ms" => meta_data_block(line, self.item_size_max),
+                None => DataBlock::None,
+            };
+            if matches!(block, DataBlock::TooLarge) {
+                self.swallow = too_large_len(line, first == b"ms");
+            }
             s.out.buf.extend_from_slice(b"SERVER_ERROR ");
             s.out
                 .buf
@@ -254,6 +269,14 @@ impl Codec for MemcacheCodec {
     fn shrink(&mut self) {}
 }
 
+/// The bytes to discard after a too-large storage line: its declared
+/// length and CRLF.
+fn too_large_len(line: &[u8], meta: bool) -> usize {
+    let tok = mc::tokens(line).nth(if meta { 2 } else { 4 });
+    tok.and_then(mc::parse_i32)
+        .map_or(0, |n| n.max(0) as usize + 2)
+}
+
 /// A command line up to its first NUL byte (memcached parses the line as
 /// a C string).
 fn c_line(line: &[u8]) -> &[u8] {
@@ -285,7 +308,13 @@ fn authenticate(s: &mut Session<'_>, line: &[u8], data: Option<&[u8]>, swallow: 
             .extend_from_slice(b"CLIENT_ERROR unauthenticated\r\n");
         return;
     };
-    let body = data.strip_suffix(b"\r\n").unwrap_or(data);
+    let Some(body) = data.strip_suffix(b"\r\n") else {
+        crate::stats::bump(&s.stats.mc[mc::counter::AUTH_ERRORS], 1);
+        s.out
+            .buf
+            .extend_from_slice(b"CLIENT_ERROR bad data chunk\r\n");
+        return;
+    };
     let mut parts = body.splitn(2, |&b| b == b' ');
     let (user, pass) = (parts.next().unwrap_or_default(), parts.next());
     match pass.and_then(|p| s.server.acl.authenticate(user, p)) {
