@@ -1292,6 +1292,17 @@ impl<'a> MetaFlags<'a> {
         self.list.iter().find(|(c, _)| *c == f).map(|(_, t)| *t)
     }
 
+    /// The unsigned token of flag `f` (C, J, D, F: checked by
+    /// [`meta_flags`]).
+    fn unsigned(&self, f: u8) -> Option<u64> {
+        self.token(f).and_then(parse_u64)
+    }
+
+    /// The time token of flag `f` (N, R, T: checked by [`meta_flags`]).
+    fn time(&self, f: u8) -> Option<i64> {
+        self.token(f).and_then(parse_i32).map(i64::from)
+    }
+
     /// The opaque (`O`) is longer than memcached returns: mg, ms and md
     /// refuse it before they act, ma after ("opaque token too long").
     fn opaque_too_long(&self) -> bool {
@@ -1424,6 +1435,16 @@ fn shown_key(key: &[u8], item_bits: u8) -> (Vec<u8>, bool) {
     }
 }
 
+/// An expiry as the meta `t` flag shows it: seconds left, -1 for none, a
+/// past one as memcached prints it (an unsigned wrap-around).
+fn shown_ttl(exp: Expiry, now: u64) -> i64 {
+    match exp {
+        Expiry::Never => -1,
+        Expiry::At(at) => (at.saturating_sub(now)).div_ceil(1000) as i64,
+        Expiry::Now => u32::MAX as i64,
+    }
+}
+
 /// Remaining TTL in seconds of `key` (-1 without one), as the `t` flag.
 fn ttl_secs(shard: &crate::db::Shard, h: u64, key: &[u8], now: u64) -> i64 {
     match shard.expire_at(h, key) {
@@ -1487,24 +1508,11 @@ fn meta_get<'t>(s: &mut Conn<'_>, key_raw: &[u8], toks: impl Iterator<Item = &'t
     if fl.opaque_too_long() {
         return reply(s.out, false, OPAQUE_ERR);
     }
-    let num = |f: u8| -> Result<Option<i64>, ()> {
-        match fl.token(f) {
-            None => Ok(None),
-            Some(t) => parse_i32(t).map(|v| Some(v as i64)).ok_or(()),
-        }
-    };
-    let (Ok(vivify), Ok(recache), Ok(new_ttl)) = (num(b'N'), num(b'R'), num(b'T')) else {
-        return reply(
-            s.out,
-            false,
-            b"CLIENT_ERROR bad token in command line format",
-        );
-    };
+    let (vivify, recache, new_ttl) = (fl.time(b'N'), fl.time(b'R'), fl.time(b'T'));
     let quiet = fl.has(b'q');
     count(s, counter::CMD_GET);
     let writes = vivify.is_some() || new_ttl.is_some();
     let state = &s.server.memcache;
-    let server = s.server.clone();
     let mut line = Vec::with_capacity(64);
     let mut value: Option<Vec<u8>> = None;
     let hit = {
@@ -1603,13 +1611,7 @@ fn meta_get<'t>(s: &mut Conn<'_>, key_raw: &[u8], toks: impl Iterator<Item = &'t
                     b'T' => exp = expiry(new_ttl.unwrap_or(0), now),
                     b'N' if created => exp = expiry(vivify.unwrap_or(0), now),
                     b't' => {
-                        let t = match exp {
-                            Expiry::Never => -1,
-                            Expiry::At(at) => (at - now).div_ceil(1000) as i64,
-                            // A past time, as memcached prints it: an
-                            // unsigned wrap-around.
-                            Expiry::Now => u32::MAX as i64,
-                        };
+                        let t = shown_ttl(exp, now);
                         ret(&mut line, b't', itoa::Buffer::new().format(t).as_bytes());
                     }
                     b'k' | b'O' => {
@@ -1664,7 +1666,6 @@ fn meta_get<'t>(s: &mut Conn<'_>, key_raw: &[u8], toks: impl Iterator<Item = &'t
             run(s)
         }
     };
-    let _ = server;
     if !hit {
         count(s, counter::GET_MISSES);
         if !quiet {
@@ -1751,37 +1752,9 @@ fn meta_set<'t>(
         reply(s.out, false, OPAQUE_ERR);
         return After::Continue;
     }
-    let bad = || -> &'static [u8] { b"CLIENT_ERROR bad token in command line format" };
-    let flags = match fl.token(b'F') {
-        None => 0,
-        Some(t) => match parse_u64(t) {
-            Some(v) => v as u32,
-            None => {
-                reply(s.out, false, bad());
-                return After::Continue;
-            }
-        },
-    };
-    let ttl = match fl.token(b'T') {
-        None => 0,
-        Some(t) => match parse_i32(t) {
-            Some(v) => v as i64,
-            None => {
-                reply(s.out, false, bad());
-                return After::Continue;
-            }
-        },
-    };
-    let cmp_cas = match fl.token(b'C') {
-        None => None,
-        Some(t) => match parse_u64(t) {
-            Some(v) => Some(v),
-            None => {
-                reply(s.out, false, bad());
-                return After::Continue;
-            }
-        },
-    };
+    let flags = fl.unsigned(b'F').unwrap_or(0) as u32;
+    let ttl = fl.time(b'T').unwrap_or(0);
+    let cmp_cas = fl.unsigned(b'C');
     let mode = match fl.token(b'M') {
         None => Store::Set,
         Some(t) => match t.first() {
@@ -1803,7 +1776,6 @@ fn meta_set<'t>(
     } else {
         mode
     };
-    let _ = vlen;
     let state_cas = s.server.memcache.next_cas();
     let (code, cas_now) = write_command(s, |s| {
         meta_store(
@@ -1989,32 +1961,8 @@ fn meta_delete<'t>(
     if fl.opaque_too_long() {
         return reply(s.out, false, OPAQUE_ERR);
     }
-    let cmp_cas = match fl.token(b'C') {
-        None => None,
-        Some(t) => match parse_u64(t) {
-            Some(v) => Some(v),
-            None => {
-                return reply(
-                    s.out,
-                    false,
-                    b"CLIENT_ERROR bad token in command line format",
-                )
-            }
-        },
-    };
-    let ttl = match fl.token(b'T') {
-        None => None,
-        Some(t) => match parse_i32(t) {
-            Some(v) => Some(v as i64),
-            None => {
-                return reply(
-                    s.out,
-                    false,
-                    b"CLIENT_ERROR bad token in command line format",
-                )
-            }
-        },
-    };
+    let cmp_cas = fl.unsigned(b'C');
+    let ttl = fl.time(b'T');
     let invalidate = fl.has(b'I');
     let code: &'static [u8] = write_command(s, |s| {
         let c = ctx(s, now);
@@ -2084,24 +2032,8 @@ fn meta_arith<'t>(
         Err(e) if key_raw.len() > KEY_MAX_LENGTH => return reply(s.out, false, e),
         Err(_) => return reply(s.out, false, FLAG_ERR),
     };
-    let bad: &'static [u8] = b"CLIENT_ERROR invalid or duplicate flag";
-    let u = |f: u8| -> Result<Option<u64>, ()> {
-        match fl.token(f) {
-            None => Ok(None),
-            Some(t) => parse_u64(t).map(Some).ok_or(()),
-        }
-    };
-    let i = |f: u8| -> Result<Option<i64>, ()> {
-        match fl.token(f) {
-            None => Ok(None),
-            Some(t) => parse_i32(t).map(|v| Some(v as i64)).ok_or(()),
-        }
-    };
-    let (Ok(cmp_cas), Ok(vivify), Ok(initial), Ok(delta), Ok(ttl)) =
-        (u(b'C'), i(b'N'), u(b'J'), u(b'D'), i(b'T'))
-    else {
-        return reply(s.out, false, bad);
-    };
+    let (cmp_cas, initial, delta) = (fl.unsigned(b'C'), fl.unsigned(b'J'), fl.unsigned(b'D'));
+    let (vivify, ttl) = (fl.time(b'N'), fl.time(b'T'));
     let incr = match fl.token(b'M') {
         None => true,
         Some(t) => match t.first() {
@@ -2112,8 +2044,6 @@ fn meta_arith<'t>(
     };
     let delta = delta.unwrap_or(1);
     let state = &s.server.memcache;
-    let server = s.server.clone();
-    let _ = &server;
     enum R {
         Ok(Vec<u8>, i64, u64),
         Created(Vec<u8>, i64, u64),
@@ -2138,13 +2068,7 @@ fn meta_arith<'t>(
                 match f {
                     b'N' => exp = expiry(n, now),
                     b'T' => exp = expiry(ttl.unwrap_or(0), now),
-                    b't' => {
-                        t_shown = match exp {
-                            Expiry::Never => -1,
-                            Expiry::At(at) => (at - now).div_ceil(1000) as i64,
-                            Expiry::Now => u32::MAX as i64,
-                        }
-                    }
+                    b't' => t_shown = shown_ttl(exp, now),
                     _ => {}
                 }
             }

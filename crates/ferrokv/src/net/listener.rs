@@ -203,6 +203,16 @@ fn admit_tcp_as(
 
 /// Accepts TCP clients forever.
 pub async fn accept_tcp(server: Arc<Server>, listener: TcpListener) {
+    accept_tcp_as::<super::resp::RespCodec>(server, listener, Refusals::RESP).await
+}
+
+/// Accepts TCP clients forever, served with codec `C`, refusals answered
+/// with `refusals` (RESP's, or memcached's for `memcached-port`).
+pub async fn accept_tcp_as<C: super::codec::Codec + Send + 'static>(
+    server: Arc<Server>,
+    listener: TcpListener,
+    refusals: Refusals,
+) {
     loop {
         let (sock, peer) = match listener.accept().await {
             Ok(x) => x,
@@ -212,13 +222,13 @@ pub async fn accept_tcp(server: Arc<Server>, listener: TcpListener) {
                 continue;
             }
         };
-        let Some((std_sock, handle)) = admit_tcp(&server, sock, peer, false) else {
+        let Some((std_sock, handle)) = admit_tcp_as(&server, sock, peer, false, refusals) else {
             continue;
         };
         let s = server.clone();
         server.net.next_worker().spawn(async move {
             match tokio::net::TcpStream::from_std(std_sock) {
-                Ok(sock) => serve(s, sock, handle).await,
+                Ok(sock) => super::connection::serve_with::<_, C>(s, sock, handle).await,
                 Err(_) => s.clients.remove(handle.id),
             }
         });
@@ -478,6 +488,17 @@ pub fn bind_unix(path: &str, perm: u32) -> std::io::Result<UnixListener> {
 
 /// Accepts unix-socket clients forever.
 pub async fn accept_unix(server: Arc<Server>, listener: UnixListener, path: String) {
+    accept_unix_as::<super::resp::RespCodec>(server, listener, path, Refusals::RESP).await
+}
+
+/// Accepts unix-socket clients forever, served with codec `C`, refusals
+/// answered with `refusals`.
+pub async fn accept_unix_as<C: super::codec::Codec + Send + 'static>(
+    server: Arc<Server>,
+    listener: UnixListener,
+    path: String,
+    refusals: Refusals,
+) {
     loop {
         let (sock, _) = match listener.accept().await {
             Ok(x) => x,
@@ -495,9 +516,7 @@ pub async fn accept_unix(server: Arc<Server>, listener: UnixListener, path: Stri
                 .fetch_add(1, Ordering::Relaxed);
             tokio::spawn(async move {
                 let mut sock = sock;
-                let _ = sock
-                    .write_all(b"-ERR max number of clients reached\r\n")
-                    .await;
+                let _ = sock.write_all(refusals.maxclients).await;
             });
             continue;
         }
@@ -518,93 +537,7 @@ pub async fn accept_unix(server: Arc<Server>, listener: UnixListener, path: Stri
         };
         server.net.next_worker().spawn(async move {
             match tokio::net::UnixStream::from_std(std_sock) {
-                Ok(sock) => serve(s, sock, handle).await,
-                Err(_) => s.clients.remove(handle.id),
-            }
-        });
-    }
-}
-
-/// Accepts memcached-protocol clients on TCP forever (`memcached-port`):
-/// admitted as RESP clients are (maxclients, protected mode, keepalive),
-/// served by the connection loop with the memcached codec.
-pub async fn accept_memcached_tcp(server: Arc<Server>, listener: TcpListener) {
-    loop {
-        let (sock, peer) = match listener.accept().await {
-            Ok(x) => x,
-            Err(e) => {
-                server.net.accept_log.failed(&e);
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        let Some((std_sock, handle)) =
-            admit_tcp_as(&server, sock, peer, false, Refusals::MEMCACHED)
-        else {
-            continue;
-        };
-        let s = server.clone();
-        server.net.next_worker().spawn(async move {
-            match tokio::net::TcpStream::from_std(std_sock) {
-                Ok(sock) => {
-                    super::connection::serve_with::<_, super::memcache::MemcacheCodec>(
-                        s, sock, handle,
-                    )
-                    .await
-                }
-                Err(_) => s.clients.remove(handle.id),
-            }
-        });
-    }
-}
-
-/// Accepts memcached-protocol clients on a unix socket forever
-/// (`memcached-unixsocket`).
-pub async fn accept_memcached_unix(server: Arc<Server>, listener: UnixListener, path: String) {
-    loop {
-        let (sock, _) = match listener.accept().await {
-            Ok(x) => x,
-            Err(e) => {
-                server.net.accept_log.failed(&e);
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        server.stats.connections.fetch_add(1, Ordering::Relaxed);
-        if over_limit(&server) {
-            server
-                .stats
-                .rejected_connections
-                .fetch_add(1, Ordering::Relaxed);
-            tokio::spawn(async move {
-                let mut sock = sock;
-                let _ = sock.write_all(Refusals::MEMCACHED.maxclients).await;
-            });
-            continue;
-        }
-        let fd = sock.as_raw_fd();
-        let handle = new_handle(
-            &server.clients,
-            server.clock.now_ms(),
-            format!("{path}:0"),
-            format!("{path}:0"),
-            fd,
-            true,
-        );
-        server.clients.add(handle.clone());
-        let s = server.clone();
-        let Ok(std_sock) = sock.into_std() else {
-            server.clients.remove(handle.id);
-            continue;
-        };
-        server.net.next_worker().spawn(async move {
-            match tokio::net::UnixStream::from_std(std_sock) {
-                Ok(sock) => {
-                    super::connection::serve_with::<_, super::memcache::MemcacheCodec>(
-                        s, sock, handle,
-                    )
-                    .await
-                }
+                Ok(sock) => super::connection::serve_with::<_, C>(s, sock, handle).await,
                 Err(_) => s.clients.remove(handle.id),
             }
         });
@@ -629,12 +562,21 @@ pub fn listen_memcached(
     };
     if port != 0 {
         for l in bind_all(binds, port, backlog)? {
-            tokio::spawn(accept_memcached_tcp(server.clone(), l));
+            tokio::spawn(accept_tcp_as::<super::memcache::MemcacheCodec>(
+                server.clone(),
+                l,
+                Refusals::MEMCACHED,
+            ));
         }
     }
     if !path.is_empty() {
         let l = bind_unix(&path, perm)?;
-        tokio::spawn(accept_memcached_unix(server.clone(), l, path));
+        tokio::spawn(accept_unix_as::<super::memcache::MemcacheCodec>(
+            server.clone(),
+            l,
+            path,
+            Refusals::MEMCACHED,
+        ));
     }
     Ok(())
 }
