@@ -622,6 +622,24 @@ pub static DIRECTIVES: &[Directive] = &[
     ),
     d("stop-writes-on-bgsave-error", Kind::Bool, "yes", true),
     d(
+        "stream-node-max-bytes",
+        Kind::Memory {
+            min: 0,
+            max: i64::MAX as u64,
+        },
+        "4096",
+        true,
+    ),
+    d(
+        "stream-node-max-entries",
+        Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        "100",
+        true,
+    ),
+    d(
         "tcp-backlog",
         Kind::Int {
             min: 0,
@@ -1257,6 +1275,10 @@ pub struct LiveConfig {
     pub set_max_intset_entries: AtomicU64,
     /// zset-max-listpack-entries.
     pub zset_max_listpack_entries: AtomicU64,
+    /// stream-node-max-bytes (0: no limit).
+    pub stream_node_max_bytes: AtomicU64,
+    /// stream-node-max-entries (0: no limit).
+    pub stream_node_max_entries: AtomicU64,
     /// zset-max-listpack-value, bytes.
     pub zset_max_listpack_value: AtomicU64,
     /// proto-max-bulk-len, bytes.

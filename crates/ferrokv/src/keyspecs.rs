@@ -291,6 +291,53 @@ pub fn migrate_keys(argv: &Args<'_>) -> Keys {
     k
 }
 
+/// Key specs of XADD, XACK, XCLAIM, XSETID (Redis 7.0.15).
+pub const XADD: &[KeySpec] = &[key_at(RW | UPDATE, 1)];
+
+/// Key specs of XLEN (Redis 7.0.15).
+pub const XLEN: &[KeySpec] = &[key_at(RO, 1)];
+
+/// Key specs of XRANGE, XREVRANGE, XPENDING (Redis 7.0.15).
+pub const XRANGE: &[KeySpec] = &[key_at(RO | ACCESS, 1)];
+
+/// Key specs of XDEL, XTRIM, XAUTOCLAIM (Redis 7.0.15).
+pub const XDEL: &[KeySpec] = &[key_at(RW | DELETE, 1)];
+
+/// Key specs of XREAD (Redis 7.0.15): the first half of the arguments
+/// after STREAMS.
+pub const XREAD: &[KeySpec] = &[spec(
+    RO | ACCESS,
+    Begin::Keyword(b"STREAMS", 1),
+    Find::Range {
+        last: -1,
+        step: 1,
+        limit: 2,
+    },
+)];
+
+/// Key specs of XREADGROUP (Redis 7.0.15).
+pub const XREADGROUP: &[KeySpec] = &[spec(
+    RO | ACCESS,
+    Begin::Keyword(b"STREAMS", 4),
+    Find::Range {
+        last: -1,
+        step: 1,
+        limit: 2,
+    },
+)];
+
+/// Key specs of XGROUP CREATE, XGROUP CREATECONSUMER (Redis 7.0.15).
+pub const XGROUP_INSERT: &[KeySpec] = &[key_at(RW | INSERT, 2)];
+
+/// Key specs of XGROUP DESTROY, XGROUP DELCONSUMER (Redis 7.0.15).
+pub const XGROUP_DELETE: &[KeySpec] = &[key_at(RW | DELETE, 2)];
+
+/// Key specs of XGROUP SETID (Redis 7.0.15).
+pub const XGROUP_UPDATE: &[KeySpec] = &[key_at(RW | UPDATE, 2)];
+
+/// Key specs of XINFO GROUPS / STREAM / CONSUMERS (Redis 7.0.15).
+pub const XINFO: &[KeySpec] = &[key_at(RO | ACCESS, 2)];
+
 /// Key specs of ZRANGESTORE (Redis 7.0.15).
 pub const ZRANGESTORE: &[KeySpec] = &[key_at(OW | UPDATE, 1), key_at(RO | ACCESS, 2)];
 

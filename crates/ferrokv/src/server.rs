@@ -247,6 +247,10 @@ impl Server {
             .store(u("set-max-intset-entries"), Ordering::Relaxed);
         l.zset_max_listpack_entries
             .store(u("zset-max-listpack-entries"), Ordering::Relaxed);
+        l.stream_node_max_bytes
+            .store(u("stream-node-max-bytes"), Ordering::Relaxed);
+        l.stream_node_max_entries
+            .store(u("stream-node-max-entries"), Ordering::Relaxed);
         l.zset_max_listpack_value
             .store(u("zset-max-listpack-value"), Ordering::Relaxed);
         l.timeout.store(u("timeout"), Ordering::Relaxed);

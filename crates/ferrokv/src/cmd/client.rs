@@ -80,6 +80,9 @@ pub struct Client {
     /// The master client of a replica's link: its writes are the
     /// master's (exempt from replica-read-only).
     pub is_master: bool,
+    /// The AOF loader's client: with the master's, its commands are obeyed
+    /// as sent (Redis's `mustObeyClient`).
+    pub aof_loading: bool,
     /// ASKING was sent: the next command may touch a slot this node
     /// imports (cluster mode; cleared after that command).
     pub asking: bool,
@@ -126,6 +129,7 @@ impl Client {
             repl_conf: None,
             repl_wait: None,
             is_master: false,
+            aof_loading: false,
             asking: false,
             cluster_readonly: false,
         }

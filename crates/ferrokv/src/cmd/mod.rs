@@ -31,6 +31,7 @@ pub mod server;
 pub mod sets;
 pub mod sort;
 pub mod stream;
+pub mod streams;
 pub mod strings;
 pub mod tx;
 pub mod zsets;
@@ -526,7 +527,7 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 21] = [
+        let families: [&'static [Command]; 22] = [
             connection::COMMANDS,
             tx::COMMANDS,
             acl_cmd::COMMANDS,
@@ -548,6 +549,7 @@ pub fn table() -> &'static Table {
             repl::COMMANDS,
             cluster::COMMANDS,
             scripting::COMMANDS,
+            streams::COMMANDS,
         ];
         let mut t = Table {
             all: Vec::new(),
@@ -1211,12 +1213,12 @@ pub fn run(
     let dirty = ctx.dirty;
     let end_us = server.clock.now_us();
     ctx.client.clock_us = end_us;
-    // Keys created by commands outside the list and sorted-set families
-    // (which serve their waiters under their own locks): RENAME, COPY,
+    // Keys created by commands outside the list, sorted-set and stream
+    // families (which serve their waiters themselves): RENAME, COPY,
     // MOVE, SWAPDB... may serve blocked clients (db/blocking.rs).
     let signal = !failed
         && c.flags & flags::WRITE != 0
-        && c.acl & (acl::LIST | acl::SORTEDSET) == 0
+        && c.acl & (acl::LIST | acl::SORTEDSET | acl::STREAM) == 0
         && server.keyspace.any_waiters();
     let signal_keys = || {
         let keys: Vec<&[u8]> = c.key_positions(args).map(|i| args.get(i)).collect();

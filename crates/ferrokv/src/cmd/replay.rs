@@ -45,6 +45,7 @@ fn loading_client(server: &Server) -> Client {
     let mut client = Client::new(handle);
     client.authenticated = true;
     client.deny_blocking = true;
+    client.aof_loading = true;
     client
 }
 

@@ -7,6 +7,7 @@
 use super::hash::HashValue;
 use super::list::ListValue;
 use super::set::SetValue;
+use super::stream::StreamValue;
 use super::zset::ZSetValue;
 use crate::util::parse_i64;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -308,6 +309,8 @@ pub enum Value {
     Set(Box<SetValue>),
     /// A sorted set (`zset` type).
     ZSet(Box<ZSetValue>),
+    /// A stream (`stream` type).
+    Stream(Box<StreamValue>),
 }
 
 impl Value {
@@ -319,6 +322,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -330,6 +334,7 @@ impl Value {
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding(),
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -341,6 +346,7 @@ impl Value {
             Value::Hash(h) => h.mem_usage(),
             Value::Set(s) => s.mem_usage(),
             Value::ZSet(z) => z.mem_usage(),
+            Value::Stream(s) => s.mem_usage(),
         }
     }
 }

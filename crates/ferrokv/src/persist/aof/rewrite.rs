@@ -265,11 +265,92 @@ fn put_key_commands(
                 items.iter().map(|(s, m)| vec![s.as_slice(), m.as_slice()]),
             );
         }
+        Value::Stream(s) => put_stream_commands(buf, k, s),
     }
     if expire_at != 0 {
         enc(buf, &[b"PEXPIREAT", k, ib.format(expire_at).as_bytes()]);
     }
     true
+}
+
+/// A stream in command form, as Redis 7.0's rewriteStreamObject: one XADD
+/// per entry (an empty stream: `XADD key MAXLEN 0 0-1 x y`), XSETID with
+/// the last id, entries added and max deleted id, then per group XGROUP
+/// CREATE ... ENTRIESREAD, an XCLAIM ... JUSTID FORCE per pending entry
+/// (with its delivery time and count) and XGROUP CREATECONSUMER for
+/// consumers without pending entries.
+fn put_stream_commands(buf: &mut Vec<u8>, k: &[u8], s: &crate::db::StreamValue) {
+    use crate::db::stream::StreamId;
+    if s.length > 0 {
+        s.range(StreamId::MIN, StreamId::MAX, false, |id, e| {
+            let idt = id.to_vec();
+            let pairs = e.pairs();
+            let mut argv: Vec<&[u8]> = vec![b"XADD", k, &idt];
+            for (f, v) in &pairs {
+                argv.push(f);
+                argv.push(v);
+            }
+            enc(buf, &argv);
+            true
+        });
+    } else {
+        enc(buf, &[b"XADD", k, b"MAXLEN", b"0", b"0-1", b"x", b"y"]);
+    }
+    let mut ib = itoa::Buffer::new();
+    enc(
+        buf,
+        &[
+            b"XSETID",
+            k,
+            &s.last_id.to_vec(),
+            b"ENTRIESADDED",
+            ib.format(s.entries_added).as_bytes(),
+            b"MAXDELETEDID",
+            &s.max_deleted_id.to_vec(),
+        ],
+    );
+    for (name, g) in &s.groups {
+        enc(
+            buf,
+            &[
+                b"XGROUP",
+                b"CREATE",
+                k,
+                name,
+                &g.last_id.to_vec(),
+                b"ENTRIESREAD",
+                ib.format(g.entries_read).as_bytes(),
+            ],
+        );
+        for (cname, c) in &g.consumers {
+            if c.pel.is_empty() {
+                enc(buf, &[b"XGROUP", b"CREATECONSUMER", k, name, cname]);
+                continue;
+            }
+            for id in &c.pel {
+                let n = &g.pel[id];
+                let mut t = itoa::Buffer::new();
+                let mut t2 = itoa::Buffer::new();
+                enc(
+                    buf,
+                    &[
+                        b"XCLAIM",
+                        k,
+                        name,
+                        cname,
+                        b"0",
+                        &id.to_vec(),
+                        b"TIME",
+                        t.format(n.delivery_time).as_bytes(),
+                        b"RETRYCOUNT",
+                        t2.format(n.delivery_count).as_bytes(),
+                        b"JUSTID",
+                        b"FORCE",
+                    ],
+                );
+            }
+        }
+    }
 }
 
 /// Writes a whole keyspace in command form: SELECT before each database's

@@ -4,8 +4,6 @@
 //! Redis's listpack.c, ziplist.c, zipmap.c and intset.c; every read is
 //! bounds-checked and a malformed blob is an error, never a panic.
 
-use crate::util::parse_i64;
-
 /// One element of a listpack or ziplist.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Elem<'a> {
@@ -55,10 +53,9 @@ pub fn parse_score(s: &[u8]) -> Option<f64> {
 
 // ------------------------------------------------------------- listpack
 
-/// Builds a Redis listpack (listpack.c): 6-byte header (total bytes u32 LE,
-/// element count u16 LE, 65535 when larger), entries each followed by
-/// their back-length, 0xFF terminator. Strings that are canonical integers
-/// are stored integer-encoded, as `lpAppend` does.
+/// Builds a Redis listpack (listpack.c) for an RDB string: the encoder of
+/// [`crate::db::listpack`] (strings that are canonical integers are stored
+/// integer-encoded, as `lpAppend` does), counting as it goes.
 #[derive(Debug)]
 pub struct ListpackWriter {
     buf: Vec<u8>,
@@ -75,14 +72,14 @@ impl ListpackWriter {
     /// An empty listpack.
     pub fn new() -> Self {
         ListpackWriter {
-            buf: vec![0; 6],
+            buf: crate::db::listpack::new(),
             count: 0,
         }
     }
 
-    /// Bytes so far (without the terminator).
+    /// Bytes so far (terminator included).
     pub fn len_bytes(&self) -> usize {
-        self.buf.len() + 1
+        self.buf.len()
     }
 
     /// Elements so far.
@@ -90,101 +87,21 @@ impl ListpackWriter {
         self.count
     }
 
-    fn backlen(&mut self, l: usize) {
-        let b = &mut self.buf;
-        if l <= 127 {
-            b.push(l as u8);
-        } else if l < 16383 {
-            b.push((l >> 7) as u8);
-            b.push(((l & 127) | 128) as u8);
-        } else if l < 2_097_151 {
-            b.push((l >> 14) as u8);
-            b.push((((l >> 7) & 127) | 128) as u8);
-            b.push(((l & 127) | 128) as u8);
-        } else if l < 268_435_455 {
-            b.push((l >> 21) as u8);
-            b.push((((l >> 14) & 127) | 128) as u8);
-            b.push((((l >> 7) & 127) | 128) as u8);
-            b.push(((l & 127) | 128) as u8);
-        } else {
-            b.push((l >> 28) as u8);
-            b.push((((l >> 21) & 127) | 128) as u8);
-            b.push((((l >> 14) & 127) | 128) as u8);
-            b.push((((l >> 7) & 127) | 128) as u8);
-            b.push(((l & 127) | 128) as u8);
-        }
-    }
-
     /// Appends an integer element in the smallest encoding.
     pub fn push_int(&mut self, v: i64) {
-        let start = self.buf.len();
-        let b = &mut self.buf;
-        if (0..=127).contains(&v) {
-            b.push(v as u8);
-        } else if (-4096..=4095).contains(&v) {
-            let u = (v as u64) & 0x1fff;
-            b.push(0xC0 | (u >> 8) as u8);
-            b.push(u as u8);
-        } else if i16::try_from(v).is_ok() {
-            b.push(0xF1);
-            b.extend_from_slice(&(v as i16).to_le_bytes());
-        } else if (-(1 << 23)..(1 << 23)).contains(&v) {
-            b.push(0xF2);
-            b.extend_from_slice(&(v as i32).to_le_bytes()[..3]);
-        } else if i32::try_from(v).is_ok() {
-            b.push(0xF3);
-            b.extend_from_slice(&(v as i32).to_le_bytes());
-        } else {
-            b.push(0xF4);
-            b.extend_from_slice(&v.to_le_bytes());
-        }
-        let l = self.buf.len() - start;
-        self.backlen(l);
+        crate::db::listpack::append(&mut self.buf, &[crate::db::listpack::Elem::Int(v)]);
         self.count += 1;
     }
 
     /// Appends a string element (integer-encoded when canonical).
     pub fn push(&mut self, s: &[u8]) {
-        if let Some(v) = parse_i64(s) {
-            return self.push_int(v);
-        }
-        let start = self.buf.len();
-        let b = &mut self.buf;
-        let n = s.len();
-        if n < 64 {
-            b.push(0x80 | n as u8);
-        } else if n < 4096 {
-            b.push(0xE0 | (n >> 8) as u8);
-            b.push(n as u8);
-        } else {
-            b.push(0xF0);
-            b.extend_from_slice(&(n as u32).to_le_bytes());
-        }
-        b.extend_from_slice(s);
-        let l = self.buf.len() - start;
-        self.backlen(l);
+        crate::db::listpack::append_bytes(&mut self.buf, &[s]);
         self.count += 1;
     }
 
-    /// Terminates the listpack and returns its bytes.
-    pub fn finish(mut self) -> Vec<u8> {
-        self.buf.push(0xFF);
-        let total = self.buf.len() as u32;
-        self.buf[0..4].copy_from_slice(&total.to_le_bytes());
-        let c = self.count.min(65535) as u16;
-        self.buf[4..6].copy_from_slice(&c.to_le_bytes());
+    /// The listpack's bytes.
+    pub fn finish(self) -> Vec<u8> {
         self.buf
-    }
-}
-
-/// Size of the back-length stored after an entry of `l` bytes.
-fn backlen_size(l: usize) -> usize {
-    match l {
-        0..=127 => 1,
-        128..=16382 => 2,
-        16383..=2_097_150 => 3,
-        2_097_151..=268_435_454 => 4,
-        _ => 5,
     }
 }
 
@@ -255,7 +172,7 @@ pub fn listpack_elems(b: &[u8]) -> Result<Vec<Elem<'_>>, String> {
                 _ => return Err(format!("invalid listpack entry encoding 0x{e:02x}")),
             }
         };
-        let bl = backlen_size(len);
+        let bl = crate::db::listpack::backlen_size(len);
         let back = take(b, p + len, bl)?;
         // The back-length must decode (read backwards) to the entry size.
         let mut v = 0usize;

@@ -11,7 +11,10 @@ use super::blobs::{intset_decode, listpack_elems, parse_score, ziplist_elems, zi
 use super::lzf as rdb_lzf;
 use super::*;
 use crate::db::list::End;
-use crate::db::{hash, zset, HashValue, ListValue, SetValue, StrValue, Value, ZSetValue};
+use crate::db::stream::{validate_node, Consumer, Group, Nack, StreamId};
+use crate::db::{
+    hash, zset, HashValue, ListValue, SetValue, StrValue, StreamValue, Value, ZSetValue,
+};
 use std::io::Read;
 
 /// Encoding thresholds applied to loaded values (the live configuration),
@@ -217,6 +220,110 @@ impl<R: Read> Reader<R> {
         }
     }
 
+    /// A stream body (rdbLoadObject's OBJ_STREAM part) of RDB type `ty`
+    /// (STREAM_LISTPACKS 15, _2 19 or _3 21): nodes, counters, consumer
+    /// groups with their PELs and consumers. Every node is validated and
+    /// every consumer's pending entry must be in its group's PEL.
+    fn stream(&mut self, ty: u8) -> Result<StreamValue, String> {
+        let e = |x: RdbError| x.to_string();
+        let mut s = StreamValue::new();
+        let nodes = self.length().map_err(e)?;
+        let mut prev_last: Option<StreamId> = None;
+        let mut valid_total = 0u64;
+        for _ in 0..nodes {
+            let k = self.string().map_err(e)?;
+            let mid = StreamId::from_be_bytes(&k).ok_or("stream node key is not 16 bytes")?;
+            let node = self.string().map_err(e)?;
+            let (valid, _first, last) = validate_node(&node, mid).map_err(|m| m.to_string())?;
+            if prev_last.is_some_and(|p| mid <= p) {
+                return Err("stream nodes out of order".into());
+            }
+            prev_last = Some(last);
+            valid_total += valid;
+            s.insert_node(mid, node);
+        }
+        s.length = self.length().map_err(e)?;
+        if s.length != valid_total {
+            return Err("stream length does not match its entries".into());
+        }
+        s.last_id = StreamId::new(self.length().map_err(e)?, self.length().map_err(e)?);
+        if prev_last.is_some_and(|l| l > s.last_id) {
+            return Err("stream last id is smaller than an entry's".into());
+        }
+        if ty >= RDB_TYPE_STREAM_LISTPACKS_2 {
+            s.first_id = StreamId::new(self.length().map_err(e)?, self.length().map_err(e)?);
+            s.max_deleted_id = StreamId::new(self.length().map_err(e)?, self.length().map_err(e)?);
+            s.entries_added = self.length().map_err(e)?;
+        } else {
+            s.first_id = s.edge_id(false).unwrap_or(StreamId::MIN);
+            s.entries_added = s.length;
+        }
+        let groups = self.length().map_err(e)?;
+        for _ in 0..groups {
+            let name = self.string().map_err(e)?;
+            let last = StreamId::new(self.length().map_err(e)?, self.length().map_err(e)?);
+            let entries_read = if ty >= RDB_TYPE_STREAM_LISTPACKS_2 {
+                self.length().map_err(e)? as i64
+            } else {
+                s.estimate_distance(last)
+            };
+            let mut g = Group::new(last, entries_read);
+            let pel = self.length().map_err(e)?;
+            for _ in 0..pel {
+                let raw: [u8; 16] = self.array().map_err(e)?;
+                let id = StreamId::from_be_bytes(&raw).expect("16 bytes");
+                let delivery_time = u64::from_le_bytes(self.array().map_err(e)?);
+                let delivery_count = self.length().map_err(e)?;
+                let nack = Nack {
+                    delivery_time,
+                    delivery_count,
+                    consumer: Box::from(&b""[..]),
+                };
+                if g.pel.insert(id, nack).is_some() {
+                    return Err("duplicated stream PEL entry".into());
+                }
+            }
+            let consumers = self.length().map_err(e)?;
+            let mut owned = std::collections::BTreeSet::new();
+            for _ in 0..consumers {
+                let cname = self.string().map_err(e)?;
+                let seen = u64::from_le_bytes(self.array().map_err(e)?);
+                let active = if ty >= RDB_TYPE_STREAM_LISTPACKS_3 {
+                    u64::from_le_bytes(self.array().map_err(e)?) as i64
+                } else {
+                    seen as i64
+                };
+                let mut c = Consumer {
+                    seen_time: seen,
+                    active_time: active,
+                    pel: Default::default(),
+                };
+                let n = self.length().map_err(e)?;
+                for _ in 0..n {
+                    let raw: [u8; 16] = self.array().map_err(e)?;
+                    let id = StreamId::from_be_bytes(&raw).expect("16 bytes");
+                    let Some(nack) = g.pel.get_mut(&id) else {
+                        return Err("consumer pending entry not in the group's PEL".into());
+                    };
+                    if !owned.insert(id) || !c.pel.insert(id) {
+                        return Err("stream pending entry owned twice".into());
+                    }
+                    nack.consumer = cname.clone().into();
+                }
+                if g.consumers.insert(cname.into(), c).is_some() {
+                    return Err("duplicated consumer name".into());
+                }
+            }
+            if owned.len() != g.pel.len() {
+                return Err("stream pending entry without a consumer".into());
+            }
+            if s.groups.insert(name.into(), g).is_some() {
+                return Err("duplicated consumer group name".into());
+            }
+        }
+        Ok(s)
+    }
+
     /// Reads one value of RDB type `ty` (rdbLoadObject). Ok(None) for an
     /// empty collection, which Redis also skips. `key` names the key in
     /// errors.
@@ -385,10 +492,8 @@ impl<R: Read> Reader<R> {
             RDB_TYPE_STREAM_LISTPACKS
             | RDB_TYPE_STREAM_LISTPACKS_2
             | RDB_TYPE_STREAM_LISTPACKS_3 => {
-                return Err(bad(
-                    self,
-                    "streams are not supported by ferrokv: cannot load a stream value".into(),
-                ))
+                let s = self.stream(ty).map_err(|e| bad(self, e))?;
+                Value::Stream(Box::new(s))
             }
             RDB_TYPE_MODULE_PRE_GA | RDB_TYPE_MODULE_2 => {
                 return Err(bad(
@@ -422,6 +527,7 @@ fn is_empty(v: &Value) -> bool {
         Value::Set(s) => s.is_empty(),
         Value::ZSet(z) => z.is_empty(),
         Value::Hash(h) => h.is_empty(),
+        Value::Stream(_) => false,
     }
 }
 

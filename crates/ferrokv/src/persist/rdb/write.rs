@@ -161,6 +161,8 @@ pub fn rdb_type(v: &Value) -> u8 {
         Value::ZSet(_) => RDB_TYPE_ZSET_2,
         Value::Hash(h) if h.is_listpack() => RDB_TYPE_HASH_LISTPACK,
         Value::Hash(_) => RDB_TYPE_HASH,
+        // What Redis 7.0 writes (RDB version 10 has no type 21).
+        Value::Stream(_) => RDB_TYPE_STREAM_LISTPACKS_2,
     }
 }
 
@@ -245,6 +247,49 @@ pub fn put_body(b: &mut Vec<u8>, v: &Value, o: &WriteOpts) {
                     put_string(b, f, o.compress);
                     put_string(b, v, o.compress);
                 }
+            }
+        }
+        Value::Stream(s) => put_stream(b, s, o),
+    }
+}
+
+/// A stream body as Redis 7.0's rdbSaveObject writes it (type
+/// STREAM_LISTPACKS_2): nodes (16-byte big-endian master id, listpack),
+/// length, last id, first id, max deleted id, entries added, then each
+/// group (name order) with its last id, entries read, PEL (raw id,
+/// delivery time ms LE, delivery count) and consumers (name, seen time,
+/// pending raw ids).
+fn put_stream(b: &mut Vec<u8>, s: &crate::db::StreamValue, o: &WriteOpts) {
+    put_len(b, s.node_count() as u64);
+    for (id, node) in s.nodes() {
+        put_string(b, &id.to_be_bytes(), false);
+        put_string(b, node, o.compress);
+    }
+    put_len(b, s.length);
+    for id in [s.last_id, s.first_id, s.max_deleted_id] {
+        put_len(b, id.ms);
+        put_len(b, id.seq);
+    }
+    put_len(b, s.entries_added);
+    put_len(b, s.groups.len() as u64);
+    for (name, g) in &s.groups {
+        put_string(b, name, o.compress);
+        put_len(b, g.last_id.ms);
+        put_len(b, g.last_id.seq);
+        put_len(b, g.entries_read as u64);
+        put_len(b, g.pel.len() as u64);
+        for (id, n) in &g.pel {
+            b.extend_from_slice(&id.to_be_bytes());
+            b.extend_from_slice(&n.delivery_time.to_le_bytes());
+            put_len(b, n.delivery_count);
+        }
+        put_len(b, g.consumers.len() as u64);
+        for (cname, c) in &g.consumers {
+            put_string(b, cname, o.compress);
+            b.extend_from_slice(&c.seen_time.to_le_bytes());
+            put_len(b, c.pel.len() as u64);
+            for id in &c.pel {
+                b.extend_from_slice(&id.to_be_bytes());
             }
         }
     }
