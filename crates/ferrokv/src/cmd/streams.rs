@@ -487,19 +487,22 @@ fn put_range(
     count: u64,
     rev: bool,
 ) -> u64 {
-    // The header is written after the walk (the count is known then).
-    let mut body = Out {
-        buf: Vec::new(),
-        resp3: out.resp3,
-    };
+    // Counted first (the header comes before the entries), then written:
+    // two walks of the range cost less than a buffer per reply.
     let mut n = 0u64;
-    s.range(start, end, rev, |id, e| {
-        put_entry(&mut body, id, &e);
+    s.range(start, end, rev, |_, _| {
         n += 1;
         count == 0 || n < count
     });
     out.array(n as usize);
-    out.buf.extend_from_slice(&body.buf);
+    let mut left = n;
+    if left > 0 {
+        s.range(start, end, rev, |id, e| {
+            put_entry(out, id, &e);
+            left -= 1;
+            left > 0
+        });
+    }
     n
 }
 
@@ -790,12 +793,12 @@ fn xadd(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             );
         }
     };
-    let fv: Vec<&[u8]> = (field_at..args.len()).map(|i| args.get(i)).collect();
-    if fv.iter().map(|x| x.len()).sum::<usize>() > crate::db::stream::NODE_MAX_SIZE {
+    let fv = |i: usize| args.get(field_at + i);
+    if (0..nfv).map(|i| fv(i).len()).sum::<usize>() > crate::db::stream::NODE_MAX_SIZE {
         drop(shard);
         return ctx.error("ERR Elements are too large to be stored");
     }
-    s.append(id, &fv, max_bytes, max_entries);
+    s.append_with(id, nfv, fv, max_bytes, max_entries);
     put_id(ctx.out, id);
     ctx.modified(key, STREAM, "xadd");
     let mut trim_arg = None;
@@ -1544,6 +1547,9 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, group_cmd: bool) {
             continue;
         }
         match parse_id(ida, 0, true, false) {
+            // Redis marks `>` with the largest id, so XREADGROUP takes an
+            // explicit largest id as `>` too.
+            Some(p) if group_cmd && p.id == StreamId::MAX => after.push(After::New),
             Some(p) => after.push(After::Id(p.id)),
             None => {
                 drop(locks);
@@ -1700,9 +1706,9 @@ fn xinfo_help(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
 /// The NOGROUP error of XGROUP / XINFO CONSUMERS.
 fn no_such_group(ctx: &mut Ctx<'_>, group: &[u8], key: &[u8]) {
     let mut m = b"NOGROUP No such consumer group '".to_vec();
-    m.extend_from_slice(group);
+    m.extend_from_slice(super::c_str(group, usize::MAX));
     m.extend_from_slice(b"' for key name '");
-    m.extend_from_slice(key);
+    m.extend_from_slice(super::c_str(key, usize::MAX));
     m.push(b'\'');
     ctx.out.error_bytes(&m);
     ctx.server.stats.record_error("NOGROUP");
@@ -2074,9 +2080,9 @@ fn xpending(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// The NOGROUP error of XCLAIM / XAUTOCLAIM.
 fn no_key_or_group(ctx: &mut Ctx<'_>, key: &[u8], group: &[u8], tail: &[u8]) {
     let mut m = b"NOGROUP No such key '".to_vec();
-    m.extend_from_slice(key);
+    m.extend_from_slice(super::c_str(key, usize::MAX));
     m.extend_from_slice(b"' or consumer group '");
-    m.extend_from_slice(group);
+    m.extend_from_slice(super::c_str(group, usize::MAX));
     m.push(b'\'');
     m.extend_from_slice(tail);
     ctx.out.error_bytes(&m);

@@ -453,8 +453,21 @@ impl StreamValue {
     /// non-zero count). `max_bytes` / `max_entries` are
     /// `stream-node-max-bytes` / `stream-node-max-entries` (0: no limit).
     pub fn append(&mut self, id: StreamId, fv: &[&[u8]], max_bytes: usize, max_entries: usize) {
-        let nfields = fv.len() / 2;
-        let totelelen: usize = fv.iter().map(|s| s.len()).sum();
+        self.append_with(id, fv.len(), |i| fv[i], max_bytes, max_entries)
+    }
+
+    /// [`Self::append`] with the fields and values read through `fv(i)`
+    /// for `i < n` (no slice to build per XADD).
+    pub fn append_with<'a>(
+        &mut self,
+        id: StreamId,
+        n: usize,
+        fv: impl Fn(usize) -> &'a [u8],
+        max_bytes: usize,
+        max_entries: usize,
+    ) {
+        let nfields = n / 2;
+        let totelelen: usize = (0..n).map(|i| fv(i).len()).sum();
         let max_bytes = if max_bytes == 0 || max_bytes > NODE_MAX_SIZE {
             NODE_MAX_SIZE
         } else {
@@ -474,23 +487,32 @@ impl StreamValue {
         }
         if new_node {
             if let Some(mut last) = self.nodes.last_entry() {
-                last.get_mut().shrink_to_fit();
+                // A closed node is copied into an allocation of its exact
+                // size: shrinking in place would keep the grown block (an
+                // allocator may not move a block shrunk by less than half).
+                let full = last.get_mut();
+                if full.capacity() > full.len() {
+                    *full = full.as_slice().to_vec();
+                }
             }
             let mut node = lp::new();
-            lp::append(
-                &mut node,
-                &[Elem::Int(1), Elem::Int(0), Elem::Int(nfields as i64)],
-            );
-            let fields: Vec<&[u8]> = fv.iter().step_by(2).copied().collect();
-            lp::append_bytes(&mut node, &fields);
-            lp::append(&mut node, &[Elem::Int(0)]);
-            // flags, ms-diff, seq-diff, values, lp-count.
-            lp::append(
-                &mut node,
-                &[Elem::Int(FLAG_SAMEFIELDS), Elem::Int(0), Elem::Int(0)],
-            );
-            let values: Vec<&[u8]> = fv.iter().skip(1).step_by(2).copied().collect();
-            lp::append_bytes(&mut node, &values);
+            let master = [Elem::Int(1), Elem::Int(0), Elem::Int(nfields as i64)];
+            lp::append(&mut node, &master);
+            for i in (0..n).step_by(2) {
+                lp::append_bytes(&mut node, &[fv(i)]);
+            }
+            // The master terminator, then flags, ms-diff, seq-diff, the
+            // values and lp-count.
+            let head = [
+                Elem::Int(0),
+                Elem::Int(FLAG_SAMEFIELDS),
+                Elem::Int(0),
+                Elem::Int(0),
+            ];
+            lp::append(&mut node, &head);
+            for i in (1..n).step_by(2) {
+                lp::append_bytes(&mut node, &[fv(i)]);
+            }
             lp::append(&mut node, &[Elem::Int(nfields as i64 + 3)]);
             self.nodes.insert(id, node);
         } else {
@@ -505,35 +527,27 @@ impl StreamValue {
             let mut same = m.nfields == nfields;
             if same {
                 let mut p = m.fields_at;
-                for f in fv.iter().step_by(2) {
-                    if !lp::get(node, p).eq_bytes(f) {
+                for i in (0..n).step_by(2) {
+                    if !lp::get(node, p).eq_bytes(fv(i)) {
                         same = false;
                         break;
                     }
                     p = lp::end_of(node, p);
                 }
             }
-            let ms = id.ms.wrapping_sub(master_id.ms) as i64;
-            let seq = id.seq.wrapping_sub(master_id.seq) as i64;
+            let ms = Elem::Int(id.ms.wrapping_sub(master_id.ms) as i64);
+            let seq = Elem::Int(id.seq.wrapping_sub(master_id.seq) as i64);
             if same {
-                lp::append(
-                    node,
-                    &[Elem::Int(FLAG_SAMEFIELDS), Elem::Int(ms), Elem::Int(seq)],
-                );
-                let values: Vec<&[u8]> = fv.iter().skip(1).step_by(2).copied().collect();
-                lp::append_bytes(node, &values);
+                lp::append(node, &[Elem::Int(FLAG_SAMEFIELDS), ms, seq]);
+                for i in (1..n).step_by(2) {
+                    lp::append_bytes(node, &[fv(i)]);
+                }
                 lp::append(node, &[Elem::Int(nfields as i64 + 3)]);
             } else {
-                lp::append(
-                    node,
-                    &[
-                        Elem::Int(0),
-                        Elem::Int(ms),
-                        Elem::Int(seq),
-                        Elem::Int(nfields as i64),
-                    ],
-                );
-                lp::append_bytes(node, fv);
+                lp::append(node, &[Elem::Int(0), ms, seq, Elem::Int(nfields as i64)]);
+                for i in 0..n {
+                    lp::append_bytes(node, &[fv(i)]);
+                }
                 lp::append(node, &[Elem::Int(2 * nfields as i64 + 4)]);
             }
         }
