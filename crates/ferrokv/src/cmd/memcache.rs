@@ -551,9 +551,8 @@ fn get_one(s: &mut Conn<'_>, key: &[u8], cas: bool, now: u64) -> bool {
             let (flags, _) = v.item_meta();
             let unique = cas.then(|| cas_of(&c.server.memcache, v));
             value_line(c.out, key, v, flags, unique);
-            if let StrValue::Item(it) = v {
-                it.bits |= crate::db::value::Item::FETCHED;
-            }
+            // Recorded for the meta `h` flag of later fetches.
+            v.to_item().bits |= crate::db::value::Item::FETCHED;
             drop(shard);
             c.hit(key, true);
             true
@@ -587,9 +586,9 @@ fn gat_one(s: &mut Conn<'_>, key: &[u8], exptime: i64, cas: bool, now: u64) -> b
     let (flags, _) = v.item_meta();
     let unique = cas.then(|| cas_of(&c.server.memcache, v));
     value_line(c.out, key, v, flags, unique);
-    if let StrValue::Item(it) = v {
-        it.bits |= crate::db::value::Item::FETCHED;
-    }
+    // Recorded for the meta `h` flag of later fetches (a plain string
+    // becomes an item, as memcached marks every item it serves).
+    v.to_item().bits |= crate::db::value::Item::FETCHED;
     apply_expiry(&c, &mut shard, h, key, exptime, now);
     drop(shard);
     c.hit(key, true);
@@ -1036,7 +1035,17 @@ fn touch_cmd<'t>(s: &mut Conn<'_>, toks: impl Iterator<Item = &'t [u8]>, now: u6
     let found = write_command(s, |s| {
         let c = ctx(s, now);
         let (h, mut shard) = c.lock(key);
-        let found = matches!(shard.get(h, key, now), Some(e) if matches!(e.value, Value::Str(_)));
+        let found = match shard.get(h, key, now) {
+            Some(Entry {
+                value: Value::Str(v),
+                ..
+            }) => {
+                // A touch counts as a fetch (the meta `h` flag).
+                v.to_item().bits |= crate::db::value::Item::FETCHED;
+                true
+            }
+            _ => false,
+        };
         if found {
             apply_expiry(&c, &mut shard, h, key, exptime as i64, now);
         }
@@ -1320,6 +1329,9 @@ const OPAQUE_ERR: &[u8] = b"CLIENT_ERROR opaque token too long";
 /// answer `CLIENT_ERROR invalid or duplicate flag` instead).
 fn meta_flags<'a>(toks: impl Iterator<Item = &'a [u8]>) -> Result<MetaFlags<'a>, &'static [u8]> {
     let mut list: Vec<(u8, &[u8])> = Vec::new();
+    // A bad argument is reported once every flag was read: a duplicate
+    // flag anywhere wins over it, as in memcached.
+    let mut bad: Option<&'static [u8]> = None;
     for t in toks {
         let f = t[0];
         let arg = &t[1..];
@@ -1331,32 +1343,32 @@ fn meta_flags<'a>(toks: impl Iterator<Item = &'a [u8]>) -> Result<MetaFlags<'a>,
             | b'L' | b'P' => {}
             b'N' | b'R' | b'T' => {
                 if parse_i32(arg).is_none() {
-                    return Err(b"CLIENT_ERROR bad token in command line format");
+                    bad = bad.or(Some(b"CLIENT_ERROR bad token in command line format"));
                 }
             }
             b'C' => {
                 if parse_u64(arg).is_none() {
-                    return Err(b"CLIENT_ERROR bad token in command line format");
+                    bad = bad.or(Some(b"CLIENT_ERROR bad token in command line format"));
                 }
             }
             b'F' => {
                 if parse_u64(arg).is_none() {
-                    return Err(b"CLIENT_ERROR bad command line format");
+                    bad = bad.or(Some(b"CLIENT_ERROR bad command line format"));
                 }
             }
             b'D' => {
                 if parse_u64(arg).is_none() {
-                    return Err(b"CLIENT_ERROR invalid numeric delta value");
+                    bad = bad.or(Some(b"CLIENT_ERROR invalid numeric delta value"));
                 }
             }
             b'J' => {
                 if parse_u64(arg).is_none() {
-                    return Err(b"CLIENT_ERROR invalid numeric initial value");
+                    bad = bad.or(Some(b"CLIENT_ERROR invalid numeric initial value"));
                 }
             }
             b'M' => {
                 if arg.len() != 1 {
-                    return Err(b"CLIENT_ERROR incorrect length for M token");
+                    bad = bad.or(Some(b"CLIENT_ERROR incorrect length for M token"));
                 }
             }
             // Its length is checked where the command returns it
@@ -1365,6 +1377,9 @@ fn meta_flags<'a>(toks: impl Iterator<Item = &'a [u8]>) -> Result<MetaFlags<'a>,
             _ => return Err(b"CLIENT_ERROR invalid flag"),
         }
         list.push((f, arg));
+    }
+    if let Some(e) = bad {
+        return Err(e);
     }
     Ok(MetaFlags { list })
 }
@@ -1626,7 +1641,11 @@ fn meta_get<'t>(s: &mut Conn<'_>, key_raw: &[u8], toks: impl Iterator<Item = &'t
             if win {
                 it.bits |= crate::db::value::Item::TOKEN_SENT;
             }
-            it.bits |= crate::db::value::Item::FETCHED;
+            // Every fetch counts, one that created the item (N) too, but
+            // not one with `u` (no bump), as memcached 1.6.
+            if !fl.has(b'u') {
+                it.bits |= crate::db::value::Item::FETCHED;
+            }
             if fl.has(b'v') {
                 value = Some(v.to_vec());
             }
