@@ -10,6 +10,8 @@
 //! touch WATCHers, invalidate tracking clients and emit keyspace events as
 //! the equivalent RESP commands do.
 
+pub mod binary;
+
 use super::Ctx;
 use crate::db::{Entry, StrValue, Value};
 use crate::events::{GENERIC, NEW, STRING};

@@ -14,6 +14,10 @@
 //! large for cache` and its data is discarded as it arrives, never
 //! buffered.
 //!
+//! A connection whose first byte is 0x80 speaks memcached's binary
+//! protocol instead (cmd/memcache/binary.rs): 24-byte headers with a body
+//! length, framed here.
+//!
 //! Authentication (memcached's `-Y` text-protocol scheme): when the server
 //! requires a password (`requirepass` or ACL users), a new connection must
 //! first send a `set` whose data is `<user> <password>`, checked against
@@ -40,6 +44,11 @@ enum Framed {
     Store { line: usize, data: usize },
     /// Bytes of a refused data block, discarded.
     Skip,
+    /// A binary-protocol request (header and body).
+    Binary,
+    /// A binary-protocol header whose body is too large (the body is then
+    /// discarded).
+    BinaryTooLarge,
 }
 
 /// The memcached codec of one connection.
@@ -53,6 +62,8 @@ pub struct MemcacheCodec {
     item_size_max: usize,
     /// No byte of the connection has been decoded yet.
     first: bool,
+    /// The connection speaks the binary protocol (its first byte was 0x80).
+    binary: bool,
 }
 
 /// How a storage command line's data block is read.
@@ -125,6 +136,67 @@ fn meta_data_block(line: &[u8], item_size_max: usize) -> DataBlock {
     DataBlock::Read(vlen)
 }
 
+impl MemcacheCodec {
+    /// Frames one binary request: a 24-byte header and its body. A wrong
+    /// magic closes the connection (as memcached); a body larger than an
+    /// item may be is answered "Too large." and discarded as it arrives.
+    fn decode_binary(&mut self, buf: &[u8]) -> Decoded {
+        use mc::binary::{Header, HEADER, REQUEST};
+        if buf.len() < HEADER {
+            self.wanted = (!buf.is_empty()).then_some(HEADER);
+            return Decoded::Incomplete;
+        }
+        if buf[0] != REQUEST {
+            return Decoded::Invalid;
+        }
+        let h = Header::parse(buf);
+        // Key and extras are small; the value is bounded by the item size.
+        if h.bodylen > self.item_size_max + 1024 {
+            self.wanted = None;
+            self.swallow = h.bodylen;
+            self.framed = Framed::BinaryTooLarge;
+            return Decoded::Request(HEADER);
+        }
+        let need = HEADER + h.bodylen;
+        if buf.len() < need {
+            self.wanted = Some(need);
+            return Decoded::Incomplete;
+        }
+        self.wanted = None;
+        self.framed = Framed::Binary;
+        Decoded::Request(need)
+    }
+
+    /// Runs a framed binary request (authentication and the busy-script
+    /// gate as for text requests).
+    fn execute_binary(&mut self, s: &mut Session<'_>, req: &[u8]) {
+        if self.framed == Framed::BinaryTooLarge {
+            mc::binary::too_large(s.out, req);
+            return;
+        }
+        let server = s.server;
+        let Some(gate) = server.tx.gate_shared_unless(|| server.scripts.busy()) else {
+            let reason = server.scripts.busy_error();
+            mc::binary::busy(s.out, req, reason.as_bytes());
+            return;
+        };
+        let mut conn = mc::Conn {
+            server: s.server,
+            client: s.client,
+            out: s.out,
+            stats: s.stats,
+            db: s.db,
+        };
+        let next = mc::binary::execute(&mut conn, req);
+        drop(gate);
+        match next {
+            mc::binary::Next::Continue => {}
+            mc::binary::Next::Close => s.client.close_after_reply = true,
+            mc::binary::Next::Swallow(n) => self.swallow = n,
+        }
+    }
+}
+
 impl Codec for MemcacheCodec {
     fn new(server: &Server) -> Self {
         MemcacheCodec {
@@ -133,6 +205,7 @@ impl Codec for MemcacheCodec {
             wanted: None,
             item_size_max: server.config.read().get_u64("item-size-max") as usize,
             first: true,
+            binary: false,
         }
     }
 
@@ -141,14 +214,16 @@ impl Codec for MemcacheCodec {
     }
 
     fn decode(&mut self, _s: &Session<'_>, buf: &[u8]) -> Decoded {
-        // memcached's binary protocol (magic byte 0x80 first) is not
-        // spoken: such a connection is closed at once rather than left
-        // waiting for a line end.
-        if self.first && buf.first() == Some(&0x80) {
-            return Decoded::Invalid;
+        // memcached's binary protocol: chosen by the connection's first
+        // byte (0x80), for the connection's whole life.
+        if self.first && buf.first() == Some(&mc::binary::REQUEST) {
+            self.binary = true;
         }
         if !buf.is_empty() {
             self.first = false;
+        }
+        if self.binary && self.swallow == 0 {
+            return self.decode_binary(buf);
         }
         if self.swallow > 0 {
             if buf.is_empty() {
@@ -202,6 +277,7 @@ impl Codec for MemcacheCodec {
         let req = &buf[at..at + len];
         let (line, data) = match self.framed {
             Framed::Skip => return,
+            Framed::Binary | Framed::BinaryTooLarge => return self.execute_binary(s, req),
             Framed::Line { line } => (c_line(&req[..line]), None),
             Framed::Store { line, data } => (c_line(&req[..line]), Some(&req[data..])),
         };
