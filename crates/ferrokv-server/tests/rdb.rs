@@ -293,10 +293,15 @@ fn truncated_and_corrupted_files_stop_the_start() {
         future,
         "Can't handle RDB format version 99",
     ));
-    // A stream value (type 15) is refused with the key named.
+    // A malformed stream value (type 15, a node key that is not a 16-byte
+    // id) is refused with the key named.
     let mut stream = b"REDIS0010".to_vec();
-    stream.extend_from_slice(&[0xFE, 0, 15, 3, b's', b't', b'r', 0]);
-    cases.push(("stream".into(), stream, "stream"));
+    stream.extend_from_slice(&[0xFE, 0, 15, 3, b's', b't', b'r', 1, 3, b'a', b'b', b'c']);
+    cases.push((
+        "stream".into(),
+        stream,
+        "stream node key is not 16 bytes (key 'str')",
+    ));
     // A huge declared length must not allocate: 64-bit length of 2^60.
     let mut huge = b"REDIS0010".to_vec();
     huge.extend_from_slice(&[0xFE, 0, 0, 1, b'k', 0x81]);
