@@ -16,30 +16,6 @@
 mod common;
 use common::*;
 
-/// The bulk strings of one RESP2/RESP3 frame, in order.
-fn bulks(frame: &[u8]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < frame.len() {
-        let end = match frame[i..].windows(2).position(|w| w == b"\r\n") {
-            Some(p) => i + p,
-            None => break,
-        };
-        let line = &frame[i..end];
-        if line.first() == Some(&b'$') {
-            let n: usize = std::str::from_utf8(&line[1..])
-                .unwrap()
-                .parse()
-                .unwrap_or(0);
-            out.push(String::from_utf8_lossy(&frame[end + 2..end + 2 + n]).into_owned());
-            i = end + 2 + n + 2;
-        } else {
-            i = end + 2;
-        }
-    }
-    out
-}
-
 /// One server with a command connection and a pattern subscriber.
 struct Side {
     cmd: Raw,
@@ -53,7 +29,7 @@ impl Side {
             sub.cmds("HELLO 3");
         }
         let r = sub.cmds("PSUBSCRIBE __key*@*__:*");
-        assert!(bulks(&r).contains(&"psubscribe".to_string()), "{r:?}");
+        assert!(frame_bulks(&r).contains(&"psubscribe".to_string()), "{r:?}");
         Side {
             cmd: Raw::connect(port),
             sub,
@@ -66,7 +42,7 @@ impl Side {
         let mut v = Vec::new();
         loop {
             let f = self.sub.reply();
-            let b = bulks(&f);
+            let b = frame_bulks(&f);
             assert!(b.len() == 4 && b[0] == "pmessage", "frame {b:?}");
             if b[2] == "__keysync@0__:s" {
                 return v;
@@ -872,7 +848,7 @@ fn config_set_at_run_time() {
         let got = n.run("CONFIG GET notify-keyspace-events");
         assert!(got.is_empty());
         let r = n.a.cmd.cmds("CONFIG GET notify-keyspace-events");
-        assert_eq!(bulks(&r), ["notify-keyspace-events", shown]);
+        assert_eq!(frame_bulks(&r), ["notify-keyspace-events", shown]);
         // The previous round's `c` (PX 1) has surely expired on both sides.
         std::thread::sleep(std::time::Duration::from_millis(5));
         n.all(&["SET b 1", "DEL b", "RPUSH l a", "DEL l", "SET c 1 PX 1"]);

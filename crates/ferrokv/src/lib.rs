@@ -296,6 +296,18 @@ pub fn active_expire(server: &Arc<Server>, budget: Duration) {
         .active_expire_cycle(server.clock.now_ms(), budget, &mut |f| {
             tx::background_step(&server.tx_env(), &**server, f)
         });
+    // Clients blocked on keys that expired: XREADGROUP is told the key is
+    // gone (db.c signalDeletedKeyAsReady).
+    let expired = server.keyspace.take_expired_waited();
+    if !expired.is_empty() {
+        let now = server.clock.now_ms();
+        let mut expired = Some(expired);
+        tx::background_step(&server.tx_env(), &**server, &mut || {
+            if let Some(keys) = expired.take() {
+                db::blocking::serve_deferred(&**server, keys, now);
+            }
+        });
+    }
     tracking::flush_bcast(&server.tracking_env());
     if server.tracking.client_count() > 0 {
         tracking::limit_used_slots(&server.tracking_env());

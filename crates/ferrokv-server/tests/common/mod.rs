@@ -487,3 +487,28 @@ pub fn run_python(script: &str, args: &[String]) -> Option<String> {
     assert!(out.status.success(), "{script} failed:\n{text}");
     Some(text)
 }
+
+/// The bulk strings of one RESP2/RESP3 frame (a pub/sub message), in
+/// order; other lines are skipped.
+pub fn frame_bulks(frame: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < frame.len() {
+        let end = match frame[i..].windows(2).position(|w| w == b"\r\n") {
+            Some(p) => i + p,
+            None => break,
+        };
+        let line = &frame[i..end];
+        if line.first() == Some(&b'$') {
+            let n: usize = std::str::from_utf8(&line[1..])
+                .unwrap()
+                .parse()
+                .unwrap_or(0);
+            out.push(String::from_utf8_lossy(&frame[end + 2..end + 2 + n]).into_owned());
+            i = end + 2 + n + 2;
+        } else {
+            i = end + 2;
+        }
+    }
+    out
+}

@@ -274,6 +274,7 @@ pub static COMMANDS: &[Command] = &[
         )
         .tips(&["request_policy:all_shards", "response_policy:agg_sum"]),
     cmd("flushdb", -1, WRITE, (0, 0, 0), acl::KEYSPACE | acl::DANGEROUS, flushdb)
+        .behaves(behaviour::OTHER_DBS)
         .doc(
             "server",
             "1.0.0",
@@ -282,6 +283,7 @@ pub static COMMANDS: &[Command] = &[
         )
         .tips(ALL_SHARDS_OK),
     cmd("flushall", -1, WRITE, (0, 0, 0), acl::KEYSPACE | acl::DANGEROUS, flushall)
+        .behaves(behaviour::OTHER_DBS)
         .doc(
             "server",
             "1.0.0",

@@ -129,8 +129,10 @@ pub mod behaviour {
     /// Refused like a write command after a failed background save
     /// (MISCONF): PING (processCommand's `c->cmd->proc == pingCommand`).
     pub const MISCONF_REFUSED: u32 = 1 << 2;
-    /// May make keys appear in another database, so the clients blocked
-    /// in every database are signalled after it: MOVE, SWAPDB, COPY.
+    /// May make keys appear in (or vanish from) another database, so the
+    /// clients blocked in every database are signalled after it: MOVE,
+    /// SWAPDB, COPY, FLUSHDB, FLUSHALL (a blocked XREADGROUP whose key was
+    /// flushed gets "-UNBLOCKED", db.c scanDatabaseForDeletedKeys).
     pub const OTHER_DBS: u32 = 1 << 3;
     /// Runs the queued transaction: EXEC, dispatched without the shared
     /// gate (it takes the whole of it).
@@ -1228,12 +1230,30 @@ pub fn run(
         let (keys, all) = signal_keys();
         crate::db::blocking::signal_after_command(&**server, client.db, &keys, all, now);
     }
+    // Stream readers woken by a transaction's or a script's XADDs are
+    // served once it is over (Redis's handleClientsBlockedOnKeys).
+    let wakes = streams::has_wakes() && !tx::in_exec() && !scripting::in_script();
+    if wakes && !prop {
+        streams::flush_wakes(server, now);
+    }
+    // Keys with waiters that expired during the command: their blocked
+    // XREADGROUP clients learn the key is gone (db.c
+    // signalDeletedKeyAsReady).
+    let mut expired = if tx::in_exec() || scripting::in_script() {
+        Vec::new()
+    } else {
+        server.keyspace.take_expired_waited()
+    };
+    if !expired.is_empty() && !prop {
+        crate::db::blocking::serve_deferred(&**server, std::mem::take(&mut expired), now);
+    }
     if prop {
         server.propagation.end_command(db_at_start, args);
         // Blocked clients served after the command (keys locked again)
         // form units of their own.
-        let stashed = crate::db::blocking::take_stashed();
-        if signal || !stashed.is_empty() {
+        let mut stashed = crate::db::blocking::take_stashed();
+        stashed.extend(expired);
+        if signal || wakes || !stashed.is_empty() {
             let own = !crate::propagate::Stream::in_write_context();
             if own {
                 server.propagation.begin_background();
@@ -1244,6 +1264,9 @@ pub fn run(
             if signal {
                 let (keys, all) = signal_keys();
                 crate::db::blocking::signal_after_command(&**server, client.db, &keys, all, now);
+            }
+            if wakes {
+                streams::flush_wakes(server, now);
             }
             if own {
                 server.propagation.end_background();

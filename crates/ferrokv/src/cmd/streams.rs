@@ -560,9 +560,51 @@ fn node_limits(ctx: &Ctx<'_>) -> (usize, usize) {
 /// destruction), as Redis's `signalKeyAsReady`: only these stream
 /// commands wake stream readers (the generic after-command signal skips
 /// the family, so a reader's own XREADGROUP does not wake it).
+///
+/// Inside EXEC or a script the key is noted and served once the
+/// transaction or script is over ([`flush_wakes`], from `cmd::run`), so a
+/// reader sees all it added (and nothing it added then deleted).
 fn wake(ctx: &Ctx<'_>, key: &[u8]) {
+    if super::tx::in_exec() || super::scripting::in_script() {
+        WAKES.with(|w| w.borrow_mut().push((ctx.client.db, key.into())));
+        return;
+    }
     let server: &crate::server::Server = ctx.server;
     crate::db::blocking::signal_after_command(server, ctx.client.db, &[key], false, ctx.now);
+}
+
+thread_local! {
+    /// Keys (database, key) whose stream readers wait for the end of the
+    /// running transaction or script.
+    static WAKES: std::cell::RefCell<Vec<(usize, Box<[u8]>)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// True when a transaction or script of this thread left stream readers
+/// to serve.
+pub fn has_wakes() -> bool {
+    WAKES.with(|w| !w.borrow().is_empty())
+}
+
+/// Serves the stream readers noted by [`wake`] during a transaction or a
+/// script (called when it is over).
+pub fn flush_wakes(server: &crate::server::Server, now: u64) {
+    let keys = WAKES.with(|w| std::mem::take(&mut *w.borrow_mut()));
+    for (db, key) in keys {
+        crate::db::blocking::signal_after_command(server, db, &[&key], false, now);
+    }
+}
+
+/// The time stamps of consumer groups (delivery, seen and active times),
+/// ms since the epoch: the wall clock, also for the AOF loader and the
+/// master link, whose commands run with a zero command time (no lazy
+/// expiry) but must record real times as Redis does.
+fn stream_clock(ctx: &Ctx<'_>) -> u64 {
+    if ctx.now != 0 {
+        ctx.now
+    } else {
+        ctx.server.clock.now_ms()
+    }
 }
 
 /// True for a client whose commands must be obeyed as sent (the master
@@ -1503,6 +1545,7 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, group_cmd: bool) {
     let server = ctx.server;
     let mut locks = server.keyspace.lock_keys(&hashes);
     let now = ctx.now;
+    let clock = stream_clock(ctx);
     let t = ctx.touch_time();
     // Resolve ids and check keys / groups, in argument order.
     let mut after: Vec<After> = Vec::with_capacity(r.nstreams);
@@ -1598,8 +1641,8 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, group_cmd: bool) {
                 if sync {
                     let created = {
                         let grp = s.groups.get_mut(&**g).expect("checked");
-                        let (cons, created) = grp.consumer(c, now);
-                        cons.seen_time = now;
+                        let (cons, created) = grp.consumer(c, clock);
+                        cons.seen_time = clock;
                         created
                     };
                     if created {
@@ -1619,7 +1662,7 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, group_cmd: bool) {
                             unreachable!()
                         };
                         let start = gt.incr().unwrap_or(StreamId::MAX);
-                        serve_group_history(&mut body, s, g, c, start, r.count, now);
+                        serve_group_history(&mut body, s, g, c, start, r.count, clock);
                     } else {
                         let fx = GroupFx {
                             db,
@@ -1627,7 +1670,7 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, group_cmd: bool) {
                             group: g,
                             consumer: c,
                         };
-                        serve_group_new(&mut body, s, g, c, r.count, r.noack, now, &fx);
+                        serve_group_new(&mut body, s, g, c, r.count, r.noack, clock, &fx);
                     }
                     crate::propagate::mark_dirty();
                 }
@@ -1749,6 +1792,7 @@ fn xgroup(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let gname = args.get(3);
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now;
+    let clock = stream_clock(ctx);
     let exists = match find(&mut shard, h, key, now) {
         Found::WrongType => {
             drop(shard);
@@ -1861,7 +1905,7 @@ fn xgroup(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 g.consumers.insert(
                     cname.into(),
                     Consumer {
-                        seen_time: now,
+                        seen_time: clock,
                         active_time: -1,
                         pel: Default::default(),
                     },
@@ -1996,6 +2040,7 @@ fn xpending(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let key = args.get(1);
     let gname = args.get(2);
     let now = ctx.now;
+    let clock = stream_clock(ctx);
     let (h, mut shard) = ctx.lock(key);
     let found = shard.get(h, key, now);
     let g = match found.map(|e| &e.value) {
@@ -2058,7 +2103,7 @@ fn xpending(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                     break;
                 }
                 let nack = &g.pel[&id];
-                if minidle != 0 && (now as i64 - nack.delivery_time as i64) < minidle {
+                if minidle != 0 && (clock as i64 - nack.delivery_time as i64) < minidle {
                     continue;
                 }
                 n += 1;
@@ -2066,7 +2111,7 @@ fn xpending(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 body.array(4);
                 put_id(&mut body, id);
                 body.bulk(&nack.consumer);
-                body.int((now as i64 - nack.delivery_time as i64).max(0));
+                body.int((clock as i64 - nack.delivery_time as i64).max(0));
                 body.int(nack.delivery_count as i64);
             }
             out.array(n);
@@ -2198,6 +2243,7 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let gname = args.get(2);
     let cname = args.get(3);
     let now = ctx.now;
+    let clock = stream_clock(ctx);
     let db = ctx.client.db;
     let (h, mut shard) = ctx.lock(key);
     let s = match with_group(&mut shard, h, key, gname, now) {
@@ -2248,7 +2294,7 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 drop(shard);
                 return;
             };
-            deliverytime = (now as i64).wrapping_sub(v);
+            deliverytime = (clock as i64).wrapping_sub(v);
             j += 1;
         } else if o.eq_ignore_ascii_case(b"time") && more > 0 {
             let Some(v) = num(ctx, "TIME") else {
@@ -2294,20 +2340,20 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         }
     }
     let deliverytime: u64 = if deliverytime != -1 {
-        if deliverytime < 0 || deliverytime > now as i64 {
-            now
+        if deliverytime < 0 || deliverytime > clock as i64 {
+            clock
         } else {
             deliverytime as u64
         }
     } else {
-        now
+        clock
     };
     let mut cl = Claimer {
         db,
         key,
         group: gname,
         consumer: cname,
-        now,
+        now: clock,
         justid,
         body: Out {
             buf: Vec::new(),
@@ -2331,14 +2377,14 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             g.pel.insert(
                 id,
                 Nack {
-                    delivery_time: now,
+                    delivery_time: clock,
                     delivery_count: 1,
                     consumer: Box::from(&b""[..]),
                 },
             );
         }
         let Some(nack) = g.pel.get(&id) else { continue };
-        if !fresh && minidle > 0 && (now as i64 - nack.delivery_time as i64) < minidle {
+        if !fresh && minidle > 0 && (clock as i64 - nack.delivery_time as i64) < minidle {
             continue;
         }
         cl.claim(s, id, fresh, deliverytime, retrycount);
@@ -2390,6 +2436,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let gname = args.get(2);
     let cname = args.get(3);
     let now = ctx.now;
+    let clock = stream_clock(ctx);
     let db = ctx.client.db;
     let (h, mut shard) = ctx.lock(key);
     let s = match with_group(&mut shard, h, key, gname, now) {
@@ -2409,7 +2456,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         key,
         group: gname,
         consumer: cname,
-        now,
+        now: clock,
         justid,
         body: Out {
             buf: Vec::new(),
@@ -2440,10 +2487,10 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             continue;
         }
         let nack = &s.groups[gname].pel[&id];
-        if minidle > 0 && (now as i64 - nack.delivery_time as i64) < minidle {
+        if minidle > 0 && (clock as i64 - nack.delivery_time as i64) < minidle {
             continue;
         }
-        cl.claim(s, id, false, now, -1);
+        cl.claim(s, id, false, clock, -1);
         count -= 1;
     };
     drop(shard);

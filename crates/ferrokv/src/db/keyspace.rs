@@ -284,6 +284,21 @@ pub struct Signals {
     /// Clients blocked on keys of this keyspace (db/blocking.rs), for a
     /// one-load "anyone blocked?" check.
     pub waiters: std::sync::atomic::AtomicUsize,
+    /// Keys (database, key) with waiters that expired (lazily or actively)
+    /// since the last [`Keyspace::take_expired_waited`]: their blocked
+    /// XREADGROUP clients are told the key is gone, as Redis's
+    /// `signalDeletedKeyAsReady` (db.c) does.
+    expired_waited: parking_lot::Mutex<Vec<(usize, Box<[u8]>)>>,
+    /// True while `expired_waited` is not empty (one-load check).
+    expired_waited_any: AtomicBool,
+}
+
+impl Signals {
+    /// Notes that `key` of database `db`, on which clients wait, expired.
+    fn note_expired_waited(&self, db: usize, key: &[u8]) {
+        self.expired_waited.lock().push((db, key.into()));
+        self.expired_waited_any.store(true, Ordering::Release);
+    }
 }
 
 /// The keys a write was about to change in a shard that a point-in-time
@@ -460,6 +475,9 @@ impl Shard {
                 }
                 self.expired += 1;
                 self.signals.events.expired(self.db as usize, key);
+                if self.blocked.has(key) {
+                    self.signals.note_expired_waited(self.db as usize, key);
+                }
                 None
             }
         }
@@ -756,6 +774,9 @@ impl Shard {
                     }
                     self.remove(hash_key(&key), &key);
                     self.signals.events.expired(self.db as usize, &key);
+                    if self.blocked.has(&key) {
+                        self.signals.note_expired_waited(self.db as usize, &key);
+                    }
                     round_expired += 1;
                 }
             }
@@ -922,6 +943,22 @@ impl Keyspace {
     #[inline]
     pub fn any_waiters(&self) -> bool {
         self.signals.waiters.load(Ordering::Relaxed) > 0
+    }
+
+    /// Takes the keys with waiters that expired since the last call (empty
+    /// without a lock when there are none), for the caller to serve their
+    /// waiters (db/blocking.rs `serve_deferred`) once its locks are
+    /// released.
+    #[inline]
+    pub fn take_expired_waited(&self) -> Vec<(usize, Box<[u8]>)> {
+        if !self.signals.expired_waited_any.load(Ordering::Acquire) {
+            return Vec::new();
+        }
+        let mut v = self.signals.expired_waited.lock();
+        self.signals
+            .expired_waited_any
+            .store(false, Ordering::Release);
+        std::mem::take(&mut *v)
     }
 
     /// Number of databases.

@@ -238,7 +238,10 @@ impl<R: Read> Reader<R> {
             if prev_last.is_some_and(|p| mid <= p) {
                 return Err("stream nodes out of order".into());
             }
-            prev_last = Some(last);
+            // Master ids ascend; entries may not (a deleted entry can be
+            // larger than the ids after it, past an XSETID).
+            let _ = last;
+            prev_last = Some(mid);
             valid_total += valid;
             s.insert_node(mid, node);
         }
@@ -247,15 +250,14 @@ impl<R: Read> Reader<R> {
             return Err("stream length does not match its entries".into());
         }
         s.last_id = StreamId::new(self.length().map_err(e)?, self.length().map_err(e)?);
-        if prev_last.is_some_and(|l| l > s.last_id) {
-            return Err("stream last id is smaller than an entry's".into());
-        }
         if ty >= RDB_TYPE_STREAM_LISTPACKS_2 {
             s.first_id = StreamId::new(self.length().map_err(e)?, self.length().map_err(e)?);
             s.max_deleted_id = StreamId::new(self.length().map_err(e)?, self.length().map_err(e)?);
             s.entries_added = self.length().map_err(e)?;
         } else {
-            s.first_id = s.edge_id(false).unwrap_or(StreamId::MIN);
+            // Redis 7.0 takes the first entry's id, the largest id when
+            // there is none (`streamGetEdgeID` on an empty stream).
+            s.first_id = s.edge_id(false).unwrap_or(StreamId::MAX);
             s.entries_added = s.length;
         }
         let groups = self.length().map_err(e)?;
