@@ -54,6 +54,22 @@ pub const FLAG_NAMES: &[(u16, &str)] = &[
     (VARIABLE_FLAGS, "variable_flags"),
 ];
 
+/// Flag names in the order COMMAND INFO lists them (Redis's
+/// `addReplyFlagsForKeyArgs`).
+pub const INFO_FLAG_NAMES: &[(u16, &str)] = &[
+    (RO, "RO"),
+    (RW, "RW"),
+    (OW, "OW"),
+    (RM, "RM"),
+    (ACCESS, "access"),
+    (UPDATE, "update"),
+    (INSERT, "insert"),
+    (DELETE, "delete"),
+    (NOT_KEY, "not_key"),
+    (INCOMPLETE, "incomplete"),
+    (VARIABLE_FLAGS, "variable_flags"),
+];
+
 /// Where the search for a spec's first key starts.
 #[derive(Debug, Clone, Copy)]
 pub enum Begin {
@@ -98,10 +114,25 @@ pub struct KeySpec {
     pub begin: Begin,
     /// Find-keys step.
     pub find: Find,
+    /// The spec's `notes` as COMMAND INFO shows them (Redis 7.0.15).
+    pub notes: Option<&'static str>,
+}
+
+impl KeySpec {
+    /// The same spec with COMMAND INFO `notes`.
+    pub const fn with_notes(mut self, notes: &'static str) -> KeySpec {
+        self.notes = Some(notes);
+        self
+    }
 }
 
 const fn spec(flags: u16, begin: Begin, find: Find) -> KeySpec {
-    KeySpec { flags, begin, find }
+    KeySpec {
+        flags,
+        begin,
+        find,
+        notes: None,
+    }
 }
 
 /// One key at argument `i`.
@@ -169,6 +200,19 @@ pub const EVAL: &[KeySpec] = &[keynum_at(RW | ACCESS | UPDATE, 2, 0, 1, 1)];
 /// Key specs of EVAL_RO, EVALSHA_RO, FCALL_RO (Redis 7.0.15).
 pub const EVAL_RO: &[KeySpec] = &[keynum_at(RO | ACCESS, 2, 0, 1, 1)];
 
+/// Key specs of EVAL and FCALL (Redis 7.0.15): [`EVAL`] with its notes.
+pub const EVAL_NOTED: &[KeySpec] = &[keynum_at(RW | ACCESS | UPDATE, 2, 0, 1, 1)
+    .with_notes("We cannot tell how the keys will be used so we assume the worst, RW and UPDATE")];
+
+/// Key specs of EVAL_RO and FCALL_RO (Redis 7.0.15): [`EVAL_RO`] with its
+/// notes.
+pub const EVAL_RO_NOTED: &[KeySpec] = &[keynum_at(RO | ACCESS, 2, 0, 1, 1)
+    .with_notes("We cannot tell how the keys will be used so we assume the worst, RO and ACCESS")];
+
+/// Key specs of GETEX (Redis 7.0.15).
+pub const GETEX: &[KeySpec] =
+    &[key_at(RW | ACCESS | UPDATE, 1).with_notes("RW and UPDATE because it changes the TTL")];
+
 /// Key specs of LMPOP, ZMPOP (Redis 7.0.15).
 pub const LMPOP: &[KeySpec] = &[keynum_at(RW | ACCESS | DELETE, 1, 0, 1, 1)];
 
@@ -197,7 +241,8 @@ pub const RENAMENX: &[KeySpec] = &[key_at(RW | ACCESS | DELETE, 1), key_at(OW | 
 pub const SDIFFSTORE: &[KeySpec] = &[key_at(OW | UPDATE, 1), range_at(RO | ACCESS, 2, -1, 1, 0)];
 
 /// Key specs of SET (Redis 7.0.15).
-pub const SET: &[KeySpec] = &[key_at(RW | ACCESS | UPDATE | VARIABLE_FLAGS, 1)];
+pub const SET: &[KeySpec] = &[key_at(RW | ACCESS | UPDATE | VARIABLE_FLAGS, 1)
+    .with_notes("RW and ACCESS due to the optional `GET` argument")];
 
 /// Key specs of SETNX (Redis 7.0.15).
 pub const SETNX: &[KeySpec] = &[key_at(OW | INSERT, 1)];
@@ -211,14 +256,18 @@ pub const SINTERSTORE: &[KeySpec] = &[key_at(RW | UPDATE, 1), range_at(RO | ACCE
 /// Key specs of SORT (Redis 7.0.15).
 pub const SORT: &[KeySpec] = &[
     key_at(RO | ACCESS, 1),
-    spec(RO | ACCESS, Begin::Unknown, Find::Unknown),
-    spec(OW | UPDATE, Begin::Unknown, Find::Unknown),
+    spec(RO | ACCESS, Begin::Unknown, Find::Unknown).with_notes(SORT_BY_NOTES),
+    spec(OW | UPDATE, Begin::Unknown, Find::Unknown).with_notes(
+        "For the optional STORE keyword. It is marked 'unknown' because the keyword can appear anywhere in the argument array",
+    ),
 ];
+
+const SORT_BY_NOTES: &str = "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort";
 
 /// Key specs of SORT_RO (Redis 7.0.15).
 pub const SORT_RO: &[KeySpec] = &[
     key_at(RO | ACCESS, 1),
-    spec(RO | ACCESS, Begin::Unknown, Find::Unknown),
+    spec(RO | ACCESS, Begin::Unknown, Find::Unknown).with_notes(SORT_BY_NOTES),
 ];
 
 /// Key specs of ZDIFFSTORE, ZINTERSTORE, ZUNIONSTORE (Redis 7.0.15).
@@ -294,6 +343,10 @@ pub fn migrate_keys(argv: &Args<'_>) -> Keys {
 /// Key specs of XADD, XACK, XCLAIM, XSETID (Redis 7.0.15).
 pub const XADD: &[KeySpec] = &[key_at(RW | UPDATE, 1)];
 
+/// Key specs of XADD itself (Redis 7.0.15): [`XADD`] with its notes.
+pub const XADD_NOTED: &[KeySpec] = &[key_at(RW | UPDATE, 1)
+    .with_notes("UPDATE instead of INSERT because of the optional trimming feature")];
+
 /// Key specs of XLEN (Redis 7.0.15).
 pub const XLEN: &[KeySpec] = &[key_at(RO, 1)];
 
@@ -337,6 +390,13 @@ pub const XGROUP_UPDATE: &[KeySpec] = &[key_at(RW | UPDATE, 2)];
 
 /// Key specs of XINFO GROUPS / STREAM / CONSUMERS (Redis 7.0.15).
 pub const XINFO: &[KeySpec] = &[key_at(RO | ACCESS, 2)];
+
+/// Key specs of BITFIELD (Redis 7.0.15).
+pub const BITFIELD: &[KeySpec] = &[key_at(RW | ACCESS | UPDATE | VARIABLE_FLAGS, 1)
+    .with_notes("This command allows both access and modification of the key")];
+
+/// Key specs of BITOP (Redis 7.0.15).
+pub const BITOP: &[KeySpec] = &[key_at(OW | UPDATE, 2), range_at(RO | ACCESS, 3, -1, 1, 0)];
 
 /// Key specs of ZRANGESTORE (Redis 7.0.15).
 pub const ZRANGESTORE: &[KeySpec] = &[key_at(OW | UPDATE, 1), key_at(RO | ACCESS, 2)];
@@ -668,6 +728,38 @@ pub fn set_keys(argv: &Args<'_>) -> Keys {
         OW | UPDATE
     };
     Keys::one(1, flags)
+}
+
+/// Key of BITFIELD: read only when every operation is a GET (OVERFLOW
+/// aside), else read and updated; a malformed request counts as writing
+/// (Redis's bitfieldGetKeys).
+pub fn bitfield_keys(argv: &Args<'_>) -> Keys {
+    if argv.len() < 2 {
+        return Keys::NONE;
+    }
+    let n = argv.len();
+    let mut readonly = true;
+    let mut i = 2;
+    while i < n {
+        let rem = n - i - 1;
+        let a = argv.get(i);
+        if a.eq_ignore_ascii_case(b"get") && rem >= 2 {
+            i += 3;
+        } else if a.eq_ignore_ascii_case(b"overflow") && rem >= 1 {
+            i += 2;
+        } else {
+            readonly = false;
+            break;
+        }
+    }
+    Keys::one(
+        1,
+        if readonly {
+            RO | ACCESS
+        } else {
+            RW | ACCESS | UPDATE
+        },
+    )
 }
 
 /// Key of SORT_RO.

@@ -176,13 +176,7 @@ fn limits(ctx: &Ctx<'_>) -> Limits {
     }
 }
 
-/// Compares an option argument with a lower-case keyword as Redis's
-/// `strcasecmp` on the C string: case-insensitive, ending at the first NUL.
-#[inline]
-fn opt_is(arg: &[u8], kw: &[u8]) -> bool {
-    let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
-    arg[..end].eq_ignore_ascii_case(kw)
-}
+use super::opt_is;
 
 /// The result of looking a key up for a hash command.
 enum Look<'s> {

@@ -13,6 +13,7 @@
 //! command documentation (redis.io/commands); the table is ours.
 
 pub mod acl_cmd;
+pub mod bitops;
 pub mod client;
 pub mod cluster;
 pub mod connection;
@@ -529,11 +530,12 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 22] = [
+        let families: [&'static [Command]; 23] = [
             connection::COMMANDS,
             tx::COMMANDS,
             acl_cmd::COMMANDS,
             strings::COMMANDS,
+            bitops::COMMANDS,
             keys::COMMANDS,
             lists::COMMANDS,
             hashes::COMMANDS,
@@ -813,6 +815,59 @@ impl<'a> Ctx<'a> {
             ))
         }
     }
+}
+
+/// Replaces or deletes `dst` (hash `hd`, its shard held in `locks`) with a
+/// computed value, as Redis's *STORE commands do (`setKey` /
+/// `dbDelete`): `Some` is stored without TTL over any previous value of
+/// any type (event `new` when `dst` did not exist, then `event` of
+/// `class`); `None` deletes `dst` (event `del` when it existed). The locks
+/// are released, and the old value freed, before the events.
+pub fn store_or_delete(
+    ctx: &mut Ctx<'_>,
+    mut locks: crate::db::KeyLocks<'_>,
+    dst: &[u8],
+    hd: u64,
+    value: Option<crate::db::Value>,
+    class: u32,
+    event: &'static str,
+) {
+    let db = ctx.client.db;
+    let now = ctx.now;
+    let shard = locks.shard(db, hd);
+    let stored = value.is_some();
+    let (old, existed) = match value {
+        Some(v) => {
+            // setKey's lookupKeyWrite: an expired destination goes first.
+            let existed = shard.get(hd, dst, now).is_some();
+            let e = crate::db::Entry::new(v, ctx.server.keyspace.lru.initial(now));
+            (shard.insert(hd, dst, e), existed)
+        }
+        None => {
+            let old = shard.remove(hd, dst);
+            let existed = old.is_some();
+            (old, existed)
+        }
+    };
+    drop(locks);
+    drop(old);
+    if stored {
+        if !existed {
+            ctx.notify(dst, crate::events::NEW, "new");
+        }
+        ctx.modified(dst, class, event);
+    } else if existed {
+        ctx.modified(dst, crate::events::GENERIC, "del");
+    }
+}
+
+/// Compares an option argument with a lower-case keyword the way Redis's
+/// `strcasecmp` on the C string does: ASCII case-insensitive, and the
+/// argument ends at its first NUL byte.
+#[inline]
+pub fn opt_is(arg: &[u8], kw: &[u8]) -> bool {
+    let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
+    arg[..end].eq_ignore_ascii_case(kw)
 }
 
 /// Parses an integer argument or replies "value is not an integer or out of

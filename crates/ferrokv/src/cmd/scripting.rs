@@ -39,7 +39,7 @@ const EVAL_DOC: &str = "Depends on the script that is executed.";
 /// Scripting commands.
 pub static COMMANDS: &[Command] = &[
     super::cmd("eval", -3, EVAL_FLAGS, (0, 0, 0), acl::SCRIPTING, eval)
-        .key_specs(crate::keyspecs::EVAL)
+        .key_specs(crate::keyspecs::EVAL_NOTED)
         .key_finder(crate::keyspecs::numkeys_at_2)
         .behaves(behaviour::RUNS_SCRIPT)
         .doc(
@@ -73,7 +73,7 @@ pub static COMMANDS: &[Command] = &[
         acl::SCRIPTING,
         eval_ro,
     )
-    .key_specs(crate::keyspecs::EVAL_RO)
+    .key_specs(crate::keyspecs::EVAL_RO_NOTED)
     .key_finder(crate::keyspecs::numkeys_at_2)
     .behaves(behaviour::RUNS_SCRIPT)
     .doc(
@@ -100,7 +100,7 @@ pub static COMMANDS: &[Command] = &[
         EVAL_DOC,
     ),
     super::cmd("fcall", -3, EVAL_FLAGS, (0, 0, 0), acl::SCRIPTING, fcall)
-        .key_specs(crate::keyspecs::EVAL)
+        .key_specs(crate::keyspecs::EVAL_NOTED)
         .key_finder(crate::keyspecs::numkeys_at_2)
         .behaves(behaviour::RUNS_SCRIPT)
         .doc("scripting", "7.0.0", "Invoke a function", EVAL_DOC),
@@ -112,7 +112,7 @@ pub static COMMANDS: &[Command] = &[
         acl::SCRIPTING,
         fcall_ro,
     )
-    .key_specs(crate::keyspecs::EVAL_RO)
+    .key_specs(crate::keyspecs::EVAL_RO_NOTED)
     .key_finder(crate::keyspecs::numkeys_at_2)
     .behaves(behaviour::RUNS_SCRIPT)
     .doc(

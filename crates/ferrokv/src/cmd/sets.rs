@@ -227,13 +227,7 @@ fn reply_set(out: &mut Out, s: &SetValue) {
     }
 }
 
-/// Compares an option argument with a keyword as Redis's `strcasecmp` on
-/// the C string (ASCII case-insensitive, up to the first NUL byte).
-#[inline]
-fn opt_is(arg: &[u8], kw: &[u8]) -> bool {
-    let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
-    arg[..end].eq_ignore_ascii_case(kw)
-}
+use super::opt_is;
 
 /// Replaces or deletes `dst` with a computed set, as the *STORE commands
 /// (`setKey` / `dbDelete`): a non-empty result is stored without TTL over
@@ -242,43 +236,15 @@ fn opt_is(arg: &[u8], kw: &[u8]) -> bool {
 /// Replies the size.
 fn store_result(
     ctx: &mut Ctx<'_>,
-    mut locks: KeyLocks<'_>,
+    locks: KeyLocks<'_>,
     dst: &[u8],
     hd: u64,
     result: SetValue,
     event: &'static str,
 ) {
-    let db = ctx.client.db;
     let n = result.len();
-    let now = ctx.now;
-    let shard = locks.shard(db, hd);
-    let (old, existed) = if n > 0 {
-        // setKey's lookupKeyWrite: an expired destination is expired first.
-        let existed = shard.get(hd, dst, now).is_some();
-        let old = shard.insert(
-            hd,
-            dst,
-            Entry::new(
-                Value::Set(Box::new(result)),
-                ctx.server.keyspace.lru.initial(now),
-            ),
-        );
-        (old, existed)
-    } else {
-        let old = shard.remove(hd, dst);
-        let existed = old.is_some();
-        (old, existed)
-    };
-    drop(locks);
-    drop(old);
-    if n > 0 {
-        if !existed {
-            ctx.notify(dst, NEW, "new");
-        }
-        ctx.modified(dst, SET, event);
-    } else if existed {
-        ctx.modified(dst, GENERIC, "del");
-    }
+    let value = (n > 0).then(|| Value::Set(Box::new(result)));
+    super::store_or_delete(ctx, locks, dst, hd, value, SET, event);
     ctx.out.int(n as i64);
 }
 

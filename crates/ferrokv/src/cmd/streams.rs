@@ -186,7 +186,7 @@ static XINFO_SUBS: &[Command] = &[
 /// Redis 7.0's COMMAND INFO / COMMAND DOCS report).
 pub static COMMANDS: &[Command] = &[
     cmd("xadd", -5, WRITE | DENYOOM | FAST, (1, 1, 1), acl::STREAM, xadd)
-        .key_specs(K1_RW_UPDATE)
+        .key_specs(keyspecs::XADD_NOTED)
         .tips(&["nondeterministic_output"])
         .doc(
             "stream",

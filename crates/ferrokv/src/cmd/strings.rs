@@ -92,7 +92,7 @@ pub static COMMANDS: &[Command] = &[
         "Get the value of a key and delete the key",
         "O(1)",
     ),
-    cmd("getex", -2, WRITE | FAST, (1, 1, 1), acl::STRING, getex).key_specs(keyspecs::DECR).doc(
+    cmd("getex", -2, WRITE | FAST, (1, 1, 1), acl::STRING, getex).key_specs(keyspecs::GETEX).doc(
         "string",
         "6.2.0",
         "Get the value of a key and optionally set its expiration",
@@ -198,14 +198,7 @@ fn touch(e: &mut Entry, touch: Option<Access<'_>>) {
     }
 }
 
-/// Compares an option argument with a lower-case keyword the way Redis's
-/// `strcasecmp` on the C string does: ASCII case-insensitive, and the
-/// argument ends at its first NUL byte.
-#[inline]
-fn opt_is(arg: &[u8], kw: &[u8]) -> bool {
-    let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
-    arg[..end].eq_ignore_ascii_case(kw)
-}
+use super::opt_is;
 
 /// Redis's `checkStringLength`: true when a string of `size + append` bytes
 /// would exceed proto-max-bulk-len (or overflow).

@@ -29,6 +29,10 @@ const fn sub(
     cmd(name, arity, flags, (0, 0, 0), 0, h).doc("cluster", "3.0.0", summary, "O(1)")
 }
 
+/// Tip of the CLUSTER subcommands whose reply depends on the node and the
+/// moment (Redis 7.0.15's COMMAND INFO).
+const NONDETERMINISTIC: &[&str] = &["nondeterministic_output"];
+
 static CLUSTER_SUBS: &[Command] = &[
     sub(
         "cluster|addslots",
@@ -50,14 +54,16 @@ static CLUSTER_SUBS: &[Command] = &[
         CFG,
         bumpepoch,
         "Advance the cluster config epoch",
-    ),
+    )
+    .tips(NONDETERMINISTIC),
     sub(
         "cluster|count-failure-reports",
         3,
         ADMIN | STALE,
         count_failure_reports,
         "Return the number of failure reports active for a given node",
-    ),
+    )
+    .tips(NONDETERMINISTIC),
     sub(
         "cluster|countkeysinslot",
         3,
@@ -106,7 +112,8 @@ static CLUSTER_SUBS: &[Command] = &[
         STALE,
         getkeysinslot,
         "Return local key names in the specified hash slot",
-    ),
+    )
+    .tips(NONDETERMINISTIC),
     sub(
         "cluster|help",
         2,
@@ -120,7 +127,8 @@ static CLUSTER_SUBS: &[Command] = &[
         STALE,
         info,
         "Provides info about Redis Cluster node state",
-    ),
+    )
+    .tips(NONDETERMINISTIC),
     sub(
         "cluster|keyslot",
         3,
@@ -134,7 +142,8 @@ static CLUSTER_SUBS: &[Command] = &[
         STALE,
         links,
         "Returns a list of all TCP links to and from peer nodes in cluster",
-    ),
+    )
+    .tips(NONDETERMINISTIC),
     sub(
         "cluster|meet",
         -4,
@@ -149,14 +158,16 @@ static CLUSTER_SUBS: &[Command] = &[
         STALE,
         nodes,
         "Get Cluster config for the node",
-    ),
+    )
+    .tips(NONDETERMINISTIC),
     sub(
         "cluster|replicas",
         3,
         ADMIN | STALE,
         replicas,
         "List replica nodes of the specified master node",
-    ),
+    )
+    .tips(NONDETERMINISTIC),
     sub(
         "cluster|replicate",
         3,
@@ -198,21 +209,24 @@ static CLUSTER_SUBS: &[Command] = &[
         STALE,
         shards,
         "Get array of cluster slots to node mappings",
-    ),
+    )
+    .tips(NONDETERMINISTIC),
     sub(
         "cluster|slaves",
         3,
         ADMIN | STALE,
         replicas,
         "List replica nodes of the specified master node",
-    ),
+    )
+    .tips(NONDETERMINISTIC),
     sub(
         "cluster|slots",
         2,
         STALE,
         slots,
         "Get array of Cluster slot to node mappings",
-    ),
+    )
+    .tips(NONDETERMINISTIC),
 ];
 
 /// The cluster commands.

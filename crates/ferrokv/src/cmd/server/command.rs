@@ -5,6 +5,7 @@
 
 use super::{help_cmd, reply_help, LS};
 use crate::cmd::{acl, cmd, flags, table, Command, Ctx};
+use crate::keyspecs;
 use crate::resp::Args;
 
 /// COMMAND subcommands.
@@ -133,11 +134,20 @@ fn write_command_info(ctx: &mut Ctx<'_>, c: &Command) {
     o.array(10);
     o.bulk(c.name.as_bytes());
     o.int(c.arity as i64);
-    let fl: Vec<&str> = flags::NAMES
+    let mut fl: Vec<&str> = flags::NAMES
         .iter()
         .filter(|(b, _)| c.flags & b != 0)
         .map(|(_, n)| *n)
         .collect();
+    if c.behaviour & crate::cmd::behaviour::ASKING != 0 {
+        // Redis lists `asking` right before `fast`.
+        let at = flags::NAMES
+            .iter()
+            .take_while(|(b, _)| *b != flags::FAST)
+            .filter(|(b, _)| c.flags & b != 0)
+            .count();
+        fl.insert(at, "asking");
+    }
     o.set(fl.len());
     for f in fl {
         o.simple(f);
@@ -159,7 +169,9 @@ fn write_command_info(ctx: &mut Ctx<'_>, c: &Command) {
     for t in c.tips {
         o.bulk(t.as_bytes());
     }
-    if c.first_key > 0 {
+    if !c.key_specs.is_empty() {
+        write_key_specs(o, c.key_specs);
+    } else if c.first_key > 0 {
         o.array(1);
         o.map(3);
         o.bulk(b"flags");
@@ -198,6 +210,90 @@ fn write_command_info(ctx: &mut Ctx<'_>, c: &Command) {
     o.array(c.subcommands.len());
     for s in c.subcommands {
         write_command_info(ctx, s);
+    }
+}
+
+/// The key specs of COMMAND INFO as Redis 7.0's
+/// `addReplyCommandKeySpecs` writes them: per spec an optional `notes`,
+/// the `flags` set, `begin_search` (index / keyword / unknown) and
+/// `find_keys` (range / keynum / unknown).
+fn write_key_specs(o: &mut crate::resp::Out, specs: &[keyspecs::KeySpec]) {
+    use keyspecs::{Begin, Find};
+    o.array(specs.len());
+    for s in specs {
+        o.map(3 + s.notes.is_some() as usize);
+        if let Some(n) = s.notes {
+            o.bulk(b"notes");
+            o.bulk(n.as_bytes());
+        }
+        o.bulk(b"flags");
+        let names: Vec<&str> = keyspecs::INFO_FLAG_NAMES
+            .iter()
+            .filter(|(b, _)| s.flags & b != 0)
+            .map(|(_, n)| *n)
+            .collect();
+        o.set(names.len());
+        for n in names {
+            o.simple(n);
+        }
+        o.bulk(b"begin_search");
+        o.map(2);
+        o.bulk(b"type");
+        match s.begin {
+            Begin::Index(i) => {
+                o.bulk(b"index");
+                o.bulk(b"spec");
+                o.map(1);
+                o.bulk(b"index");
+                o.int(i as i64);
+            }
+            Begin::Keyword(k, from) => {
+                o.bulk(b"keyword");
+                o.bulk(b"spec");
+                o.map(2);
+                o.bulk(b"keyword");
+                o.bulk(k);
+                o.bulk(b"startfrom");
+                o.int(from as i64);
+            }
+            Begin::Unknown => {
+                o.bulk(b"unknown");
+                o.bulk(b"spec");
+                o.map(0);
+            }
+        }
+        o.bulk(b"find_keys");
+        o.map(2);
+        o.bulk(b"type");
+        match s.find {
+            Find::Range { last, step, limit } => {
+                o.bulk(b"range");
+                o.bulk(b"spec");
+                o.map(3);
+                o.bulk(b"lastkey");
+                o.int(last as i64);
+                o.bulk(b"keystep");
+                o.int(step as i64);
+                o.bulk(b"limit");
+                o.int(limit as i64);
+            }
+            Find::Keynum { idx, first, step } => {
+                o.bulk(b"keynum");
+                o.bulk(b"spec");
+                o.map(3);
+                o.bulk(b"keynumidx");
+                o.int(idx as i64);
+                o.bulk(b"firstkey");
+                o.int(first as i64);
+                o.bulk(b"keystep");
+                o.int(step as i64);
+            }
+            Find::Unknown => {
+                o.bulk(b"unknown");
+                o.bulk(b"spec");
+                o.map(0);
+            }
+        }
     }
 }
 
