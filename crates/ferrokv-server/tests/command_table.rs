@@ -45,11 +45,6 @@ const PENDING: &[&str] = &[
     "module|load",
     "module|loadex",
     "module|unload",
-    "pfadd",
-    "pfcount",
-    "pfdebug",
-    "pfmerge",
-    "pfselftest",
 ];
 
 /// Commands of newer Redis releases that ferrokv already has.

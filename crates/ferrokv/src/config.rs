@@ -349,6 +349,15 @@ pub static DIRECTIVES: &[Directive] = &[
         true,
     ),
     d(
+        "hll-sparse-max-bytes",
+        Kind::Memory {
+            min: 0,
+            max: i64::MAX as u64,
+        },
+        "3000",
+        true,
+    ),
+    d(
         "hz",
         Kind::Int {
             min: 0,
@@ -1283,6 +1292,9 @@ pub struct LiveConfig {
     pub zset_max_listpack_value: AtomicU64,
     /// proto-max-bulk-len, bytes.
     pub proto_max_bulk_len: AtomicU64,
+    /// hll-sparse-max-bytes: a sparse HyperLogLog growing past it turns
+    /// dense, bytes (header included).
+    pub hll_sparse_max_bytes: AtomicU64,
     /// item-size-max (memcached's -I), bytes.
     pub item_size_max: AtomicU64,
     /// client-query-buffer-limit, bytes.

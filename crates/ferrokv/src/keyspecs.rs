@@ -391,6 +391,20 @@ pub const XGROUP_UPDATE: &[KeySpec] = &[key_at(RW | UPDATE, 2)];
 /// Key specs of XINFO GROUPS / STREAM / CONSUMERS (Redis 7.0.15).
 pub const XINFO: &[KeySpec] = &[key_at(RO | ACCESS, 2)];
 
+/// Key specs of PFCOUNT (Redis 7.0.15).
+pub const PFCOUNT: &[KeySpec] = &[range_at(RW | ACCESS, 1, -1, 1, 0).with_notes(
+    "RW because it may change the internal representation of the key, and propagate to replicas",
+)];
+
+/// Key specs of PFMERGE (Redis 7.0.15).
+pub const PFMERGE: &[KeySpec] = &[
+    key_at(RW | ACCESS | INSERT, 1),
+    range_at(RO | ACCESS, 2, -1, 1, 0),
+];
+
+/// Key specs of PFDEBUG (Redis 7.0.15).
+pub const PFDEBUG: &[KeySpec] = &[key_at(RW | ACCESS, 2)];
+
 /// Key specs of BITFIELD (Redis 7.0.15).
 pub const BITFIELD: &[KeySpec] = &[key_at(RW | ACCESS | UPDATE | VARIABLE_FLAGS, 1)
     .with_notes("This command allows both access and modification of the key")];

@@ -251,6 +251,8 @@ impl Server {
             .store(u("stream-node-max-bytes"), Ordering::Relaxed);
         l.stream_node_max_entries
             .store(u("stream-node-max-entries"), Ordering::Relaxed);
+        l.hll_sparse_max_bytes
+            .store(u("hll-sparse-max-bytes"), Ordering::Relaxed);
         l.zset_max_listpack_value
             .store(u("zset-max-listpack-value"), Ordering::Relaxed);
         l.timeout.store(u("timeout"), Ordering::Relaxed);

@@ -18,6 +18,7 @@ pub mod client;
 pub mod cluster;
 pub mod connection;
 pub mod hashes;
+pub mod hll;
 pub mod keys;
 pub use crate::keyspecs;
 pub mod lists;
@@ -530,12 +531,13 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 23] = [
+        let families: [&'static [Command]; 24] = [
             connection::COMMANDS,
             tx::COMMANDS,
             acl_cmd::COMMANDS,
             strings::COMMANDS,
             bitops::COMMANDS,
+            hll::COMMANDS,
             keys::COMMANDS,
             lists::COMMANDS,
             hashes::COMMANDS,
