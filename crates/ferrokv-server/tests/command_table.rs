@@ -17,8 +17,6 @@ const PENDING: &[&str] = &[
     // Issue 15 (replication): FAILOVER needs CLIENT PAUSE.
     "failover",
     // Issue 20: the rest of Redis 7.0's command set.
-    "client|pause",
-    "client|unpause",
     "geoadd",
     "geodist",
     "geohash",

@@ -38,6 +38,8 @@ pub struct Env<'a> {
     pub propagation: &'a crate::propagate::Stream,
     /// The server's clock (LRU/LFU ageing).
     pub clock: &'a crate::clock::Clock,
+    /// CLIENT PAUSE: no eviction while it is on (the dataset stays still).
+    pub pause: &'a crate::pause::Pause,
 }
 
 /// The OOM error (server.c `shared.oomerr`), without the leading `-`.
@@ -264,6 +266,11 @@ pub fn perform(server: &Env<'_>) -> Outcome {
     let ev = &server.evict;
     let max = ev.maxmemory();
     if max == 0 || used_memory() <= max {
+        return Outcome::Ok;
+    }
+    // While clients are paused the dataset stays still: no eviction, and
+    // no OOM refusal either (evict.c performEvictions).
+    if server.pause.writes_paused(server.clock.now_ms()) {
         return Outcome::Ok;
     }
     let policy = ev.policy();

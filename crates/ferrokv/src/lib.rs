@@ -22,6 +22,7 @@ pub mod keyspecs;
 pub mod ldouble;
 pub mod memory;
 pub mod net;
+pub mod pause;
 pub mod persist;
 pub mod propagate;
 pub mod pubsub;
@@ -287,6 +288,10 @@ pub fn active_expire(server: &Arc<Server>, budget: Duration) {
     if server.repl.backlog.replica_mode() {
         // A replica's keys expire when its master says DEL (Redis's
         // activeExpireCycle runs on masters only).
+        return;
+    }
+    if server.pause.writes_paused(server.clock.now_ms()) {
+        // CLIENT PAUSE: the dataset stays still (server.c databasesCron).
         return;
     }
     // Expiry DELs are propagated in order with write commands: each step

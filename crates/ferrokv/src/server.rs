@@ -103,6 +103,8 @@ pub struct Server {
     pub shutdown: tokio::sync::Notify,
     /// True once shutdown began.
     pub shutting_down: AtomicBool,
+    /// CLIENT PAUSE state (pause.rs).
+    pub pause: crate::pause::Pause,
     /// Unix time (s) of the last successful save (LASTSAVE); start time
     /// until persistence saves.
     pub lastsave: AtomicU64,
@@ -133,6 +135,7 @@ impl Server {
             tx: &self.tx,
             propagation: &self.propagation,
             clock: &self.clock,
+            pause: &self.pause,
         }
     }
 
@@ -203,6 +206,7 @@ impl Server {
             started_ms: now,
             shutdown: tokio::sync::Notify::new(),
             shutting_down: AtomicBool::new(false),
+            pause: Default::default(),
             lastsave: AtomicU64::new(now / 1000),
             bound_port: AtomicU64::new(0),
             threads,

@@ -50,6 +50,9 @@ pub struct Client {
     /// of replying: the connection stops executing commands and waits for
     /// the wake-up, the timeout or the socket closing.
     pub blocked: Option<Blocked>,
+    /// Set by a command held back by CLIENT PAUSE (pause.rs): the request,
+    /// run by the connection once the pause is over.
+    pub postponed: Option<crate::resp::parse::OwnedArgs>,
     /// When set (inside MULTI/EXEC, scripts), blocking commands must not
     /// block: they behave as their non-blocking forms and reply null when
     /// there is nothing to pop (Redis's CLIENT_DENY_BLOCKING).
@@ -118,6 +121,7 @@ impl Client {
             clock_us: crate::util::now_us(),
             monitor_rx: None,
             blocked: None,
+            postponed: None,
             deny_blocking: false,
             multi: None,
             watch: None,

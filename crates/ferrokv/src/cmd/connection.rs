@@ -99,6 +99,18 @@ static CLIENT_SUBS: &[Command] = &[
         "Controls whether commands sent by the client will alter the LRU/LFU of the keys they access.",
         "O(1)",
     ),
+    csub("client|pause", -3, CLIENT_ADMIN, client_pause).doc(
+        "connection",
+        "3.0.0",
+        "Stop processing commands from clients for some time",
+        "O(1)",
+    ),
+    csub("client|unpause", 2, CLIENT_ADMIN, client_unpause).doc(
+        "connection",
+        "6.2.0",
+        "Resume processing of clients that were paused",
+        "O(N) Where N is the number of paused clients",
+    ),
     csub("client|unblock", -3, CLIENT_ADMIN, client_unblock).doc(
         "connection",
         "5.0.0",
@@ -825,6 +837,50 @@ fn client_no_evict(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     }
 }
 
+/// CLIENT PAUSE timeout [WRITE|ALL]: holds back every command (ALL, the
+/// default) or the writing ones (WRITE) of every client but replicas for
+/// `timeout` milliseconds (see pause.rs). Errors in Redis 7.0's order:
+/// more than four arguments ("unknown subcommand or wrong number of
+/// arguments"), "CLIENT PAUSE mode must be WRITE or ALL", "timeout is not
+/// an integer or out of range", "timeout is negative".
+fn client_pause(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    if args.len() > 4 {
+        return ctx.sub_syntax(args, "CLIENT");
+    }
+    let mut kind = crate::pause::ALL;
+    if args.len() == 4 {
+        let m = args.get(3);
+        if super::opt_is(m, b"write") {
+            kind = crate::pause::WRITE;
+        } else if !super::opt_is(m, b"all") {
+            return ctx.error("ERR CLIENT PAUSE mode must be WRITE or ALL");
+        }
+    }
+    let Some(ms) = crate::util::parse_i64(args.get(2)) else {
+        return ctx.error("ERR timeout is not an integer or out of range");
+    };
+    if ms < 0 {
+        return ctx.error("ERR timeout is negative");
+    }
+    // Redis adds the current time without an overflow check: a huge
+    // timeout wraps into the past, a pause already over.
+    let end = if ms > 0 {
+        (ms as u64).wrapping_add(ctx.server.clock.now_ms()) as i64
+    } else {
+        0
+    };
+    if end > 0 {
+        ctx.server.pause.pause(kind, end as u64);
+    }
+    ctx.out.ok();
+}
+
+/// CLIENT UNPAUSE: ends a CLIENT PAUSE; the postponed commands run.
+fn client_unpause(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
+    ctx.server.pause.unpause();
+    ctx.out.ok();
+}
+
 /// CLIENT NO-TOUCH ON|OFF (Redis 7.2).
 fn client_no_touch(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if let Some(on) = on_off(ctx, args.get(2)) {
@@ -870,6 +926,10 @@ const CLIENT_HELP: &[&str] = &[
     "    Return information about client connections. Options:",
     "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
     "      Return clients of specified type.",
+    "UNPAUSE",
+    "    Stop the current client pause, resuming traffic.",
+    "PAUSE <timeout> [WRITE|ALL]",
+    "    Suspend all, or just write, clients for <timeout> milliseconds.",
     "REPLY (ON|OFF|SKIP)",
     "    Control the replies sent to the current connection.",
     "SETNAME <name>",

@@ -40,7 +40,7 @@ pub static COMMANDS: &[Command] = &[
             "Adds the specified elements to the specified HyperLogLog.",
             "O(1) to add every element.",
         ),
-    cmd("pfcount", -2, READONLY, (1, -1, 1), acl::HYPERLOGLOG, pfcount)
+    cmd("pfcount", -2, READONLY | MAY_REPLICATE, (1, -1, 1), acl::HYPERLOGLOG, pfcount)
         .key_specs(keyspecs::PFCOUNT)
         .doc(
             "hyperloglog",

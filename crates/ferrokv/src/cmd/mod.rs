@@ -913,6 +913,27 @@ fn unknown_command(args: &Args<'_>) -> Vec<u8> {
     msg
 }
 
+/// True when a CLIENT PAUSE in force holds this command back: every
+/// command under ALL; under WRITE the ones the command table flags `write`
+/// or `may-replicate` (EVAL and FCALL even with a `no-writes` script, as
+/// Redis 7.0) and EXEC of a transaction queuing one.
+fn paused(server: &Server, client: &Client, t: &Table, cflags: u64, is_exec: bool) -> bool {
+    let kind = server.pause.kind_at(now_ms_of(client));
+    if kind == crate::pause::NONE {
+        return false;
+    }
+    if kind == crate::pause::ALL {
+        return true;
+    }
+    let w = flags::WRITE | flags::MAY_REPLICATE;
+    cflags & w != 0
+        || (is_exec
+            && client
+                .multi
+                .as_ref()
+                .is_some_and(|m| m.queued.iter().any(|(id, _)| t.all[*id].flags & w != 0)))
+}
+
 /// Executes one request and writes its reply into `out`.
 ///
 /// Order of checks as Redis's `processCommand` (server.c): lookup (unknown
@@ -1088,6 +1109,12 @@ pub fn execute(
         let msg = server.scripts.busy_error();
         reject_in_multi(server, client, out, stats, id, msg, is_exec);
         finish_reply(client, out, reply_start);
+        return;
+    }
+    // CLIENT PAUSE holds the command back: the connection runs it once
+    // the pause is over (server.c processCommand, blockPostponeClient).
+    if !client.is_master && paused(server, client, t, c.flags, is_exec) {
+        client.postponed = Some(crate::resp::parse::OwnedArgs::from_args(args));
         return;
     }
     if client.multi.is_some() && t.all[client.last_top].behaviour & behaviour::TX_CONTROL == 0 {

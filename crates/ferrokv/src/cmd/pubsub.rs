@@ -16,7 +16,9 @@ use crate::pubsub::{self, Kind};
 use crate::resp::Args;
 
 const SUB_FLAGS: u64 = PUBSUB | NOSCRIPT | LOADING | STALE;
-const PUB_FLAGS: u64 = PUBSUB | LOADING | STALE | FAST;
+/// PUBLISH, SPUBLISH: with Redis 7.0's (unlisted) may-replicate flag
+/// (CLIENT PAUSE WRITE holds them back).
+const PUB_FLAGS: u64 = PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE;
 const INTRO_FLAGS: u64 = PUBSUB | LOADING | STALE;
 
 /// PUBSUB subcommands.

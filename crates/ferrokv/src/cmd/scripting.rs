@@ -34,11 +34,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 const EVAL_FLAGS: u64 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLE_KEYS;
+/// EVAL, EVALSHA, FCALL: [`EVAL_FLAGS`] and Redis 7.0's (unlisted)
+/// may-replicate flag (CLIENT PAUSE WRITE holds them back).
+const EVAL_RW_FLAGS: u64 = EVAL_FLAGS | MAY_REPLICATE;
 const EVAL_DOC: &str = "Depends on the script that is executed.";
 
 /// Scripting commands.
 pub static COMMANDS: &[Command] = &[
-    super::cmd("eval", -3, EVAL_FLAGS, (0, 0, 0), acl::SCRIPTING, eval)
+    super::cmd("eval", -3, EVAL_RW_FLAGS, (0, 0, 0), acl::SCRIPTING, eval)
         .key_specs(crate::keyspecs::EVAL_NOTED)
         .key_finder(crate::keyspecs::numkeys_at_2)
         .behaves(behaviour::RUNS_SCRIPT)
@@ -51,7 +54,7 @@ pub static COMMANDS: &[Command] = &[
     super::cmd(
         "evalsha",
         -3,
-        EVAL_FLAGS,
+        EVAL_RW_FLAGS,
         (0, 0, 0),
         acl::SCRIPTING,
         evalsha,
@@ -99,7 +102,7 @@ pub static COMMANDS: &[Command] = &[
         "Execute a read-only Lua script server side",
         EVAL_DOC,
     ),
-    super::cmd("fcall", -3, EVAL_FLAGS, (0, 0, 0), acl::SCRIPTING, fcall)
+    super::cmd("fcall", -3, EVAL_RW_FLAGS, (0, 0, 0), acl::SCRIPTING, fcall)
         .key_specs(crate::keyspecs::EVAL_NOTED)
         .key_finder(crate::keyspecs::numkeys_at_2)
         .behaves(behaviour::RUNS_SCRIPT)

@@ -254,6 +254,7 @@ where
                         break 'conn;
                     }
                     if s.client.close_after_reply
+                        || s.client.postponed.is_some()
                         || s.client.blocked.is_some()
                         || !s.client.streams.is_empty()
                         || s.client.repl_sync.is_some()
@@ -340,6 +341,19 @@ where
         }
         if client.close_after_reply || server.shutting_down.load(Ordering::Relaxed) {
             break;
+        }
+        if client.postponed.is_some() {
+            // CLIENT PAUSE: the request runs once the pause is over (held
+            // back again if a new pause began); its reply leaves with the
+            // next batch's, or below if it blocks or waits.
+            while let Some(req) = client.postponed.take() {
+                if !pause_wait(&server, &handle).await {
+                    break 'conn;
+                }
+                client.clock_us = server.clock.now_us();
+                cmd::execute(&server, &mut client, &mut out, &req.args(), &thread_stats);
+            }
+            resume = true;
         }
         if let Some(req) = client.repl_sync.take() {
             // The connection is a replica's from now on.
@@ -657,6 +671,24 @@ fn finish_block(server: &Server, w: &Arc<crate::db::blocking::Waiter>) {
     let h = server.clients.get(w.client_id);
     if let Some(h) = h {
         h.blocked.lock().take();
+    }
+}
+
+/// Waits while CLIENT PAUSE holds the connection's request back; false
+/// when the client was killed meanwhile or the server shuts down.
+async fn pause_wait(server: &Server, handle: &ClientHandle) -> bool {
+    loop {
+        if handle.killed.load(Ordering::Relaxed) || server.shutting_down.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = server.clock.now_ms();
+        if server.pause.kind_at(now) == crate::pause::NONE {
+            return true;
+        }
+        tokio::select! {
+            () = server.pause.wait(now) => {}
+            () = tokio::time::sleep(std::time::Duration::from_millis(100)) => {}
+        }
     }
 }
 

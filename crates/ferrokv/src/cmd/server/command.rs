@@ -134,9 +134,10 @@ fn write_command_info(ctx: &mut Ctx<'_>, c: &Command) {
     o.array(10);
     o.bulk(c.name.as_bytes());
     o.int(c.arity as i64);
+    // Redis 7.0 does not list may_replicate.
     let mut fl: Vec<&str> = flags::NAMES
         .iter()
-        .filter(|(b, _)| c.flags & b != 0)
+        .filter(|(b, _)| c.flags & b != 0 && *b != flags::MAY_REPLICATE)
         .map(|(_, n)| *n)
         .collect();
     if c.behaviour & crate::cmd::behaviour::ASKING != 0 {
