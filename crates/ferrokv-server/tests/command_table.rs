@@ -14,8 +14,6 @@ use std::collections::BTreeSet;
 
 /// Redis 7.0 commands not implemented yet, each waiting on an open issue.
 const PENDING: &[&str] = &[
-    // Issue 15 (replication): FAILOVER needs CLIENT PAUSE.
-    "failover",
     // Issue 20: the rest of Redis 7.0's command set.
     "geoadd",
     "geodist",

@@ -911,3 +911,205 @@ fn malformed_fullresync_and_eof_mark_are_refused() {
         assert_eq!(v.as_deref(), Some("1"), "data kept after {reply:?}");
     }
 }
+
+// ------------------------------------------------------------------ FAILOVER
+
+/// FAILOVER from `m` to its replica `r` (TO its address when `to`): `r`
+/// becomes the master, `m` its replica by a partial resynchronisation,
+/// writes on `r` reach `m`, and both report no failover in progress.
+fn failover_between(m: &Node, r: &Node, to: bool) {
+    r.replicaof(m);
+    wait_for(20, "replica link up", || link_up(r));
+    load(m, 77, 300);
+    let mut c = m.conn();
+    let mut cmd = redis::cmd("FAILOVER");
+    if to {
+        cmd.arg("TO").arg("127.0.0.1").arg(r.port);
+    }
+    let ok: String = cmd
+        .arg("TIMEOUT")
+        .arg(10_000)
+        .query(&mut c)
+        .expect("FAILOVER");
+    assert_eq!(ok, "OK");
+    wait_for(20, "roles switched", || {
+        r.info("role") == "master" && m.info("role") == "slave" && link_up(m)
+    });
+    wait_for(10, "failover state cleared", || {
+        m.info("master_failover_state") == "no-failover"
+    });
+    assert_eq!(r.info("master_failover_state"), "no-failover");
+    // The old master continued the history (no full resync on r's side).
+    assert!(
+        r.info_u64("sync_partial_ok") >= 1,
+        "no partial resync on the new master"
+    );
+    let _: () = redis::cmd("SET")
+        .arg("after-failover")
+        .arg("1")
+        .query(&mut r.conn())
+        .unwrap();
+    assert_converged(r, m);
+    // Writes on the old master are refused now (it is a read-only replica).
+    let e = redis::cmd("SET")
+        .arg("x")
+        .arg("1")
+        .query::<()>(&mut c)
+        .unwrap_err();
+    assert!(format!("{e}").contains("read only replica"), "{e}");
+}
+
+#[test]
+fn failover_between_ferrokv_nodes() {
+    let m = Node::ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    let r = Node::ferrokv(&[]);
+    failover_between(&m, &r, false);
+    // And back, naming the target.
+    failover_between(&r, &m, true);
+}
+
+#[test]
+fn failover_with_redis_server_both_ways() {
+    let Some(stock) = Node::redis(&["--repl-diskless-sync-delay", "0"]) else {
+        return;
+    };
+    let ours = Node::ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    // ferrokv master hands over to a redis-server replica...
+    failover_between(&ours, &stock, true);
+    // ...and redis-server hands back to ferrokv.
+    failover_between(&stock, &ours, true);
+}
+
+#[test]
+fn failover_times_out_or_is_aborted() {
+    let m = Node::ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    let r = Node::ferrokv(&[]);
+    r.replicaof(&m);
+    wait_for(20, "replica link up", || link_up(&r));
+    let mut c = m.conn();
+    // TO an address that is not a replica is refused.
+    let e = redis::cmd("FAILOVER")
+        .arg("TO")
+        .arg("127.0.0.1")
+        .arg(1)
+        .query::<()>(&mut c)
+        .unwrap_err();
+    assert!(format!("{e}").contains("is not a replica"), "{e}");
+    let e = redis::cmd("FAILOVER")
+        .arg("FORCE")
+        .query::<()>(&mut c)
+        .unwrap_err();
+    assert!(format!("{e}").contains("requires both a timeout"), "{e}");
+    let e = redis::cmd("FAILOVER")
+        .query::<()>(&mut r.conn())
+        .unwrap_err();
+    assert!(
+        format!("{e}").contains("not valid when server is a replica"),
+        "{e}"
+    );
+    // A replica that cannot acknowledge: a redis-server replica asleep in
+    // DEBUG SLEEP. Without FORCE the failover is aborted at its timeout,
+    // and writes held meanwhile run afterwards.
+    if let Some(stock) = Node::redis(&["--enable-debug-command", "yes"]) {
+        stock.replicaof(&m);
+        wait_for(20, "redis replica link up", || link_up(&stock));
+        let mut s = stock.conn();
+        let sleeper = std::thread::spawn(move || {
+            let _: () = redis::cmd("DEBUG")
+                .arg("SLEEP")
+                .arg("2")
+                .query(&mut s)
+                .unwrap();
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        // Something the sleeping replica has not acknowledged.
+        let _: () = redis::cmd("SET").arg("lag").arg("1").query(&mut c).unwrap();
+        let ok: String = redis::cmd("FAILOVER")
+            .arg("TO")
+            .arg("127.0.0.1")
+            .arg(stock.port)
+            .arg("TIMEOUT")
+            .arg(500)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(ok, "OK");
+        assert_eq!(m.info("master_failover_state"), "waiting-for-sync");
+        let e = redis::cmd("FAILOVER")
+            .query::<()>(&mut m.conn())
+            .unwrap_err();
+        assert!(format!("{e}").contains("already in progress"), "{e}");
+        let t = Instant::now();
+        let _: () = redis::cmd("SET")
+            .arg("held")
+            .arg("1")
+            .query(&mut m.conn())
+            .unwrap();
+        assert!(t.elapsed() >= Duration::from_millis(200), "write not held");
+        wait_for(5, "failover aborted", || {
+            m.info("master_failover_state") == "no-failover"
+        });
+        assert_eq!(m.info("role"), "master");
+        sleeper.join().unwrap();
+        // ABORT by hand, while the replica sleeps again.
+        let mut s = stock.conn();
+        let sleeper = std::thread::spawn(move || {
+            let _: () = redis::cmd("DEBUG")
+                .arg("SLEEP")
+                .arg("1")
+                .query(&mut s)
+                .unwrap();
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        let _: () = redis::cmd("SET").arg("lag").arg("2").query(&mut c).unwrap();
+        let ok: String = redis::cmd("FAILOVER")
+            .arg("TO")
+            .arg("127.0.0.1")
+            .arg(stock.port)
+            .arg("TIMEOUT")
+            .arg(60_000)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(ok, "OK");
+        let ok: String = redis::cmd("FAILOVER")
+            .arg("ABORT")
+            .query(&mut m.conn())
+            .unwrap();
+        assert_eq!(ok, "OK");
+        assert_eq!(m.info("master_failover_state"), "no-failover");
+        assert_eq!(m.info("role"), "master");
+        let _: () = redis::cmd("SET")
+            .arg("free")
+            .arg("1")
+            .query(&mut c)
+            .unwrap();
+        sleeper.join().unwrap();
+    }
+}
+
+#[test]
+fn failover_errors_match_redis() {
+    let Some(mut p) = common::Pair::start() else {
+        return;
+    };
+    for line in [
+        "failover",
+        "failover abort",
+        "failover abort x",
+        "failover timeout 0",
+        "failover timeout -5",
+        "failover timeout x",
+        "failover to h",
+        "failover to h x",
+        "failover force",
+        "failover force timeout 10",
+        "failover to h 1 force",
+        "failover timeout 10 timeout 10",
+        "failover to h 1 to h 2",
+        "failover force force",
+        "failover bogus",
+        "psync abc 1 failover",
+        "command info failover",
+    ] {
+        p.check_line(line);
+    }
+}

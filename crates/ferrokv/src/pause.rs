@@ -21,40 +21,59 @@ pub const WRITE: u8 = 1;
 /// CLIENT PAUSE ... ALL.
 pub const ALL: u8 = 2;
 
-/// The pause state of a server.
+/// Who paused: CLIENT PAUSE, or a FAILOVER in progress (Redis's pause
+/// purposes: CLIENT UNPAUSE lifts only the first).
+pub const BY_CLIENT: usize = 0;
+/// See [`BY_CLIENT`].
+pub const BY_FAILOVER: usize = 1;
+
+/// The pause state of a server: per purpose a kind and an end time.
 #[derive(Default)]
 pub struct Pause {
-    kind: AtomicU8,
-    /// End of the pause, ms since the epoch.
-    end_ms: AtomicU64,
-    /// Woken when the pause is lifted (CLIENT UNPAUSE).
+    kind: [AtomicU8; 2],
+    /// End of each pause, ms since the epoch.
+    end_ms: [AtomicU64; 2],
+    /// Woken when a pause is lifted.
     lifted: tokio::sync::Notify,
 }
 
 impl Pause {
-    /// Pauses clients of `kind` (WRITE or ALL) until `end_ms`, keeping the
-    /// stronger kind and the later end of a pause already on.
-    pub fn pause(&self, kind: u8, end_ms: u64) {
-        self.kind.fetch_max(kind, Ordering::SeqCst);
-        self.end_ms.fetch_max(end_ms, Ordering::SeqCst);
+    /// Pauses clients of `kind` (WRITE or ALL) until `end_ms` for
+    /// `purpose`, keeping the stronger kind and the later end of a pause
+    /// of the same purpose already on.
+    pub fn pause(&self, purpose: usize, kind: u8, end_ms: u64) {
+        if self.kind_of(purpose, crate::util::now_ms()) == NONE {
+            self.end_ms[purpose].store(0, Ordering::SeqCst);
+            self.kind[purpose].store(NONE, Ordering::SeqCst);
+        }
+        self.kind[purpose].fetch_max(kind, Ordering::SeqCst);
+        self.end_ms[purpose].fetch_max(end_ms, Ordering::SeqCst);
     }
 
-    /// Lifts the pause (CLIENT UNPAUSE) and wakes the postponed clients.
-    pub fn unpause(&self) {
-        self.kind.store(NONE, Ordering::SeqCst);
-        self.end_ms.store(0, Ordering::SeqCst);
+    /// Lifts the pause of `purpose` (CLIENT UNPAUSE, the end of a
+    /// failover) and wakes the postponed clients.
+    pub fn unpause(&self, purpose: usize) {
+        self.kind[purpose].store(NONE, Ordering::SeqCst);
+        self.end_ms[purpose].store(0, Ordering::SeqCst);
         self.lifted.notify_waiters();
     }
 
-    /// The kind of pause in force at `now_ms` (NONE once it ended).
     #[inline]
-    pub fn kind_at(&self, now_ms: u64) -> u8 {
-        let k = self.kind.load(Ordering::Relaxed);
-        if k == NONE || self.end_ms.load(Ordering::Relaxed) < now_ms {
+    fn kind_of(&self, purpose: usize, now_ms: u64) -> u8 {
+        let k = self.kind[purpose].load(Ordering::Relaxed);
+        if k == NONE || self.end_ms[purpose].load(Ordering::Relaxed) < now_ms {
             NONE
         } else {
             k
         }
+    }
+
+    /// The kind of pause in force at `now_ms` (the strongest of the
+    /// purposes; NONE once they ended).
+    #[inline]
+    pub fn kind_at(&self, now_ms: u64) -> u8 {
+        self.kind_of(BY_CLIENT, now_ms)
+            .max(self.kind_of(BY_FAILOVER, now_ms))
     }
 
     /// True while writes (and so expiry and eviction) are paused.
@@ -63,19 +82,23 @@ impl Pause {
         self.kind_at(now_ms) != NONE
     }
 
-    /// Waits until the pause ends or is lifted (or changes: the caller
+    /// Waits until a pause ends or is lifted (or changes: the caller
     /// checks again); `now` is the server's clock, ms since the epoch.
     pub async fn wait(&self, now: u64) {
         let notified = self.lifted.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let end = self.end_ms.load(Ordering::SeqCst);
-        if self.kind.load(Ordering::SeqCst) == NONE || end < now {
+        if self.kind_at(now) == NONE {
             return;
         }
-        // Wake a little after the end (the end itself still pauses), and
-        // at least every second, in case the pause was extended.
-        let wait = (end - now + 1).min(1000);
+        // The earliest end among the pauses in force; wake a little after
+        // it (the end itself still pauses), at least every second.
+        let end = (0..2)
+            .filter(|&p| self.kind_of(p, now) != NONE)
+            .map(|p| self.end_ms[p].load(Ordering::SeqCst))
+            .min()
+            .unwrap_or(now);
+        let wait = (end.saturating_sub(now) + 1).min(1000);
         tokio::select! {
             () = notified => {}
             () = tokio::time::sleep(std::time::Duration::from_millis(wait)) => {}

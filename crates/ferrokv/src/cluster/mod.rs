@@ -279,6 +279,9 @@ pub struct State {
     pub mf_end: u64,
     /// Master side: the replica doing a manual failover.
     pub mf_replica: Option<usize>,
+    /// Master side: when writes were paused for it (ms): the offset is
+    /// announced as paused once the writes already running have landed.
+    pub mf_paused_ms: u64,
     /// Replica side: the master's offset when it paused.
     pub mf_master_offset: Option<u64>,
     /// Replica side: the failover may start.
@@ -333,6 +336,7 @@ impl State {
             failover_auth_rank: 0,
             failover_auth_epoch: 0,
             mf_end: 0,
+            mf_paused_ms: 0,
             mf_replica: None,
             mf_master_offset: None,
             mf_can_start: false,

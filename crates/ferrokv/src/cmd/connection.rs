@@ -870,14 +870,16 @@ fn client_pause(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         0
     };
     if end > 0 {
-        ctx.server.pause.pause(kind, end as u64);
+        ctx.server
+            .pause
+            .pause(crate::pause::BY_CLIENT, kind, end as u64);
     }
     ctx.out.ok();
 }
 
 /// CLIENT UNPAUSE: ends a CLIENT PAUSE; the postponed commands run.
 fn client_unpause(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
-    ctx.server.pause.unpause();
+    ctx.server.pause.unpause(crate::pause::BY_CLIENT);
     ctx.out.ok();
 }
 

@@ -364,6 +364,32 @@ pub struct MasterLink {
     pub host: String,
     /// Its port.
     pub port: u16,
+    /// Set when this link is the last step of a FAILOVER of this server:
+    /// the handshake asks `PSYNC <replid> <offset> FAILOVER`, which makes
+    /// the target a master.
+    pub failover: bool,
+}
+
+/// A FAILOVER of this master in progress (replication.c
+/// failoverCommand / updateFailoverStatus).
+#[derive(Debug, Clone)]
+pub struct Failover {
+    /// [`failover_state::WAIT_FOR_SYNC`] or [`failover_state::IN_PROGRESS`].
+    pub state: u8,
+    /// The replica chosen (TO host port, or the first caught up).
+    pub target: Option<(String, u16)>,
+    /// Deadline, ms since the epoch (0: none).
+    pub end_ms: u64,
+    /// FORCE: fail over at the deadline even if the target lags.
+    pub force: bool,
+}
+
+/// FAILOVER states, as INFO `master_failover_state` shows them.
+pub mod failover_state {
+    /// Waiting for the target to acknowledge the whole stream.
+    pub const WAIT_FOR_SYNC: u8 = 1;
+    /// This server follows the target, asking it to become a master.
+    pub const IN_PROGRESS: u8 = 2;
 }
 
 /// Link states (Redis's `repl_state`), for INFO `master_link_status` and
@@ -389,6 +415,8 @@ pub struct Repl {
     pub replicas: Mutex<Vec<Arc<ReplicaInfo>>>,
     /// The master followed, when this server is a replica.
     pub master: Mutex<Option<MasterLink>>,
+    /// A FAILOVER in progress (master side).
+    pub failover: Mutex<Option<Failover>>,
     /// REPLICAOF generations (see [`MasterLink::generation`]).
     pub generation: AtomicU64,
     /// The link's state ([`link`]).
@@ -449,6 +477,7 @@ impl Default for Repl {
             backlog: Arc::default(),
             replicas: Mutex::default(),
             master: Mutex::default(),
+            failover: Mutex::default(),
             generation: AtomicU64::new(0),
             link_state: AtomicU64::new(link::CONNECT),
             link_last_io_ms: AtomicU64::new(0),

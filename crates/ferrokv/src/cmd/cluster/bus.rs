@@ -62,6 +62,9 @@ pub const FULL_LEN: usize = HDR_LEN + 8 + NAMELEN + SLOTS / 8;
 pub const MAX_MSG: usize = 1 << 30;
 /// Message flag 0: the master is paused for a manual failover.
 pub const MF_PAUSED: u8 = 1;
+/// How long after pausing writes for a manual failover a master waits
+/// before announcing its offset as final (ms).
+const MF_SETTLE_MS: u64 = 20;
 /// Message flag 0: vote even if the master is up (manual failover).
 pub const MF_FORCEACK: u8 = 2;
 /// Message flag 0: extensions follow the gossip.
@@ -171,7 +174,10 @@ fn header(ctx: &Ctx<'_>, st: &State, typ: u16) -> Vec<u8> {
     put64(&mut b, O_CUR_EPOCH, st.current_epoch);
     put64(&mut b, O_CFG_EPOCH, master.config_epoch);
     put64(&mut b, O_OFFSET, ctx.my_offset(st));
-    if me.is_master() && st.mf_end != 0 {
+    // Paused (and its offset final) once the writes that were running
+    // when the pause began have landed: commands run on several threads
+    // here, so one may have passed the pause check just before it.
+    if me.is_master() && st.mf_end != 0 && crate::util::now_ms() >= st.mf_paused_ms + MF_SETTLE_MS {
         b[O_MFLAGS] |= MF_PAUSED;
     }
     b
@@ -443,8 +449,9 @@ struct After {
     del_slots: Vec<u16>,
     /// Deliver a published message: (channel, message, shard).
     publish: Option<(Vec<u8>, Vec<u8>, bool)>,
-    /// Pause writes for a manual failover until this time (ms).
-    pause_until: Option<u64>,
+    /// The manual failover this master paused for is over: writes resume
+    /// (Redis's resetManualFailover).
+    unpause: bool,
 }
 
 /// What a link's reader knows about its link.
@@ -741,6 +748,7 @@ fn set_master(st: &mut State, after: &mut After, n: usize) {
     st.add_replica(n, MYSELF);
     let node = st.node(n);
     after.follow = Some((node.ip.clone(), node.port));
+    after.unpause |= st.mf_replica.take().is_some();
     st.mf_end = 0;
     st.mf_can_start = false;
     st.mf_master_offset = None;
@@ -1009,7 +1017,14 @@ fn process(ctx: &Ctx<'_>, st: &mut State, li: &mut LinkInfo, b: &[u8], after: &m
                 if st.node(s).master == Some(MYSELF) && st.myself().is_master() {
                     st.mf_end = now + MF_TIMEOUT;
                     st.mf_replica = Some(s);
-                    after.pause_until = Some(now + MF_TIMEOUT * 2);
+                    // Writes stop now (not after the state is unlocked),
+                    // before any header announces the offset as paused.
+                    ctx.server.pause.pause(
+                        crate::pause::BY_FAILOVER,
+                        crate::pause::WRITE,
+                        now + MF_TIMEOUT * 2,
+                    );
+                    st.mf_paused_ms = crate::util::now_ms();
                     tracing::warn!("Manual failover requested by replica {}.", st.node(s).name);
                     let m = ping_message(ctx, st, msg::PING, Some(s));
                     count_sent(st, msg::PING);
@@ -1439,7 +1454,9 @@ fn run_after(server: &Arc<Server>, after: After) {
             crate::pubsub::publish(&env, &ch, &m);
         }
     }
-    let _ = after.pause_until;
+    if after.unpause {
+        server.pause.unpause(crate::pause::BY_FAILOVER);
+    }
 }
 
 /// An outbound link created by the cron, to connect once the state is
@@ -1599,6 +1616,7 @@ fn cron(server: &Arc<Server>, iteration: u64) {
         // Manual failover timeout.
         if st.mf_end != 0 && st.mf_end < now {
             tracing::warn!("Manual failover timed out.");
+            after.unpause |= st.mf_replica.is_some();
             st.mf_end = 0;
             st.mf_can_start = false;
             st.mf_master_offset = None;

@@ -3,6 +3,7 @@
 //! and the INFO replication section. The state is in `repl/`; feeding a
 //! replica's connection is [`master`], following a master is [`replica`].
 
+pub mod failover;
 pub mod master;
 pub mod replica;
 
@@ -99,6 +100,13 @@ pub static COMMANDS: &[Command] = &[
         "Return the role of the instance in the context of replication",
         "O(1)",
     ),
+    cmd("failover", -1, ADMIN | NOSCRIPT | STALE, (0, 0, 0), 0, failover::failover)
+        .doc(
+            "server",
+            "6.2.0",
+            "Start a coordinated failover between this server and one of its replicas.",
+            "O(1)",
+        ),
     cmd("wait", 3, NOSCRIPT, (0, 0, 0), acl::CONNECTION, wait)
         .doc(
             "generic",
@@ -148,8 +156,32 @@ fn sync_allowed(ctx: &mut Ctx<'_>) -> bool {
     true
 }
 
-/// PSYNC replicationid offset.
+/// PSYNC replicationid offset [FAILOVER]: with FAILOVER (sent by a master
+/// failing over to this replica, failover.rs) and this server's own
+/// replication id, the replica becomes a master first (replication.c
+/// syncCommand); while this server fails over, no one may sync.
 fn psync(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    if ctx.client.handle.info.lock().flags.contains('S') {
+        return;
+    }
+    if args.len() > 3 && crate::cmd::opt_is(args.get(3), b"failover") {
+        if !ctx.server.repl.is_replica() {
+            return ctx.error("ERR PSYNC FAILOVER can't be sent to a master.");
+        }
+        let mine = ctx.server.repl.ids.lock().replid.clone();
+        if args.get(1) == mine.as_bytes() {
+            replica::promote(ctx.server);
+            tracing::info!(
+                "MASTER MODE enabled (failover request from '{}')",
+                ctx.client.handle.describe(ctx.now)
+            );
+        } else {
+            return ctx.error("ERR PSYNC FAILOVER replid must match my replid.");
+        }
+    }
+    if ctx.server.repl.failover.lock().is_some() {
+        return ctx.error("NOMASTERLINK Can't SYNC while failing over");
+    }
     if !sync_allowed(ctx) {
         return;
     }
@@ -456,7 +488,7 @@ pub fn info_fields(server: &Arc<crate::server::Server>, now_ms: u64) -> Vec<(Str
             ),
         );
     }
-    kv("master_failover_state", "no-failover".into());
+    kv("master_failover_state", failover::state_name(server).into());
     let ids = r.ids.lock().clone();
     kv("master_replid", ids.replid);
     kv("master_replid2", ids.replid2);

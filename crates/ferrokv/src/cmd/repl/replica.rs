@@ -30,12 +30,22 @@ use std::time::{Duration, Instant};
 /// directive): its own replicas are disconnected (they resynchronise with
 /// the new history), a link thread starts.
 pub fn follow(server: &Arc<Server>, host: String, port: u16) {
+    follow_with(server, host, port, false);
+}
+
+/// [`follow`], as the last step of a FAILOVER when `failover` (the
+/// handshake then asks the target to become a master).
+pub fn follow_with(server: &Arc<Server>, host: String, port: u16, failover: bool) {
     let r = &server.repl;
     let gen = r.generation.fetch_add(1, Ordering::SeqCst) + 1;
     let was_master = {
         let mut m = r.master.lock();
         let was = m.is_none();
-        *m = Some(crate::repl::MasterLink { host, port });
+        *m = Some(crate::repl::MasterLink {
+            host,
+            port,
+            failover,
+        });
         was
     };
     if was_master {
@@ -142,7 +152,21 @@ fn link_loop(server: &Arc<Server>, gen: u64) {
         tracing::info!("Connecting to MASTER {host}:{port}");
         match run_link(server, gen, &host, port) {
             Ok(()) => {}
-            Err(e) => tracing::warn!("Replication link with {host}:{port}: {e}"),
+            Err(e) => {
+                tracing::warn!("Replication link with {host}:{port}: {e}");
+                if server
+                    .repl
+                    .master
+                    .lock()
+                    .as_ref()
+                    .is_some_and(|m| m.failover)
+                {
+                    // The target could not be made a master: this server
+                    // stays the master (replication.c abortFailover).
+                    super::failover::abort(server, "Failover target rejected psync request");
+                    return;
+                }
+            }
         }
         let r = &server.repl;
         r.master_client_id.store(0, Ordering::SeqCst);
@@ -301,25 +325,35 @@ fn handshake_and_stream(
         (ids.replid.clone(), r.processed.load(Ordering::SeqCst))
     };
     let have_history = r.backlog.active() || offset > 0;
-    if have_history {
+    let failover = r.master.lock().as_ref().is_some_and(|m| m.failover);
+    let mut psync: Vec<Vec<u8>> = if have_history {
         tracing::info!(
             "Trying a partial resynchronization (request {replid}:{}).",
             offset + 1
         );
-        send_cmd(
-            w,
-            &[
-                b"PSYNC",
-                replid.as_bytes(),
-                (offset + 1).to_string().as_bytes(),
-            ],
-        )
+        vec![
+            b"PSYNC".to_vec(),
+            replid.clone().into_bytes(),
+            (offset + 1).to_string().into_bytes(),
+        ]
     } else {
         tracing::info!("Partial resynchronization not possible (no cached master)");
-        send_cmd(w, &[b"PSYNC", b"?", b"-1"])
+        vec![b"PSYNC".to_vec(), b"?".to_vec(), b"-1".to_vec()]
+    };
+    if failover {
+        // A master failing over asks its target to become a master.
+        psync.push(b"FAILOVER".to_vec());
     }
-    .map_err(io_err("PSYNC"))?;
+    let parts: Vec<&[u8]> = psync.iter().map(Vec::as_slice).collect();
+    send_cmd(w, &parts).map_err(io_err("PSYNC"))?;
     let reply = read_line(rd)?;
+    if failover {
+        if reply.starts_with("+CONTINUE") || reply.starts_with("+FULLRESYNC") {
+            super::failover::finished(server);
+        } else {
+            return Err(format!("Failover target rejected psync request: {reply}"));
+        }
+    }
     let db;
     if let Some(rest) = reply.strip_prefix("+FULLRESYNC") {
         let mut it = rest.split_whitespace();
