@@ -227,18 +227,53 @@ fn getbit(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 
 // ---------------------------------------------------------------- BITCOUNT / BITPOS
 
-/// Number of set bits of `p`, eight bytes at a time.
+/// Number of set bits of `p`: with the CPU's POPCNT instruction when it
+/// has one (checked once at run time), else the portable count; four
+/// independent sums per 32 bytes keep the instruction pipelined.
 fn popcount(p: &[u8]) -> u64 {
-    let mut chunks = p.chunks_exact(8);
-    let mut n: u64 = 0;
-    for c in &mut chunks {
-        n += u64::from_ne_bytes(c.try_into().expect("8 bytes")).count_ones() as u64;
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the CPU supports POPCNT (checked just above), the
+            // only feature the function is compiled for.
+            return unsafe { popcount_popcnt(p) };
+        }
     }
-    n + chunks
-        .remainder()
-        .iter()
-        .map(|b| b.count_ones() as u64)
-        .sum::<u64>()
+    popcount_words(p)
+}
+
+/// [`popcount_words`] compiled with POPCNT.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+unsafe fn popcount_popcnt(p: &[u8]) -> u64 {
+    popcount_words(p)
+}
+
+/// The portable count, 32 bytes (four words) at a time.
+#[inline(always)]
+fn popcount_words(p: &[u8]) -> u64 {
+    let word = |c: &[u8]| u64::from_ne_bytes(c.try_into().expect("8 bytes")).count_ones() as u64;
+    let mut blocks = p.chunks_exact(32);
+    let (mut a, mut b, mut c, mut d) = (0u64, 0u64, 0u64, 0u64);
+    for x in &mut blocks {
+        a += word(&x[0..8]);
+        b += word(&x[8..16]);
+        c += word(&x[16..24]);
+        d += word(&x[24..32]);
+    }
+    let rest = blocks.remainder();
+    let mut words = rest.chunks_exact(8);
+    for x in &mut words {
+        a += word(x);
+    }
+    a + b
+        + c
+        + d
+        + words
+            .remainder()
+            .iter()
+            .map(|x| x.count_ones() as u64)
+            .sum::<u64>()
 }
 
 /// Set bits of `p` in the inclusive bit range [s, e] (both inside `p`).
