@@ -40,6 +40,10 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 "CHANGE-REPL-ID",
                 "    Change the replication IDs of the instance.",
                 "    Dangerous: should be used only for testing the replication subsystem.",
+                "DIGEST",
+                "    Output a hex signature representing the current DB content.",
+                "DIGEST-VALUE <key> [<key> ...]",
+                "    Output a hex signature of the values of all the specified keys.",
                 "OBJECT <key>",
                 "    Show low level info about `key` and associated value.",
                 "POPULATE <count> [<prefix>] [<size>]",
@@ -75,6 +79,15 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         ctx.server.repl.new_history(None);
         tracing::info!("Changing replication IDs after receiving DEBUG change-repl-id");
         ctx.out.ok();
+    } else if sub.eq_ignore_ascii_case(b"digest") && n == 2 {
+        let d = super::digest::dataset_digest(&ctx.server.keyspace);
+        ctx.out.simple(&super::digest::hex(&d));
+    } else if sub.eq_ignore_ascii_case(b"digest-value") {
+        ctx.out.array(n - 2);
+        for i in 2..n {
+            let d = super::digest::key_digest(ctx.db(), args.get(i));
+            ctx.out.simple(&super::digest::hex(&d));
+        }
     } else if sub.eq_ignore_ascii_case(b"object") && n == 3 {
         debug_object(ctx, args.get(2));
     } else if sub.eq_ignore_ascii_case(b"reload") {

@@ -16,6 +16,7 @@
 pub mod command;
 pub mod config;
 pub mod debug;
+pub mod digest;
 pub mod info;
 pub mod introspection;
 pub mod shutdown;
