@@ -120,6 +120,10 @@ pub struct Stats {
     pub inst: Mutex<InstMetrics>,
     /// The highest used_memory INFO has seen (used_memory_peak), bytes.
     pub memory_peak: AtomicU64,
+    /// used_memory when the server had started, before the dataset was
+    /// loaded (Redis's `initial_memory_usage`, MEMORY STATS
+    /// `startup.allocated`), bytes.
+    pub memory_startup: AtomicU64,
 }
 
 /// Number of samples averaged by the instantaneous metrics (Redis keeps 16,

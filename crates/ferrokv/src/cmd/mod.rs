@@ -531,7 +531,7 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 24] = [
+        let families: [&'static [Command]; 25] = [
             connection::COMMANDS,
             tx::COMMANDS,
             acl_cmd::COMMANDS,
@@ -550,6 +550,7 @@ pub fn table() -> &'static Table {
             server::introspection::COMMANDS,
             server::debug::COMMANDS,
             server::shutdown::COMMANDS,
+            server::memory::COMMANDS,
             pubsub::COMMANDS,
             persist::COMMANDS,
             repl::COMMANDS,
