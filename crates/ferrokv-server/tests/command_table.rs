@@ -27,13 +27,6 @@ const PENDING: &[&str] = &[
     "geosearchstore",
     "latency|graph",
     "latency|histogram",
-    "lolwut",
-    "module",
-    "module|help",
-    "module|list",
-    "module|load",
-    "module|loadex",
-    "module|unload",
 ];
 
 /// Commands of newer Redis releases that ferrokv already has.

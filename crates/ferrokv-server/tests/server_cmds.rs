@@ -1,9 +1,13 @@
-//! The server commands of Redis 7.0 added here (MEMORY) end to end against
-//! the real `ferrokv-server` binary, differential against redis-server 7.0:
+//! The server commands of Redis 7.0 added here (MEMORY, LOLWUT, MODULE)
+//! end to end against the real `ferrokv-server` binary, differential
+//! against redis-server 7.0:
 //!
 //! - byte-identical replies (RESP2 and RESP3) wherever Redis's output is
-//!   deterministic: help texts, every error, the empty-instance MEMORY
-//!   DOCTOR text, MEMORY STATS' field names and order;
+//!   deterministic: help texts, every error, MODULE, LOLWUT's version line
+//!   and its Schotter drawings that use no random number, the top rows of
+//!   every Schotter, the empty-instance MEMORY DOCTOR text, MEMORY STATS'
+//!   field names and order;
+//! - shapes where it is not: LOLWUT 6;
 //! - MEMORY USAGE against redis-server's figure per type within the bands
 //!   documented in README.md (ferrokv's structures differ, so its bytes
 //!   differ: see [`BANDS`]), growing with the value, and adding up with the
@@ -36,6 +40,7 @@ fn help_texts_and_errors_match_redis() {
         &mut p,
         &[
             "MEMORY HELP",
+            "MODULE HELP",
             "MEMORY",
             "MEMORY FOO",
             "MEMORY HELP x",
@@ -54,10 +59,94 @@ fn help_texts_and_errors_match_redis() {
             "MEMORY USAGE k SAMPLES 1 FOO",
             "MEMORY PURGE",
             "MEMORY DOCTOR",
+            "MODULE",
+            "MODULE FOO",
+            "MODULE LIST",
+            "MODULE LIST x",
+            "MODULE LOAD",
+            "MODULE LOAD /nonexistent/mod.so",
+            "MODULE LOADEX /nonexistent/mod.so",
+            "MODULE UNLOAD",
+            "MODULE UNLOAD foo",
+            "MODULE UNLOAD foo bar",
+            "LOLWUT",
+            "LOLWUT 10 20",
+            "LOLWUT foo",
+            "LOLWUT VERSION",
+            "LOLWUT version x",
+            "LOLWUT VERSION 1.5",
+            "LOLWUT VERSION 7",
+            "LOLWUT VERSION 8 1 2 3",
+            "LOLWUT VERSION -1",
+            "LOLWUT VERSION 4",
+            "LOLWUT VERSION 59",
+            "LOLWUT VERSION 4294967301 10 2 2",
+            "LOLWUT VERSION 5 x",
+            "LOLWUT VERSION 5 10 x",
+            "LOLWUT VERSION 5 10 2 x",
+            "LOLWUT VERSION 6 x",
+            "LOLWUT VERSION 6 10 x",
         ],
     );
     // Nothing was loaded: INFO modules and HELLO agree too.
     p.check_line("INFO modules");
+}
+
+#[test]
+fn module_commands_when_allowed() {
+    let Some(redis) = Server::start_redis(&["--enable-module-command", "yes"]) else {
+        return;
+    };
+    // The log file is opened before the server changes to its directory.
+    let logdir = tempfile::tempdir().unwrap();
+    let logfile = logdir.path().join("ferrokv.log");
+    let ours = Server::start(&[
+        "--enable-module-command",
+        "yes",
+        "--logfile",
+        logfile.to_str().unwrap(),
+    ]);
+    let (mut a, mut b) = (ours.raw(), redis.raw());
+    let exe = std::env::current_exe().unwrap();
+    let exe = exe.to_str().unwrap();
+    let noexec = ours.dir.path().join("plain.so");
+    std::fs::write(&noexec, b"not a module").unwrap();
+    let noexec = noexec.to_str().unwrap().to_string();
+    for line in [
+        "MODULE LIST".to_string(),
+        "MODULE LOAD /nonexistent/mod.so".into(),
+        "MODULE LOAD /nonexistent/mod.so a b c".into(),
+        format!("MODULE LOAD {noexec}"),
+        format!("MODULE LOAD {exe}"),
+        "MODULE LOADEX /nonexistent/mod.so".into(),
+        "MODULE LOADEX /nonexistent/mod.so CONFIG a".into(),
+        "MODULE LOADEX /nonexistent/mod.so CONFIG a b".into(),
+        "MODULE LOADEX /nonexistent/mod.so CONFIG a b ARGS x y".into(),
+        "MODULE LOADEX /nonexistent/mod.so ARGS".into(),
+        "MODULE LOADEX /nonexistent/mod.so BOGUS".into(),
+        "MODULE UNLOAD foo".into(),
+        "MODULE LIST".into(),
+        "CONFIG GET enable-module-command".into(),
+        "CONFIG SET enable-module-command no".into(),
+    ] {
+        let (x, y) = (a.cmds(&line), b.cmds(&line));
+        assert_eq!(
+            String::from_utf8_lossy(&x),
+            String::from_utf8_lossy(&y),
+            "{line}"
+        );
+    }
+    // The reason is in ferrokv's log.
+    let log = std::fs::read_to_string(&logfile).unwrap_or_default();
+    assert!(
+        log.contains("Module /nonexistent/mod.so failed to load"),
+        "log: {log}"
+    );
+    assert!(
+        log.contains("It does not have execute permissions."),
+        "log: {log}"
+    );
+    assert!(log.contains("Syntax Error from arguments to loadex around BOGUS."));
 }
 
 /// The lines of a LOLWUT reply's text (RESP2 bulk).
@@ -66,6 +155,98 @@ fn bulk_text(reply: &[u8]) -> String {
         Resp::Bulk(Some(b)) => String::from_utf8(b).expect("utf-8"),
         other => panic!("expected a bulk string, got {other:?}"),
     }
+}
+
+#[test]
+fn lolwut_matches_redis() {
+    let Some(mut p) = Pair::start() else { return };
+    // Schotter without random rows: byte for byte, in both protocols.
+    let mut lines = Vec::new();
+    for cols in [1, 2, 3, 4, 5, 7, 10, 33, 66, 120] {
+        for per_row in [1, 2, 3, 5, 8, 13] {
+            for per_col in [-3, 1, 2] {
+                lines.push(format!("LOLWUT VERSION 5 {cols} {per_row} {per_col}"));
+            }
+        }
+    }
+    lines.push("LOLWUT VERSION 5 5000 300 2".into());
+    lines.push("LOLWUT VERSION 5 -10 -10 -10".into());
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    check_both_protocols(&mut p, &refs);
+    // Random Schotter: the two top rows of squares are never moved, so the
+    // first text lines are identical; the rest has the same frame.
+    for args in ["", " 66 8 12", " 40 5 9", " 100 20 30"] {
+        let line = format!("LOLWUT VERSION 5{args}");
+        let (x, y) = p.both(
+            &line
+                .split_whitespace()
+                .map(str::as_bytes)
+                .collect::<Vec<_>>(),
+        );
+        let (x, y) = (bulk_text(&x), bulk_text(&y));
+        let (lx, ly): (Vec<&str>, Vec<&str>) = (x.lines().collect(), y.lines().collect());
+        assert_eq!(lx.len(), ly.len(), "{line}");
+        for (a, b) in lx.iter().zip(&ly) {
+            assert_eq!(a.chars().count(), b.chars().count(), "{line}");
+        }
+        let (cols, per_row): (usize, usize) = match args.split_whitespace().collect::<Vec<_>>()[..]
+        {
+            [c, r, _] => (c.parse().unwrap(), r.parse().unwrap()),
+            _ => (66, 8),
+        };
+        // Rows of squares 0 and 1 span 2 * side + padding pixels; a moved
+        // square of row 2 reaches at most side / 3 higher.
+        let side = (cols * 2 - 4) as f64 / per_row as f64;
+        let fixed_lines = ((2.0 * side + 2.0 - side / 2.0) / 4.0).floor() as usize;
+        assert!(fixed_lines >= 1);
+        assert_eq!(lx[..fixed_lines], ly[..fixed_lines], "{line}");
+        assert_eq!(lx.last(), ly.last());
+        assert_eq!(
+            *lx.last().unwrap(),
+            "Georg Nees - schotter, plotter on paper, 1968. Redis ver. 7.0.15"
+        );
+    }
+    // LOLWUT 6: random buildings; same size, palette and dedication.
+    for (args, cols, rows) in [("", 80, 20), (" 30 7", 30, 7), (" 1 1", 1, 1)] {
+        let line = format!("LOLWUT VERSION 6{args}");
+        let (x, y) = p.both(
+            &line
+                .split_whitespace()
+                .map(str::as_bytes)
+                .collect::<Vec<_>>(),
+        );
+        let (x, y) = (bulk_text(&x), bulk_text(&y));
+        for t in [&x, &y] {
+            let lines: Vec<&str> = t.lines().collect();
+            assert_eq!(lines.len(), rows + 2, "{line}");
+            for l in &lines[..rows] {
+                assert_eq!(l.matches("\x1b[0m").count(), cols, "{line}");
+                let cells = l.split("\x1b[0m").filter(|c| !c.is_empty());
+                for c in cells {
+                    assert!(
+                        [
+                            "\x1b[0;30;40m ",
+                            "\x1b[0;90;100m ",
+                            "\x1b[0;37;47m ",
+                            "\x1b[0;97;107m "
+                        ]
+                        .contains(&c),
+                        "cell {c:?}"
+                    );
+                }
+            }
+        }
+        let tail = |t: &str| t.lines().skip(rows).map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(tail(&x), tail(&y));
+        // The top-left corner is sky on both (buildings are at most
+        // rows / 2 + rows / 2 tall... and the foreground keeps a roof gap).
+        assert!(x.ends_with("Redis ver. 7.0.15\n"));
+    }
+    // RESP3: a verbatim string.
+    p.a.cmds("HELLO 3");
+    let r = p.a.cmds("LOLWUT VERSION 6 3 2");
+    assert!(r.starts_with(b"="), "{}", String::from_utf8_lossy(&r));
+    assert!(r[r.iter().position(|&c| c == b'\n').unwrap() + 1..].starts_with(b"txt:"));
 }
 
 /// Runs `cmds` pipelined on a fresh connection to `port` and waits for

@@ -325,6 +325,12 @@ pub static DIRECTIVES: &[Directive] = &[
         false,
     ),
     d(
+        "enable-module-command",
+        Kind::Enum(ENABLE_PROTECTED),
+        "no",
+        false,
+    ),
+    d(
         "enable-protected-configs",
         Kind::Enum(ENABLE_PROTECTED),
         "no",

@@ -531,7 +531,7 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 25] = [
+        let families: [&'static [Command]; 27] = [
             connection::COMMANDS,
             tx::COMMANDS,
             acl_cmd::COMMANDS,
@@ -551,6 +551,8 @@ pub fn table() -> &'static Table {
             server::debug::COMMANDS,
             server::shutdown::COMMANDS,
             server::memory::COMMANDS,
+            server::lolwut::COMMANDS,
+            server::module::COMMANDS,
             pubsub::COMMANDS,
             persist::COMMANDS,
             repl::COMMANDS,

@@ -20,7 +20,9 @@ pub mod debug;
 pub mod digest;
 pub mod info;
 pub mod introspection;
+pub mod lolwut;
 pub mod memory;
+pub mod module;
 pub mod shutdown;
 
 pub use info::{bytes_to_human, info_text};
@@ -89,6 +91,8 @@ mod tests {
             super::introspection::COMMANDS,
             super::shutdown::COMMANDS,
             super::memory::COMMANDS,
+            super::lolwut::COMMANDS,
+            super::module::COMMANDS,
         ] {
             for c in fam {
                 if c.is_container() {
