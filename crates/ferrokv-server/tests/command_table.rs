@@ -25,8 +25,6 @@ const PENDING: &[&str] = &[
     "georadiusbymember_ro",
     "geosearch",
     "geosearchstore",
-    "latency|graph",
-    "latency|histogram",
 ];
 
 /// Commands of newer Redis releases that ferrokv already has.

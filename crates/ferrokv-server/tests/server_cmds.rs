@@ -1,13 +1,14 @@
-//! The server commands of Redis 7.0 added here (MEMORY, LOLWUT, MODULE)
-//! end to end against the real `ferrokv-server` binary, differential
-//! against redis-server 7.0:
+//! The remaining server commands of Redis 7.0 (MEMORY, LOLWUT, MODULE,
+//! LATENCY GRAPH / HISTOGRAM) end to end against the real `ferrokv-server`
+//! binary, differential against redis-server 7.0:
 //!
 //! - byte-identical replies (RESP2 and RESP3) wherever Redis's output is
 //!   deterministic: help texts, every error, MODULE, LOLWUT's version line
 //!   and its Schotter drawings that use no random number, the top rows of
 //!   every Schotter, the empty-instance MEMORY DOCTOR text, MEMORY STATS'
 //!   field names and order;
-//! - shapes where it is not: LOLWUT 6;
+//! - shapes where it is not: LOLWUT 6, LATENCY GRAPH (digits normalised),
+//!   LATENCY HISTOGRAM (call counts exact, buckets from the valid set);
 //! - MEMORY USAGE against redis-server's figure per type within the bands
 //!   documented in README.md (ferrokv's structures differ, so its bytes
 //!   differ: see [`BANDS`]), growing with the value, and adding up with the
@@ -41,6 +42,7 @@ fn help_texts_and_errors_match_redis() {
         &[
             "MEMORY HELP",
             "MODULE HELP",
+            "LATENCY HELP",
             "MEMORY",
             "MEMORY FOO",
             "MEMORY HELP x",
@@ -69,6 +71,11 @@ fn help_texts_and_errors_match_redis() {
             "MODULE UNLOAD",
             "MODULE UNLOAD foo",
             "MODULE UNLOAD foo bar",
+            "LATENCY GRAPH",
+            "LATENCY GRAPH nosuchevent",
+            "LATENCY GRAPH a b",
+            "LATENCY HISTOGRAM nosuchcommand",
+            "LATENCY HISTOGRAM nosuch|sub get|x config|nosuch",
             "LOLWUT",
             "LOLWUT 10 20",
             "LOLWUT foo",
@@ -583,4 +590,177 @@ fn memory_doctor_and_allocator_reports() {
     // PURGE gives memory back: RSS does not grow, used_memory unchanged.
     p.a.cmds("FLUSHALL");
     assert_eq!(p.a.cmds("MEMORY PURGE"), b"+OK\r\n");
+}
+
+/// LATENCY GRAPH's text with every number replaced by `N`.
+fn normalise_digits(s: &str) -> String {
+    let mut out = String::new();
+    let mut in_num = false;
+    for ch in s.chars() {
+        if ch.is_ascii_digit() {
+            if !in_num {
+                out.push('N');
+            }
+            in_num = true;
+        } else {
+            in_num = false;
+            out.push(ch);
+        }
+    }
+    out
+}
+
+#[test]
+fn latency_graph_matches_redis() {
+    let args = [
+        "--enable-debug-command",
+        "yes",
+        "--latency-monitor-threshold",
+        "1",
+    ];
+    let Some(redis) = Server::start_redis(&args) else {
+        return;
+    };
+    let ours = Server::start(&args);
+    let (mut a, mut b) = (ours.raw(), redis.raw());
+    // Samples of about 30, 250 and 95 ms, each in its own second.
+    for (i, secs) in ["0.03", "0.25", "0.095"].iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(1000));
+        }
+        a.cmds(&format!("DEBUG SLEEP {secs}"));
+        b.cmds(&format!("DEBUG SLEEP {secs}"));
+    }
+    for proto in ["2", "3"] {
+        a.cmds(&format!("HELLO {proto}"));
+        b.cmds(&format!("HELLO {proto}"));
+        let (x, y) = (
+            a.cmds("LATENCY GRAPH command"),
+            b.cmds("LATENCY GRAPH command"),
+        );
+        let (x, y) = (String::from_utf8_lossy(&x), String::from_utf8_lossy(&y));
+        assert_eq!(normalise_digits(&x), normalise_digits(&y), "RESP{proto}");
+        let text = x.split_once('\n').unwrap().1;
+        let text = text.strip_prefix("txt:").unwrap_or(text);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("command - high 25"), "{x}");
+        assert_eq!(lines[1], "-".repeat(80));
+        // 4 rows scaled between 30 and 250 ms (12 steps: 0, 11 and 3);
+        // a blank line; the labels ("2s", "1s", "0s") downwards.
+        assert_eq!(lines[2..6], [" # ", " | ", " |_", "_||"], "{x}");
+        assert_eq!(lines[6], "   ");
+        assert_eq!(lines[8], "sss");
+    }
+    a.cmds("HELLO 2");
+    b.cmds("HELLO 2");
+    // Events are case-sensitive; LATENCY RESET drops the graph.
+    for line in [
+        "LATENCY GRAPH COMMAND",
+        "LATENCY RESET command",
+        "LATENCY GRAPH command",
+    ] {
+        assert_eq!(a.cmds(line), b.cmds(line), "{line}");
+    }
+}
+
+/// One command of a LATENCY HISTOGRAM reply: (command, calls, [(usec,
+/// cumulative calls)]).
+type Histogram = (String, i64, Vec<(i64, i64)>);
+
+/// LATENCY HISTOGRAM reply, command by command.
+fn histogram(reply: &[u8]) -> Vec<Histogram> {
+    let r = parse(reply);
+    let num = |x: &Resp| match x {
+        Resp::Line(b':', v) => String::from_utf8_lossy(v).parse::<i64>().unwrap(),
+        other => panic!("{other:?}"),
+    };
+    elems(&r)
+        .chunks(2)
+        .map(|pair| {
+            let Resp::Bulk(Some(name)) = &pair[0] else {
+                panic!()
+            };
+            let m = elems(&pair[1]);
+            assert_eq!(m[0], Resp::Bulk(Some(b"calls".to_vec())));
+            assert_eq!(m[2], Resp::Bulk(Some(b"histogram_usec".to_vec())));
+            let buckets = elems(&m[3])
+                .chunks(2)
+                .map(|kv| (num(&kv[0]), num(&kv[1])))
+                .collect();
+            (
+                String::from_utf8_lossy(name).into_owned(),
+                num(&m[1]),
+                buckets,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn latency_histogram_matches_redis() {
+    let Some(mut p) = Pair::start() else { return };
+    const KEYS: &[i64] = &[
+        1, 2, 4, 8, 16, 33, 66, 132, 264, 528, 1056, 2113, 4227, 8454, 16908, 33816, 67633, 135266,
+        270532, 541065,
+    ];
+    for proto in ["2", "3"] {
+        for line in [
+            format!("HELLO {proto}"),
+            "CONFIG RESETSTAT".into(),
+            "SET k 1".into(),
+            "SET k 2".into(),
+            "SET k 3".into(),
+            "GET k".into(),
+            "CONFIG GET maxmemory".into(),
+            "CONFIG GET hz".into(),
+            "CLIENT ID".into(),
+        ] {
+            p.a.cmds(&line);
+            p.b.cmds(&line);
+        }
+        for line in [
+            "LATENCY HISTOGRAM set get config nosuch",
+            "LATENCY HISTOGRAM SET config|get set",
+            "LATENCY HISTOGRAM client|id",
+            "LATENCY HISTOGRAM",
+        ] {
+            let (x, y) = (p.a.cmds(line), p.b.cmds(line));
+            assert_eq!(x[0], y[0], "{line}: frame type");
+            let mut hx = histogram(&x);
+            let mut hy = histogram(&y);
+            if line == "LATENCY HISTOGRAM" || line.contains("config ") {
+                // Redis lists in its dict's order.
+                hx.sort();
+                hy.sort();
+            }
+            let names = |h: &[Histogram]| {
+                h.iter()
+                    .map(|(n, c, _)| (n.clone(), *c))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(names(&hx), names(&hy), "{line}");
+            for (name, calls, buckets) in &hx {
+                let mut last = 0;
+                for (us, cum) in buckets {
+                    assert!(KEYS.contains(us), "{name}: bucket {us}");
+                    assert!(*cum > last, "{name}: cumulative {cum} after {last}");
+                    last = *cum;
+                }
+                assert_eq!(last, *calls, "{name}");
+            }
+        }
+    }
+    // latency-tracking no: nothing more is recorded.
+    for c in [&mut p.a, &mut p.b] {
+        c.cmds("HELLO 2");
+        c.cmds("CONFIG SET latency-tracking no");
+        c.cmds("SET k 4");
+    }
+    let (x, y) = (
+        p.a.cmds("LATENCY HISTOGRAM set"),
+        p.b.cmds("LATENCY HISTOGRAM set"),
+    );
+    assert_eq!(histogram(&x)[0].1, 3);
+    assert_eq!(histogram(&x)[0].1, histogram(&y)[0].1);
+    p.check_line("CONFIG GET latency-tracking");
 }

@@ -1367,6 +1367,9 @@ pub fn run(
     let cs = &stats.cmds[id];
     bump(&cs.calls, 1);
     bump(&cs.usec, us);
+    if server.live.latency_tracking.load(Ordering::Relaxed) {
+        cs.record_latency(us);
+    }
     if failed {
         bump(&cs.failed, 1);
     }
