@@ -25,6 +25,22 @@ const PENDING: &[&str] = &[
     "georadiusbymember_ro",
     "geosearch",
     "geosearchstore",
+    "latency|graph",
+    "latency|histogram",
+    "lolwut",
+    "memory",
+    "memory|doctor",
+    "memory|help",
+    "memory|malloc-stats",
+    "memory|purge",
+    "memory|stats",
+    "memory|usage",
+    "module",
+    "module|help",
+    "module|list",
+    "module|load",
+    "module|loadex",
+    "module|unload",
 ];
 
 /// Commands of newer Redis releases that ferrokv already has.

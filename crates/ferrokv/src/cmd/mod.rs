@@ -531,7 +531,7 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 27] = [
+        let families: [&'static [Command]; 24] = [
             connection::COMMANDS,
             tx::COMMANDS,
             acl_cmd::COMMANDS,
@@ -550,9 +550,6 @@ pub fn table() -> &'static Table {
             server::introspection::COMMANDS,
             server::debug::COMMANDS,
             server::shutdown::COMMANDS,
-            server::memory::COMMANDS,
-            server::lolwut::COMMANDS,
-            server::module::COMMANDS,
             pubsub::COMMANDS,
             persist::COMMANDS,
             repl::COMMANDS,
@@ -1367,9 +1364,6 @@ pub fn run(
     let cs = &stats.cmds[id];
     bump(&cs.calls, 1);
     bump(&cs.usec, us);
-    if server.live.latency_tracking.load(Ordering::Relaxed) {
-        cs.record_latency(us);
-    }
     if failed {
         bump(&cs.failed, 1);
     }
