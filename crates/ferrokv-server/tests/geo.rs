@@ -811,6 +811,20 @@ fn stores() {
     ] {
         p.check_line(line);
     }
+    // Options end at a NUL byte, as strcasecmp reads them.
+    p.check(&[
+        b"GEORADIUS",
+        b"g",
+        b"15",
+        b"37",
+        b"3000",
+        b"km",
+        b"STORE\0x",
+        b"nul",
+    ]);
+    p.check_line("ZRANGE nul 0 -1 WITHSCORES");
+    p.check(&[b"GEOADD", b"nul", b"CH\0?", b"nx\0", b"1", b"2", b"Rome"]);
+    p.check_line("ZRANGE nul 0 -1 WITHSCORES");
 }
 
 /// Keyspace events of the geo writes, in order, as redis-server sends them.

@@ -1224,6 +1224,9 @@ enum Found {
     Missing(Query),
     /// The matches, sorted and cut to COUNT.
     Matches(Query, Vec<Point>),
+    /// The request stores into another key than the one locked (the
+    /// pre-scan and the parser disagree, not expected): lock it and retry.
+    Relock(Option<usize>),
 }
 
 /// The search commands (Redis's `georadiusGeneric`). Order of checks: the
@@ -1261,6 +1264,7 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, v: Variant) {
             None => (
                 false,
                 match parse(args, v, None) {
+                    Ok(q) if q.store != dst_at => Found::Relock(q.store),
                     Ok(q) => Found::Missing(q),
                     Err(f) => Found::Failed(f),
                 },
@@ -1271,7 +1275,7 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, v: Variant) {
                 }
                 let outcome = match &e.value {
                     Value::ZSet(z) => match parse(args, v, Some(z)) {
-                        Ok(q) if q.store != dst_at => Found::Missing(q),
+                        Ok(q) if q.store != dst_at => Found::Relock(q.store),
                         Ok(q) => Found::Matches(q, matches(z, &q)),
                         Err(f) => Found::Failed(f),
                     },
@@ -1280,29 +1284,27 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, v: Variant) {
                 (true, outcome)
             }
         };
-        // The parser's destination differs from the one locked (not
-        // expected): lock the right one and start over.
-        let q_store = match &outcome {
-            Found::Missing(q) | Found::Matches(q, _) => q.store,
-            _ => dst_at,
+        let parsed = match outcome {
+            Found::Relock(at) => {
+                drop(locks);
+                dst_at = at;
+                continue;
+            }
+            Found::Failed(f) => Err(Some(f)),
+            Found::WrongType => Err(None),
+            Found::Missing(q) => Ok((q, None)),
+            Found::Matches(q, p) => Ok((q, Some(p))),
         };
-        if q_store != dst_at {
-            drop(locks);
-            dst_at = q_store;
-            continue;
-        }
         ctx.hit(src, found);
-        let (q, points) = match outcome {
-            Found::Failed(f) => {
+        let (q, points) = match parsed {
+            Ok(r) => r,
+            Err(f) => {
                 drop(locks);
-                return fail(ctx, args, f);
+                return match f {
+                    Some(f) => fail(ctx, args, f),
+                    None => ctx.wrongtype(),
+                };
             }
-            Found::WrongType => {
-                drop(locks);
-                return ctx.wrongtype();
-            }
-            Found::Missing(q) => (q, None),
-            Found::Matches(q, p) => (q, Some(p)),
         };
         let Some(dst_at) = q.store else {
             drop(locks);
