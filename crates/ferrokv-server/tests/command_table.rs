@@ -15,6 +15,16 @@ use std::collections::BTreeSet;
 /// Redis 7.0 commands not implemented yet, each waiting on an open issue.
 const PENDING: &[&str] = &[
     // Issue 20: the rest of Redis 7.0's command set.
+    "geoadd",
+    "geodist",
+    "geohash",
+    "geopos",
+    "georadius",
+    "georadius_ro",
+    "georadiusbymember",
+    "georadiusbymember_ro",
+    "geosearch",
+    "geosearchstore",
     "latency|graph",
     "latency|histogram",
     "lolwut",

@@ -17,7 +17,6 @@ pub mod bitops;
 pub mod client;
 pub mod cluster;
 pub mod connection;
-pub mod geo;
 pub mod hashes;
 pub mod hll;
 pub mod keys;
@@ -532,7 +531,7 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 25] = [
+        let families: [&'static [Command]; 24] = [
             connection::COMMANDS,
             tx::COMMANDS,
             acl_cmd::COMMANDS,
@@ -544,7 +543,6 @@ pub fn table() -> &'static Table {
             hashes::COMMANDS,
             sets::COMMANDS,
             zsets::COMMANDS,
-            geo::COMMANDS,
             sort::COMMANDS,
             server::config::COMMANDS,
             server::command::COMMANDS,
