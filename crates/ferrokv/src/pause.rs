@@ -40,9 +40,9 @@ pub struct Pause {
 impl Pause {
     /// Pauses clients of `kind` (WRITE or ALL) until `end_ms` for
     /// `purpose`, keeping the stronger kind and the later end of a pause
-    /// of the same purpose already on.
-    pub fn pause(&self, purpose: usize, kind: u8, end_ms: u64) {
-        if self.kind_of(purpose, crate::util::now_ms()) == NONE {
+    /// of the same purpose still on at `now_ms` (the server's clock).
+    pub fn pause(&self, purpose: usize, kind: u8, end_ms: u64, now_ms: u64) {
+        if self.kind_of(purpose, now_ms) == NONE {
             self.end_ms[purpose].store(0, Ordering::SeqCst);
             self.kind[purpose].store(NONE, Ordering::SeqCst);
         }

@@ -870,9 +870,12 @@ fn client_pause(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         0
     };
     if end > 0 {
-        ctx.server
-            .pause
-            .pause(crate::pause::BY_CLIENT, kind, end as u64);
+        ctx.server.pause.pause(
+            crate::pause::BY_CLIENT,
+            kind,
+            end as u64,
+            ctx.server.clock.now_ms(),
+        );
     }
     ctx.out.ok();
 }

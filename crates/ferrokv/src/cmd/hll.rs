@@ -558,6 +558,19 @@ pub fn is_hll(s: &StrValue) -> bool {
 
 // ---------------------------------------------------------------- commands
 
+/// The bytes of a HyperLogLog value, made `raw` (Redis's
+/// `dbUnshareStringValue`), or the error of Redis's
+/// `isHLLObjectOrReply`: WRONGTYPE for another type, "Key is not a valid
+/// HyperLogLog string value." for a string that is not one.
+fn hll_bytes(v: &mut Value) -> Result<&mut Vec<u8>, &'static str> {
+    #[allow(unreachable_patterns)]
+    match v {
+        Value::Str(s) if is_hll(s) => Ok(s.make_raw()),
+        Value::Str(_) => Err(ERR_NOT_HLL),
+        _ => Err(crate::cmd::err::WRONGTYPE),
+    }
+}
+
 fn max_bytes(ctx: &Ctx<'_>) -> u64 {
     ctx.server.live.hll_sparse_max_bytes.load(Ordering::Relaxed)
 }
@@ -593,19 +606,13 @@ fn pfadd(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             t.record(&mut e.lru);
         }
     }
-    #[allow(unreachable_patterns)]
-    let s = match &mut e.value {
-        Value::Str(s) if is_hll(s) => s,
-        Value::Str(_) => {
+    let d = match hll_bytes(&mut e.value) {
+        Ok(d) => d,
+        Err(msg) => {
             drop(shard);
-            return ctx.error(ERR_NOT_HLL);
-        }
-        _ => {
-            drop(shard);
-            return ctx.wrongtype();
+            return ctx.error(msg);
         }
     };
-    let d = s.make_raw();
     let mut corrupt = false;
     for ele in args.iter().skip(2) {
         match add(d, ele, mb) {
@@ -652,21 +659,14 @@ fn pfcount(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if let Some(t) = t {
         t.record(&mut e.lru);
     }
-    #[allow(unreachable_patterns)]
-    let s = match &mut e.value {
-        Value::Str(s) if is_hll(s) => s,
-        Value::Str(_) => {
+    let d = match hll_bytes(&mut e.value) {
+        Ok(d) => d,
+        Err(msg) => {
             drop(shard);
             ctx.hit(key, true);
-            return ctx.error(ERR_NOT_HLL);
-        }
-        _ => {
-            drop(shard);
-            ctx.hit(key, true);
-            return ctx.wrongtype();
+            return ctx.error(msg);
         }
     };
-    let d = s.make_raw();
     let cached = d[HDR - 1] & 0x80 == 0;
     let r = if cached {
         Ok(u64::from_le_bytes(d[8..16].try_into().expect("8 bytes")))
@@ -870,19 +870,13 @@ fn pfdebug(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         drop(shard);
         return ctx.error("ERR The specified key does not exist");
     };
-    #[allow(unreachable_patterns)]
-    let s = match &mut e.value {
-        Value::Str(s) if is_hll(s) => s,
-        Value::Str(_) => {
+    let d = match hll_bytes(&mut e.value) {
+        Ok(d) => d,
+        Err(msg) => {
             drop(shard);
-            return ctx.error(ERR_NOT_HLL);
-        }
-        _ => {
-            drop(shard);
-            return ctx.wrongtype();
+            return ctx.error(msg);
         }
     };
-    let d = s.make_raw();
     if opt_is(sub, b"getreg") || opt_is(sub, b"todense") {
         let converted = d[4] == SPARSE;
         if converted {

@@ -1023,6 +1023,7 @@ fn process(ctx: &Ctx<'_>, st: &mut State, li: &mut LinkInfo, b: &[u8], after: &m
                         crate::pause::BY_FAILOVER,
                         crate::pause::WRITE,
                         now + MF_TIMEOUT * 2,
+                        ctx.server.clock.now_ms(),
                     );
                     st.mf_paused_ms = crate::util::now_ms();
                     tracing::warn!("Manual failover requested by replica {}.", st.node(s).name);

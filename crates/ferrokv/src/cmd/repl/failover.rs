@@ -116,9 +116,12 @@ pub fn failover(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         end_ms: if timeout > 0 { now + timeout as u64 } else { 0 },
         force,
     });
-    server
-        .pause
-        .pause(crate::pause::BY_FAILOVER, crate::pause::WRITE, u64::MAX);
+    server.pause.pause(
+        crate::pause::BY_FAILOVER,
+        crate::pause::WRITE,
+        u64::MAX,
+        now,
+    );
     let s: Arc<Server> = server.clone();
     let _ = std::thread::Builder::new()
         .name("ferrokv-failover".into())
