@@ -54,6 +54,10 @@ fn main() {
     // system once a second (mimalloc otherwise purges only when the
     // allocator next runs on that heap, so an idle server kept its peak).
     ferrokv::memory::set_release_hook(release_free_memory);
+    ferrokv::memory::set_allocator_hooks(ferrokv::memory::AllocatorHooks {
+        purge: purge_free_memory,
+        stats: allocator_stats,
+    });
     if let Err(e) = ferrokv::run(config) {
         tracing::error!("{e}");
         eprintln!("ferrokv-server: {e}");
@@ -66,6 +70,35 @@ fn main() {
 fn release_free_memory() {
     // SAFETY: mi_collect only walks the allocator's own structures.
     unsafe { libmimalloc_sys::mi_collect(false) }
+}
+
+/// MEMORY PURGE: mimalloc's forced collection (every heap's freed pages
+/// returned to the system now, not after the purge delay).
+fn purge_free_memory() {
+    // SAFETY: mi_collect only walks the allocator's own structures.
+    unsafe { libmimalloc_sys::mi_collect(true) }
+}
+
+/// MEMORY MALLOC-STATS: mimalloc's own statistics report
+/// (`mi_stats_print_out`), collected into a string.
+fn allocator_stats() -> String {
+    unsafe extern "C" fn append(msg: *const std::ffi::c_char, arg: *mut std::ffi::c_void) {
+        // SAFETY: `arg` is the &mut String passed below, alive for the
+        // duration of mi_stats_print_out; `msg` is a NUL-terminated string
+        // from mimalloc.
+        let out = unsafe { &mut *(arg as *mut String) };
+        let s = unsafe { std::ffi::CStr::from_ptr(msg) };
+        out.push_str(&s.to_string_lossy());
+    }
+    let mut out = String::new();
+    // SAFETY: the callback only appends to `out`, which outlives the call.
+    unsafe {
+        libmimalloc_sys::mi_stats_print_out(
+            Some(append),
+            &mut out as *mut String as *mut std::ffi::c_void,
+        )
+    };
+    out
 }
 
 fn init_logging(config: &Config) {

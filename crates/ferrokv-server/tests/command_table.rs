@@ -13,35 +13,7 @@ use common::*;
 use std::collections::BTreeSet;
 
 /// Redis 7.0 commands not implemented yet, each waiting on an open issue.
-const PENDING: &[&str] = &[
-    // Issue 20: the rest of Redis 7.0's command set.
-    "geoadd",
-    "geodist",
-    "geohash",
-    "geopos",
-    "georadius",
-    "georadius_ro",
-    "georadiusbymember",
-    "georadiusbymember_ro",
-    "geosearch",
-    "geosearchstore",
-    "latency|graph",
-    "latency|histogram",
-    "lolwut",
-    "memory",
-    "memory|doctor",
-    "memory|help",
-    "memory|malloc-stats",
-    "memory|purge",
-    "memory|stats",
-    "memory|usage",
-    "module",
-    "module|help",
-    "module|list",
-    "module|load",
-    "module|loadex",
-    "module|unload",
-];
+const PENDING: &[&str] = &[];
 
 /// Commands of newer Redis releases that ferrokv already has.
 const NEWER: &[&str] = &["client|no-touch", "client|setinfo"];

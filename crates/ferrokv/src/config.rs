@@ -325,6 +325,12 @@ pub static DIRECTIVES: &[Directive] = &[
         false,
     ),
     d(
+        "enable-module-command",
+        Kind::Enum(ENABLE_PROTECTED),
+        "no",
+        false,
+    ),
+    d(
         "enable-protected-configs",
         Kind::Enum(ENABLE_PROTECTED),
         "no",
@@ -395,6 +401,7 @@ pub static DIRECTIVES: &[Directive] = &[
         "0",
         true,
     ),
+    d("latency-tracking", Kind::Bool, "yes", true),
     d(
         "lfu-decay-time",
         Kind::Int {
@@ -1311,6 +1318,9 @@ pub struct LiveConfig {
     pub slowlog_max_len: AtomicU64,
     /// latency-monitor-threshold, milliseconds (0 = off).
     pub latency_threshold: AtomicU64,
+    /// latency-tracking: per-command latency histograms are recorded
+    /// (LATENCY HISTOGRAM).
+    pub latency_tracking: std::sync::atomic::AtomicBool,
     /// client-output-buffer-limit: (hard, soft, soft-seconds) for each
     /// [`OblClass`], in that order.
     pub obl: [AtomicU64; 9],

@@ -415,6 +415,35 @@ pub const BITOP: &[KeySpec] = &[key_at(OW | UPDATE, 2), range_at(RO | ACCESS, 3,
 /// Key specs of ZRANGESTORE (Redis 7.0.15).
 pub const ZRANGESTORE: &[KeySpec] = &[key_at(OW | UPDATE, 1), key_at(RO | ACCESS, 2)];
 
+/// Key specs of GEORADIUS (Redis 7.0.15): the source, and the STORE /
+/// STOREDIST destinations, each searched from argument 6.
+pub const GEORADIUS: &[KeySpec] = &[
+    key_at(RO | ACCESS, 1),
+    keyword_key(OW | UPDATE, b"STORE", 6),
+    keyword_key(OW | UPDATE, b"STOREDIST", 6),
+];
+
+/// Key specs of GEORADIUSBYMEMBER (Redis 7.0.15): as GEORADIUS, the
+/// keywords searched from argument 5.
+pub const GEORADIUSBYMEMBER: &[KeySpec] = &[
+    key_at(RO | ACCESS, 1),
+    keyword_key(OW | UPDATE, b"STORE", 5),
+    keyword_key(OW | UPDATE, b"STOREDIST", 5),
+];
+
+/// One key right after keyword `kw`, searched from argument `from`.
+const fn keyword_key(flags: u16, kw: &'static [u8], from: i32) -> KeySpec {
+    spec(
+        flags,
+        Begin::Keyword(kw, from),
+        Find::Range {
+            last: 0,
+            step: 1,
+            limit: 0,
+        },
+    )
+}
+
 /// A key of a request: its argument index and its key-spec flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyRef {
@@ -800,6 +829,30 @@ pub fn sort_keys(argv: &Args<'_>) -> Keys {
     }
     if let Some(p) = store {
         k.push(p, p, 1, OW | UPDATE);
+    }
+    k
+}
+
+/// Keys of GEORADIUS and GEORADIUSBYMEMBER as Redis's georadiusGetKeys
+/// finds them (cluster routing): the source, then the key after the last
+/// STORE or STOREDIST from argument 5 on, both with flags 0 (the key specs
+/// carry the flags).
+pub fn georadius_keys(argv: &Args<'_>) -> Keys {
+    let mut k = Keys::one(1, 0);
+    let mut store = None;
+    let mut i = 5;
+    while i < argv.len() {
+        let a = argv.get(i);
+        if (a.eq_ignore_ascii_case(b"store") || a.eq_ignore_ascii_case(b"storedist"))
+            && i + 1 < argv.len()
+        {
+            store = Some(i + 1);
+            i += 1;
+        }
+        i += 1;
+    }
+    if let Some(p) = store {
+        k.push(p, p, 1, 0);
     }
     k
 }

@@ -181,6 +181,11 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
     // Cluster mode: nodes.conf is read (or created) and keys are sharded
     // by hash slot before any key is loaded.
     cmd::cluster::init(&server).map_err(std::io::Error::other)?;
+    // MEMORY STATS startup.allocated: what the server holds before data.
+    server
+        .stats
+        .memory_startup
+        .store(evict::used_memory(), Ordering::Relaxed);
     // The dataset is loaded before any listener exists, so no client sees
     // a partial keyspace; a bad file stops the start-up with its name.
     // The AOF when appendonly is yes (Redis's loadDataFromDisk), else the RDB.
@@ -331,6 +336,11 @@ async fn cron(server: Arc<Server>) {
         tokio::time::sleep(period).await;
         tick += 1;
         server.stats.sample(server.clock.now_ms());
+        // used_memory_peak / MEMORY STATS peak.allocated, as serverCron.
+        server
+            .stats
+            .memory_peak
+            .fetch_max(evict::used_memory(), Ordering::Relaxed);
         persist::rdb::cron(&server);
         let s = server.clone();
         let budget = period / 4;

@@ -53,6 +53,35 @@ pub fn release_free_memory() {
     }
 }
 
+/// What the process's allocator can report and do beyond the counting
+/// done here, installed once by the binary ([`set_allocator_hooks`]; the
+/// server installs mimalloc's). MEMORY MALLOC-STATS, MEMORY PURGE and the
+/// `allocator.*` fields of MEMORY STATS use them; without hooks they fall
+/// back to Redis's answers for an allocator without statistics.
+#[derive(Debug, Clone, Copy)]
+pub struct AllocatorHooks {
+    /// Returns every freed page the allocator can give back to the
+    /// operating system, at once (MEMORY PURGE; Redis purges jemalloc's
+    /// arenas).
+    pub purge: fn(),
+    /// A human-readable statistics report of the allocator (MEMORY
+    /// MALLOC-STATS; Redis prints jemalloc's `malloc_stats_print`).
+    pub stats: fn() -> String,
+}
+
+static HOOKS: std::sync::OnceLock<AllocatorHooks> = std::sync::OnceLock::new();
+
+/// Installs the allocator's hooks (see [`AllocatorHooks`]); only the first
+/// call has an effect.
+pub fn set_allocator_hooks(h: AllocatorHooks) {
+    let _ = HOOKS.set(h);
+}
+
+/// The installed allocator hooks, if any.
+pub fn allocator_hooks() -> Option<&'static AllocatorHooks> {
+    HOOKS.get()
+}
+
 /// Number of counter slots.
 pub const SLOTS: usize = 64;
 
@@ -148,6 +177,37 @@ pub fn used() -> u64 {
 /// True when the allocator is counted (some allocation was seen).
 pub fn counted() -> bool {
     NEXT.load(Ordering::Relaxed) > 0
+}
+
+/// Resident bytes of this process's anonymous memory (/proc/self/smaps:
+/// mappings without a file, the heap and stacks included): the pages the
+/// allocators hold, as opposed to the program's code and libraries. None
+/// when smaps cannot be read. Reads one line per mapping: for MEMORY STATS
+/// and MEMORY DOCTOR, not for hot paths.
+pub fn anon_rss_bytes() -> Option<u64> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let mut anon = false;
+    let mut kb = 0u64;
+    for line in smaps.lines() {
+        let mut words = line.split_whitespace();
+        let Some(first) = words.next() else { continue };
+        if first.contains('-') && first.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') {
+            // "start-end perms offset dev inode [path]"
+            let path = line.split_whitespace().nth(5);
+            anon = match path {
+                None => true,
+                Some(p) => {
+                    p.starts_with("[heap") || p.starts_with("[stack") || p.starts_with("[anon")
+                }
+            };
+        } else if first == "Rss:" && anon {
+            kb += words
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    Some(kb * 1024)
 }
 
 /// Resident set size of this process in bytes (/proc/self/statm).

@@ -284,6 +284,8 @@ impl Server {
             .store(u("busy-reply-threshold"), Ordering::Relaxed);
         l.latency_threshold
             .store(u("latency-monitor-threshold"), Ordering::Relaxed);
+        l.latency_tracking
+            .store(c.get_bool("latency-tracking"), Ordering::Relaxed);
         self.keyspace
             .events()
             .set_flags(crate::events::parse_flags(c.get("notify-keyspace-events")).unwrap_or(0));

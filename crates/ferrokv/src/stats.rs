@@ -23,6 +23,58 @@ pub struct CmdStat {
     pub rejected: AtomicU64,
     /// Executed and replied with an error.
     pub failed: AtomicU64,
+    /// Latency histogram of the executed calls (LATENCY HISTOGRAM),
+    /// allocated at the command's first call on this thread with
+    /// `latency-tracking` on (Redis allocates it on the first call too).
+    pub latency: std::sync::OnceLock<Box<LatencyHistogram>>,
+}
+
+/// Buckets of a [`LatencyHistogram`]: the [`LATENCY_REPORT_US`] buckets
+/// LATENCY HISTOGRAM reports, and one for slower calls.
+pub const LATENCY_BUCKETS: usize = LATENCY_REPORT_US.len() + 1;
+
+/// The `histogram_usec` keys of LATENCY HISTOGRAM, microseconds. Redis 7.0
+/// records each call's duration (whole microseconds, as nanoseconds) in an
+/// HdrHistogram tracking 1 ns to 1 s with 2 significant digits and reports
+/// it with a logarithmic iterator from 1024 ns, doubling: each report is
+/// the highest value equivalent to 1024 * 2^k ns (2^(10+k) + 2^(k+3) - 1
+/// ns) in microseconds, with the count of calls up to that value. Levels
+/// past 1 s are never reached, so calls slower than the last one (0.54 s)
+/// count in `calls` only, as in Redis.
+pub const LATENCY_REPORT_US: [u64; 20] = {
+    let mut t = [0u64; 20];
+    let mut k = 0;
+    while k < 20 {
+        t[k] = ((1u64 << (10 + k)) + (1u64 << (k + 3)) - 1) / 1000;
+        k += 1;
+    }
+    t
+};
+
+/// A command's latency histogram (see [`LATENCY_REPORT_US`]): calls per
+/// bucket, the last bucket holding the calls too slow to be reported.
+#[derive(Debug, Default)]
+pub struct LatencyHistogram(pub [AtomicU64; LATENCY_BUCKETS]);
+
+impl LatencyHistogram {
+    /// The bucket of a call of `us` microseconds: the first report level
+    /// whose highest equivalent value (in ns) is at least `us * 1000`.
+    pub fn bucket(us: u64) -> usize {
+        let ns = us.saturating_mul(1000).max(1);
+        (0..LATENCY_REPORT_US.len())
+            .find(|&k| ns < (1u64 << (10 + k)) + (1u64 << (k + 3)))
+            .unwrap_or(LATENCY_BUCKETS - 1)
+    }
+}
+
+impl CmdStat {
+    /// Records a call of `us` microseconds in the latency histogram (the
+    /// calling thread owns this block).
+    #[inline]
+    pub fn record_latency(&self, us: u64) {
+        let h = self.latency.get_or_init(Box::default);
+        bump(&h.0[LatencyHistogram::bucket(us)], 1);
+    }
 }
 
 /// Number of memcached protocol counters per thread (their meaning:
@@ -120,6 +172,10 @@ pub struct Stats {
     pub inst: Mutex<InstMetrics>,
     /// The highest used_memory INFO has seen (used_memory_peak), bytes.
     pub memory_peak: AtomicU64,
+    /// used_memory when the server had started, before the dataset was
+    /// loaded (Redis's `initial_memory_usage`, MEMORY STATS
+    /// `startup.allocated`), bytes.
+    pub memory_startup: AtomicU64,
 }
 
 /// Number of samples averaged by the instantaneous metrics (Redis keeps 16,
@@ -265,6 +321,23 @@ impl Stats {
         r
     }
 
+    /// The latency histogram of command id `i` summed over threads: calls
+    /// per bucket (see [`LatencyHistogram`]); None when the command has
+    /// no histogram (never called with `latency-tracking` on since start
+    /// or the last CONFIG RESETSTAT).
+    pub fn latency(&self, i: usize) -> Option<[u64; LATENCY_BUCKETS]> {
+        let mut r = None;
+        for th in self.threads.lock().iter() {
+            if let Some(h) = th.cmds.get(i).and_then(|c| c.latency.get()) {
+                let sum = r.get_or_insert([0u64; LATENCY_BUCKETS]);
+                for (s, b) in sum.iter_mut().zip(h.0.iter()) {
+                    *s += b.load(Ordering::Relaxed);
+                }
+            }
+        }
+        r.filter(|b| b.iter().any(|&n| n > 0))
+    }
+
     /// CONFIG RESETSTAT: zeroes what INFO reports as counters.
     pub fn reset(&self) {
         let t = {
@@ -288,6 +361,11 @@ impl Stats {
                 c.usec.store(0, Ordering::Relaxed);
                 c.rejected.store(0, Ordering::Relaxed);
                 c.failed.store(0, Ordering::Relaxed);
+                if let Some(h) = c.latency.get() {
+                    for b in h.0.iter() {
+                        b.store(0, Ordering::Relaxed);
+                    }
+                }
             }
         }
         self.errors.lock().clear();
@@ -295,5 +373,31 @@ impl Stats {
         self.connections.store(0, Ordering::Relaxed);
         self.rejected_connections.store(0, Ordering::Relaxed);
         self.unexpected_error_replies.store(0, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_buckets_follow_redis_report_levels() {
+        assert_eq!(
+            LATENCY_REPORT_US,
+            [
+                1, 2, 4, 8, 16, 33, 66, 132, 264, 528, 1056, 2113, 4227, 8454, 16908, 33816, 67633,
+                135266, 270532, 541065
+            ]
+        );
+        // 1 µs = 1000 ns <= 1031 ns; 2 µs > 1031 but <= 2063.
+        assert_eq!(LatencyHistogram::bucket(0), 0);
+        assert_eq!(LatencyHistogram::bucket(1), 0);
+        assert_eq!(LatencyHistogram::bucket(2), 1);
+        assert_eq!(LatencyHistogram::bucket(3), 2);
+        assert_eq!(LatencyHistogram::bucket(33), 5);
+        assert_eq!(LatencyHistogram::bucket(34), 6);
+        assert_eq!(LatencyHistogram::bucket(541_065), 19);
+        assert_eq!(LatencyHistogram::bucket(541_066), LATENCY_BUCKETS - 1);
+        assert_eq!(LatencyHistogram::bucket(u64::MAX), LATENCY_BUCKETS - 1);
     }
 }

@@ -17,6 +17,7 @@ pub mod bitops;
 pub mod client;
 pub mod cluster;
 pub mod connection;
+pub mod geo;
 pub mod hashes;
 pub mod hll;
 pub mod keys;
@@ -531,7 +532,7 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 24] = [
+        let families: [&'static [Command]; 28] = [
             connection::COMMANDS,
             tx::COMMANDS,
             acl_cmd::COMMANDS,
@@ -543,6 +544,7 @@ pub fn table() -> &'static Table {
             hashes::COMMANDS,
             sets::COMMANDS,
             zsets::COMMANDS,
+            geo::COMMANDS,
             sort::COMMANDS,
             server::config::COMMANDS,
             server::command::COMMANDS,
@@ -550,6 +552,9 @@ pub fn table() -> &'static Table {
             server::introspection::COMMANDS,
             server::debug::COMMANDS,
             server::shutdown::COMMANDS,
+            server::memory::COMMANDS,
+            server::lolwut::COMMANDS,
+            server::module::COMMANDS,
             pubsub::COMMANDS,
             persist::COMMANDS,
             repl::COMMANDS,
@@ -1364,6 +1369,9 @@ pub fn run(
     let cs = &stats.cmds[id];
     bump(&cs.calls, 1);
     bump(&cs.usec, us);
+    if server.live.latency_tracking.load(Ordering::Relaxed) {
+        cs.record_latency(us);
+    }
     if failed {
         bump(&cs.failed, 1);
     }

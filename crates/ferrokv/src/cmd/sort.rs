@@ -537,8 +537,11 @@ fn compare(h: How, a: &Item, b: &Item) -> Ordering {
 /// Redis's `pqsort` (pqsort.c: NetBSD's Bentley-McIlroy quicksort that
 /// only recurses into partitions overlapping the element range
 /// `lrange..=rrange`), ported step by step so that ties end up where Redis
-/// puts them.
-fn pqsort<T>(v: &mut [T], cmp: &dyn Fn(&T, &T) -> Ordering, lrange: i64, rrange: i64) {
+/// puts them. As in Redis 7.0, a partition pass that swapped nothing does
+/// not switch to insertion sort (7.0 removed NetBSD's `swap_cnt` shortcut,
+/// which made sorted inputs quadratic). Also used by the geo searches'
+/// COUNT.
+pub(crate) fn pqsort<T>(v: &mut [T], cmp: &dyn Fn(&T, &T) -> Ordering, lrange: i64, rrange: i64) {
     // pqsort works on byte addresses: lrange*es .. (rrange+1)*es-1.
     const ES: i64 = 16;
     let (lb, rb) = (lrange * ES, (rrange + 1) * ES - 1);
@@ -597,7 +600,6 @@ fn pqsort_rec<T>(
     rb: i64,
 ) {
     loop {
-        let mut swapped = false;
         if n < 7 {
             insertion(v, a, n, cmp);
             return;
@@ -624,7 +626,6 @@ fn pqsort_rec<T>(
                     break;
                 }
                 if c == Ordering::Equal {
-                    swapped = true;
                     v.swap(pa, pb);
                     pa += 1;
                 }
@@ -636,7 +637,6 @@ fn pqsort_rec<T>(
                     break;
                 }
                 if c == Ordering::Equal {
-                    swapped = true;
                     v.swap(pc, pd);
                     pd -= 1;
                 }
@@ -646,13 +646,8 @@ fn pqsort_rec<T>(
                 break;
             }
             v.swap(pb, pc);
-            swapped = true;
             pb += 1;
             pc -= 1;
-        }
-        if !swapped {
-            insertion(v, a, n, cmp);
-            return;
         }
         let pn = a + n;
         let r = (pa - a).min(pb - pa);

@@ -252,6 +252,10 @@ impl<V> Dict<V> {
         self.table.len()
     }
 
+    /// Bytes of one entry's node (link, value, inline key): the per-entry
+    /// cost MEMORY USAGE and MEMORY STATS count.
+    pub const NODE_BYTES: usize = std::mem::size_of::<Node<V>>();
+
     #[inline]
     fn mask(&self) -> usize {
         self.table.len().wrapping_sub(1)

@@ -441,6 +441,27 @@ impl PackedTable {
                 .map(|b| b.as_ref().map_or(0, |b| b.len()))
                 .sum::<usize>()
     }
+
+    /// Heap bytes estimated from about `samples` fields, as Redis's
+    /// `objectComputeSize` samples a hash's dict: the bucket array plus the
+    /// average bytes per field of the first non-empty buckets (walked in
+    /// table order until `samples` fields were seen) times the field
+    /// count. Equals [`Self::mem_usage`] when every field is sampled.
+    pub fn mem_usage_sampled(&self, samples: usize) -> usize {
+        let fixed = self.buckets.capacity() * std::mem::size_of::<Option<Box<[u8]>>>();
+        let (mut bytes, mut seen) = (0usize, 0usize);
+        for b in self.buckets.iter().flatten() {
+            if seen >= samples.max(1) {
+                break;
+            }
+            bytes += b.len();
+            seen += count_pairs(b);
+        }
+        if seen == 0 || seen >= self.len {
+            return fixed + bytes;
+        }
+        fixed + (bytes as f64 / seen as f64 * self.len as f64) as usize
+    }
 }
 
 /// Iterator over the pairs of a [`PackedTable`].
@@ -693,6 +714,17 @@ impl HashValue {
         match self {
             HashValue::Listpack(b) => b.len(),
             HashValue::Table(t) => std::mem::size_of::<PackedTable>() + t.mem_usage(),
+        }
+    }
+
+    /// Heap bytes with a `hashtable` sampled over about `samples` fields
+    /// (see [`PackedTable::mem_usage_sampled`]); a `listpack` is exact.
+    pub fn mem_usage_sampled(&self, samples: usize) -> usize {
+        match self {
+            HashValue::Listpack(b) => b.len(),
+            HashValue::Table(t) => {
+                std::mem::size_of::<PackedTable>() + t.mem_usage_sampled(samples)
+            }
         }
     }
 

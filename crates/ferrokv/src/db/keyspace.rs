@@ -497,6 +497,28 @@ impl Shard {
         self.dict.get(h, key).is_some() && self.is_expired(h, key, now)
     }
 
+    /// The entry of `key` whether or not it is logically expired (Redis's
+    /// `dictFind` on the main dict, as MEMORY USAGE uses it); no side
+    /// effect.
+    #[inline]
+    pub fn peek_raw(&self, h: u64, key: &[u8]) -> Option<&Entry> {
+        self.dict.get(h, key)
+    }
+
+    /// Bookkeeping bytes of the shard for MEMORY STATS, in bytes: (the key
+    /// nodes plus the bucket array, the TTL index, the cluster slot index).
+    /// Values and keys longer than the inline 22 bytes are not included.
+    pub fn overhead(&self) -> (usize, usize, usize) {
+        let main = self.dict.len() * Dict::<Entry>::NODE_BYTES
+            + self.dict.buckets() * std::mem::size_of::<usize>();
+        let v = &self.volatile;
+        let expires = v.by_hash.slots.capacity() * 16
+            + v.overflow.capacity() * (std::mem::size_of::<(Box<[u8]>, u64)>() + 1)
+            + v.overflow.keys().map(|k| k.len()).sum::<usize>();
+        let slots = self.slots.as_ref().map_or(0, |ix| ix.bytes());
+        (main, expires, slots)
+    }
+
     /// Read-only lookup that treats an expired key as absent without
     /// deleting it.
     #[inline]

@@ -388,6 +388,25 @@ impl ListValue {
             + self.nodes.iter().map(|n| n.buf.capacity()).sum::<usize>()
     }
 
+    /// Heap bytes estimated from the first `samples` nodes, as Redis's
+    /// `objectComputeSize` samples a quicklist (MEMORY USAGE ... SAMPLES):
+    /// the node array plus the sampled nodes' average buffer capacity times
+    /// the node count. Equals [`Self::mem_usage`] when `samples` covers
+    /// every node.
+    pub fn mem_usage_sampled(&self, samples: usize) -> usize {
+        let fixed = self.nodes.capacity() * std::mem::size_of::<Node>();
+        let n = self.nodes.len();
+        let seen = samples.max(1).min(n);
+        if seen == 0 {
+            return fixed;
+        }
+        let bytes: usize = self.nodes.iter().take(seen).map(|x| x.buf.capacity()).sum();
+        if seen == n {
+            return fixed + bytes;
+        }
+        fixed + (bytes as f64 / seen as f64 * n as f64) as usize
+    }
+
     /// Pushes `v` at `end`. `fill` is list-max-listpack-size.
     pub fn push(&mut self, end: End, v: &[u8], fill: i64) {
         let size = entry_size(v);

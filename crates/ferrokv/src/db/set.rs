@@ -649,6 +649,29 @@ impl SetTable {
         self.buckets.len() * std::mem::size_of::<Bucket>()
             + self.buckets.iter().map(Bucket::alloc_size).sum::<usize>()
     }
+
+    /// Heap bytes estimated from about `samples` members, as Redis's
+    /// `objectComputeSize` samples a set's dict: the bucket array plus the
+    /// average bytes per member of the first non-empty buckets (walked in
+    /// table order until `samples` members were seen) times the member
+    /// count. Equals [`Self::mem_usage`] when every member is sampled.
+    pub fn mem_usage_sampled(&self, samples: usize) -> usize {
+        let fixed = self.buckets.len() * std::mem::size_of::<Bucket>();
+        let (mut bytes, mut seen) = (0usize, 0usize);
+        for b in self.buckets.iter() {
+            if seen >= samples.max(1) {
+                break;
+            }
+            if b.0.is_some() {
+                bytes += b.alloc_size();
+                seen += b.entries().count();
+            }
+        }
+        if seen == 0 || seen >= self.len {
+            return fixed + bytes;
+        }
+        fixed + (bytes as f64 / seen as f64 * self.len as f64) as usize
+    }
 }
 
 // -------------------------------------------------------------------- set
@@ -806,6 +829,15 @@ impl SetValue {
         match self {
             SetValue::Int(is) => is.mem_usage(),
             SetValue::Table(t) => t.mem_usage(),
+        }
+    }
+
+    /// Heap bytes with a `hashtable` sampled over about `samples` members
+    /// (see [`SetTable::mem_usage_sampled`]); an `intset` is exact.
+    pub fn mem_usage_sampled(&self, samples: usize) -> usize {
+        match self {
+            SetValue::Int(is) => is.mem_usage(),
+            SetValue::Table(t) => t.mem_usage_sampled(samples),
         }
     }
 }

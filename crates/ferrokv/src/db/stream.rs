@@ -435,9 +435,33 @@ impl StreamValue {
 
     /// Approximate heap bytes.
     pub fn mem_usage(&self) -> usize {
+        self.mem_usage_sampled(usize::MAX)
+    }
+
+    /// Approximate heap bytes with the entry nodes sampled as Redis's
+    /// `objectComputeSize` samples a stream's listpacks: the first
+    /// `samples` nodes give an average applied to all nodes but the last,
+    /// whose real size is added; consumer groups, their PELs and consumers
+    /// are always counted in full. Exact when `samples` covers every node.
+    pub fn mem_usage_sampled(&self, samples: usize) -> usize {
         let mut n = 96;
-        for node in self.nodes.values() {
-            n += node.capacity() + 48;
+        let count = self.nodes.len();
+        let seen = samples.max(1).min(count);
+        let sampled: usize = self
+            .nodes
+            .values()
+            .take(seen)
+            .map(|v| v.capacity() + 48)
+            .sum();
+        if seen == count {
+            n += sampled;
+        } else {
+            n += sampled / seen * (count - 1);
+            n += self
+                .nodes
+                .values()
+                .next_back()
+                .map_or(0, |v| v.capacity() + 48);
         }
         for (name, g) in &self.groups {
             n += name.len() + 80 + g.pel.len() * 80;

@@ -338,6 +338,26 @@ impl Value {
         }
     }
 
+    /// Bytes MEMORY USAGE counts for the value, beyond the 24 bytes it
+    /// takes inside its key's node: the heap it owns (strings longer than
+    /// 22 bytes, the box of a collection and everything the collection
+    /// allocated). Large hashes, sets and sorted sets, lists and streams
+    /// are estimated from `samples` elements (nodes for lists and streams)
+    /// as Redis's `objectComputeSize` does; `usize::MAX` counts everything
+    /// (MEMORY USAGE ... SAMPLES 0). Sizes are the requested sizes the
+    /// counting allocator adds to `used_memory` (memory.rs).
+    pub fn memory_usage(&self, samples: usize) -> usize {
+        use std::mem::size_of;
+        match self {
+            Value::Str(s) => s.heap_size(),
+            Value::List(l) => size_of::<ListValue>() + l.mem_usage_sampled(samples),
+            Value::Hash(h) => h.mem_usage_sampled(samples),
+            Value::Set(s) => size_of::<SetValue>() + s.mem_usage_sampled(samples),
+            Value::ZSet(z) => size_of::<ZSetValue>() + z.mem_usage_sampled(samples),
+            Value::Stream(s) => s.mem_usage_sampled(samples),
+        }
+    }
+
     /// Approximate heap bytes used by the value (for INFO memory).
     pub fn mem_usage(&self) -> usize {
         match self {

@@ -898,6 +898,37 @@ impl ZSetValue {
         }
     }
 
+    /// Heap bytes with the members of a `skiplist` sampled: the first
+    /// `samples` live members' heap bytes, averaged and multiplied by the
+    /// member count (Redis's `objectComputeSize` samples the skiplist the
+    /// same way); the slab, index and tree are counted exactly (their size
+    /// follows from their capacities and node count). A `listpack` is
+    /// exact. Equals [`Self::mem_usage`] when every member is sampled.
+    pub fn mem_usage_sampled(&self, samples: usize) -> usize {
+        let Repr::Big(b) = &self.repr else {
+            return self.mem_usage();
+        };
+        let (mut bytes, mut seen) = (0usize, 0usize);
+        for s in b.slots.iter().filter(|s| !s.score.is_nan()) {
+            if seen >= samples.max(1) {
+                break;
+            }
+            bytes += s.member.heap_bytes();
+            seen += 1;
+        }
+        let members = if seen == 0 || seen >= b.len {
+            bytes
+        } else {
+            (bytes as f64 / seen as f64 * b.len as f64) as usize
+        };
+        std::mem::size_of::<Big>()
+            + b.slots.capacity() * std::mem::size_of::<Slot>()
+            + members
+            + b.free.capacity() * 4
+            + b.index.capacity() * 5
+            + b.tree.heap_bytes()
+    }
+
     /// The score of `member` (ZSCORE).
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.repr {

@@ -1,6 +1,7 @@
 //! Introspection commands: TIME, MONITOR (fed by `cmd::feed_monitors`),
 //! SLOWLOG GET / LEN / RESET / HELP (Redis 7.0 slowlog.c) and LATENCY
-//! LATEST / HISTORY / RESET / DOCTOR / HELP (latency.c; no graphs).
+//! LATEST / HISTORY / RESET / DOCTOR / GRAPH / HISTOGRAM / HELP (latency.c,
+//! sparkline.c).
 
 use super::{help_cmd, lossy, reply_help, ADMIN_CFG, ALL_NODES_OK, LS};
 use crate::cmd::{acl, cmd, container, flags::*, Command, Ctx};
@@ -50,6 +51,37 @@ static LATENCY_SUBS: &[Command] = &[
             "request_policy:all_nodes",
             "response_policy:special",
         ]),
+    cmd("latency|graph", 3, ADMIN_CFG, (0, 0, 0), 0, latency_graph)
+        .doc(
+            "server",
+            "2.8.13",
+            "Return a latency graph for the event.",
+            "O(1)",
+        )
+        .tips(&[
+            "nondeterministic_output",
+            "request_policy:all_nodes",
+            "response_policy:special",
+        ]),
+    cmd(
+        "latency|histogram",
+        -2,
+        ADMIN_CFG,
+        (0, 0, 0),
+        0,
+        latency_histogram,
+    )
+    .doc(
+        "server",
+        "7.0.0",
+        "Return the cumulative distribution of latencies of a subset of commands or all.",
+        "O(N) where N is the number of commands with latency information being retrieved.",
+    )
+    .tips(&[
+        "nondeterministic_output",
+        "request_policy:all_nodes",
+        "response_policy:special",
+    ]),
     cmd(
         "latency|history",
         3,
@@ -319,6 +351,192 @@ fn latency_doctor(ctx: &mut Ctx<'_>, _: &Args<'_>) {
     ctx.out.verbatim(s.as_bytes());
 }
 
+/// Columns of LATENCY GRAPH (Redis's LATENCY_GRAPH_COLS).
+const GRAPH_COLS: usize = 80;
+
+/// LATENCY GRAPH event: a verbatim string (RESP2: bulk), Redis 7.0's
+/// `latencyCommandGenSparkeline`: `<event> - high <max> ms, low <min> ms
+/// (all time high <max ever> ms)`, a line of 80 dashes, then the samples
+/// (oldest first) as a 4-row filled sparkline, 80 columns per block, each
+/// sample labelled vertically with how long ago it was taken (`12s`, `3m`,
+/// `5h`, `2d`). `ERR No samples available for event '<event>'` when the
+/// event (case-sensitive) has no series.
+fn latency_graph(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let name = args.get(2);
+    let now = ctx.server.clock.now_ms() / 1000;
+    let graph = {
+        let l = ctx.server.latency.lock();
+        l.get(&*String::from_utf8_lossy(name)).map(|s| {
+            let samples: Vec<(f64, String)> = s
+                .samples
+                .iter()
+                .map(|&(t, ms)| {
+                    let elapsed = now.saturating_sub(t);
+                    let label = if elapsed < 60 {
+                        format!("{elapsed}s")
+                    } else if elapsed < 3600 {
+                        format!("{}m", elapsed / 60)
+                    } else if elapsed < 3600 * 24 {
+                        format!("{}h", elapsed / 3600)
+                    } else {
+                        format!("{}d", elapsed / (3600 * 24))
+                    };
+                    (ms as f64, label)
+                })
+                .collect();
+            let max = s.samples.iter().map(|x| x.1).max().unwrap_or(0);
+            let min = s.samples.iter().map(|x| x.1).min().unwrap_or(0);
+            let mut g = format!(
+                "{} - high {} ms, low {} ms (all time high {} ms)\n",
+                lossy(name),
+                max,
+                min,
+                s.max
+            );
+            g.push_str(&"-".repeat(GRAPH_COLS));
+            g.push('\n');
+            g.push_str(&sparkline(&samples, GRAPH_COLS, 4));
+            g
+        })
+    };
+    match graph {
+        Some(g) => ctx.out.verbatim(g.as_bytes()),
+        None => ctx.error_with("ERR No samples available for event '", name, "'"),
+    }
+}
+
+/// Renders `samples` (value, label) as Redis's sparkline.c does with
+/// SPARKLINE_FILL: blocks of at most `columns` samples separated by an
+/// empty line; in each, `rows` rows of `_ o #` (and `|` below a full cell)
+/// scaled between the smallest and largest value of all samples, then,
+/// when any sample has a label, a blank line and the labels written
+/// downwards, one character per row.
+pub fn sparkline(samples: &[(f64, String)], columns: usize, rows: usize) -> String {
+    const FILL: &[u8] = b"_o#";
+    let charset_len = FILL.len() as i64;
+    let (mut min, mut max) = (0.0f64, 0.0f64);
+    for (i, (v, _)) in samples.iter().enumerate() {
+        if i == 0 {
+            min = *v;
+            max = *v;
+        } else if *v < min {
+            min = *v;
+        } else if *v > max {
+            max = *v;
+        }
+    }
+    let labels = samples.iter().any(|(_, l)| !l.is_empty());
+    let mut relmax = max - min;
+    if relmax == 0.0 {
+        relmax = 1.0;
+    }
+    let steps = charset_len * rows as i64;
+    let rows = rows as i64;
+    let mut out = String::new();
+    let mut offset = 0;
+    while offset < samples.len() {
+        let block = &samples[offset..samples.len().min(offset + columns)];
+        if offset != 0 {
+            out.push('\n');
+        }
+        let mut row = 0i64;
+        loop {
+            let mut more = false;
+            let mut chars = vec![b' '; block.len()];
+            for (j, (v, label)) in block.iter().enumerate() {
+                let relval = v - min;
+                // C: (int)(relval*steps) / relmax, truncated again.
+                let step = (((relval * steps as f64) as i64) as f64 / relmax) as i64;
+                let step = step.clamp(0, steps - 1);
+                if row < rows {
+                    let idx = step - (rows - row - 1) * charset_len;
+                    more = true;
+                    if (0..charset_len).contains(&idx) {
+                        chars[j] = FILL[idx as usize];
+                    } else if idx >= charset_len {
+                        chars[j] = b'|';
+                    }
+                } else {
+                    // One blank line between the graph and the labels.
+                    if labels && row - rows < 1 {
+                        more = true;
+                        break;
+                    }
+                    let at = (row - rows - 1) as usize;
+                    if let Some(&c) = label.as_bytes().get(at) {
+                        more = true;
+                        chars[j] = c;
+                    }
+                }
+            }
+            if !more {
+                break;
+            }
+            row += 1;
+            out.push_str(&String::from_utf8_lossy(&chars));
+            out.push('\n');
+        }
+        offset += columns;
+    }
+    out
+}
+
+/// LATENCY HISTOGRAM [command ...]: a map from command full names
+/// (`set`, `config|get`) to `{calls: n, histogram_usec: {µs: cumulative
+/// calls, ...}}`, Redis 7.0's `fillCommandCDF` over the histograms
+/// `latency-tracking` records (see `stats::LATENCY_REPORT_US` for the
+/// buckets). Without arguments every command with a histogram, in table
+/// order (Redis: its dict's order); with arguments each named command
+/// (case-insensitive, `container|sub` accepted, unknown names skipped,
+/// repeats repeated) and, for a container, each of its subcommands with a
+/// histogram.
+fn latency_histogram(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let t = crate::cmd::table();
+    let stats = &ctx.server.stats;
+    let mut found: Vec<(usize, [u64; crate::stats::LATENCY_BUCKETS])> = Vec::new();
+    if args.len() == 2 {
+        for id in 0..t.all.len() {
+            if let Some(h) = stats.latency(id) {
+                found.push((id, h));
+            }
+        }
+    } else {
+        for i in 2..args.len() {
+            let Some(c) = t.by_full_name(args.get(i)) else {
+                continue;
+            };
+            let Some(id) = t.id_of(c) else { continue };
+            if let Some(h) = stats.latency(id) {
+                found.push((id, h));
+            }
+            for &sid in t.sub_ids(id) {
+                if let Some(h) = stats.latency(sid) {
+                    found.push((sid, h));
+                }
+            }
+        }
+    }
+    let o = &mut *ctx.out;
+    o.map(found.len());
+    for (id, h) in found {
+        o.bulk(t.all[id].name.as_bytes());
+        o.map(2);
+        o.bulk(b"calls");
+        o.int(h.iter().sum::<u64>() as i64);
+        o.bulk(b"histogram_usec");
+        let reported = &h[..crate::stats::LATENCY_REPORT_US.len()];
+        o.map(reported.iter().filter(|&&n| n > 0).count());
+        let mut cumulative = 0u64;
+        for (k, &n) in reported.iter().enumerate() {
+            cumulative += n;
+            if n > 0 {
+                o.int(crate::stats::LATENCY_REPORT_US[k] as i64);
+                o.int(cumulative as i64);
+            }
+        }
+    }
+}
+
 fn latency_help(ctx: &mut Ctx<'_>, _: &Args<'_>) {
     reply_help(
         ctx,
@@ -326,6 +544,8 @@ fn latency_help(ctx: &mut Ctx<'_>, _: &Args<'_>) {
         &[
             "DOCTOR",
             "    Return a human readable latency analysis report.",
+            "GRAPH <event>",
+            "    Return an ASCII latency graph for the <event> class.",
             "HISTORY <event>",
             "    Return time-latency samples for the <event> class.",
             "LATEST",
@@ -333,6 +553,35 @@ fn latency_help(ctx: &mut Ctx<'_>, _: &Args<'_>) {
             "RESET [<event> ...]",
             "    Reset latency data of one or more <event> classes.",
             "    (default: reset all data for all event classes)",
+            "HISTOGRAM [COMMAND ...]",
+            "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+            "    If no commands are specified then all histograms are replied.",
         ],
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sparkline;
+
+    #[test]
+    fn sparkline_as_redis_draws_it() {
+        let s = |v: &[(f64, &str)]| {
+            let v: Vec<(f64, String)> = v.iter().map(|(x, l)| (*x, l.to_string())).collect();
+            sparkline(&v, 80, 4)
+        };
+        // One value: the bottom row only, then the labels.
+        assert_eq!(s(&[(7.0, "5s")]), " \n \n \n_\n \n5\ns\n");
+        // 0..11 steps of 12: every fill character and the full column.
+        let v: Vec<(f64, &str)> = (0..12).map(|i| (i as f64, "")).collect();
+        assert_eq!(
+            s(&v),
+            "         _o#\n      _o#|||\n   _o#||||||\n_o#|||||||||\n"
+        );
+        // Blocks of 80 columns are separated by an empty line.
+        let v: Vec<(f64, &str)> = (0..81).map(|_| (1.0, "")).collect();
+        let out = s(&v);
+        assert_eq!(out.lines().count(), 9);
+        assert_eq!(out.lines().nth(4), Some(""));
+    }
 }

@@ -1,17 +1,18 @@
 //! Server commands (redis.io/commands/?group=server), one file per seam:
 //! `config` (CONFIG), `command` (COMMAND and its INFO / DOCS / GETKEYS /
 //! LIST / COUNT), `info` (INFO), `debug` (DEBUG), `introspection` (TIME,
-//! MONITOR, SLOWLOG, LATENCY) and `shutdown` (SHUTDOWN). Each file keeps
+//! MONITOR, SLOWLOG, LATENCY), `memory` (MEMORY), `lolwut` (LOLWUT),
+//! `module` (MODULE) and `shutdown` (SHUTDOWN). Each file keeps
 //! its `COMMANDS` table next to its handlers; `cmd::table` gathers them.
 //! This file holds what they share: the flag sets, the HELP entry and reply
 //! layout, and the check of protected actions.
 //!
 //! Replies, error texts and INFO field names follow Redis 7.0 (server.c
 //! `genRedisInfoString`, config.c, commands.c, slowlog.c, latency.c,
-//! debug.c), written anew here. Where ferrokv cannot do what Redis does
-//! (saving on SHUTDOWN, RDB-compressed lengths, latency graphs) the reply says
-//! so or the field is left out rather than faked; the crate's report lists the
-//! differences.
+//! debug.c, object.c, lolwut*.c, module.c), written anew here. Where ferrokv
+//! cannot do what Redis does (saving on SHUTDOWN, RDB-compressed lengths,
+//! loading modules) the reply says so or the field is left out rather than
+//! faked; the crate's report lists the differences.
 
 pub mod command;
 pub mod config;
@@ -19,6 +20,9 @@ pub mod debug;
 pub mod digest;
 pub mod info;
 pub mod introspection;
+pub mod lolwut;
+pub mod memory;
+pub mod module;
 pub mod shutdown;
 
 pub use info::{bytes_to_human, info_text};
@@ -86,6 +90,9 @@ mod tests {
             super::debug::COMMANDS,
             super::introspection::COMMANDS,
             super::shutdown::COMMANDS,
+            super::memory::COMMANDS,
+            super::lolwut::COMMANDS,
+            super::module::COMMANDS,
         ] {
             for c in fam {
                 if c.is_container() {
