@@ -16,7 +16,14 @@ use std::collections::BTreeSet;
 const PENDING: &[&str] = &[];
 
 /// Commands of newer Redis releases that ferrokv already has.
-const NEWER: &[&str] = &["client|no-touch", "client|setinfo"];
+const NEWER: &[&str] = &[
+    "client|no-touch",
+    "client|setinfo",
+    "delex",
+    "delifeq",
+    "digest",
+    "msetex",
+];
 
 fn names(c: &mut Raw) -> BTreeSet<String> {
     let r = parse(&c.cmd(&[b"COMMAND", b"LIST"]));

@@ -162,6 +162,9 @@ fn render_obl(d: &Directive, v: &str) -> String {
 const SANITIZE: &[&str] = &["no", "yes", "clients"];
 
 const REPL_DISKLESS_LOAD: &[&str] = &["disabled", "on-empty-db", "swapdb"];
+/// Values of `hello-server-name`.
+const HELLO_SERVER_NAMES: &[&str] = &["redis", "ferrokv"];
+
 const APPENDFSYNC: &[&str] = &["always", "everysec", "no"];
 const TLS_AUTH_CLIENTS: &[&str] = &["no", "yes", "optional"];
 
@@ -352,6 +355,14 @@ pub static DIRECTIVES: &[Directive] = &[
             max: i64::MAX,
         },
         "64",
+        true,
+    ),
+    // ferrokv: the `server` field of HELLO's reply (`redis`, what
+    // clients expect, or `ferrokv`).
+    d(
+        "hello-server-name",
+        Kind::Enum(HELLO_SERVER_NAMES),
+        "redis",
         true,
     ),
     d(

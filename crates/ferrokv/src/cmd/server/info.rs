@@ -172,6 +172,8 @@ fn info_server(ctx: &Ctx<'_>, s: &mut Section) {
     let up = srv.uptime_secs();
     s.header("Server");
     s.kv("redis_version", crate::REDIS_VERSION);
+    s.kv("server_name", "ferrokv");
+    s.kv("ferrokv_version", crate::VERSION);
     s.kv("redis_git_sha1", "00000000");
     s.kv("redis_git_dirty", 0);
     s.kv("redis_build_id", "0");
@@ -200,7 +202,6 @@ fn info_server(ctx: &Ctx<'_>, s: &mut Section) {
             .unwrap_or_default(),
     );
     s.kv("io_threads_active", (srv.threads > 1) as u8);
-    s.kv("ferrokv_version", crate::VERSION);
     s.kv("ferrokv_io_threads", srv.threads);
 }
 
