@@ -1030,3 +1030,29 @@ fn swapdb_and_move_serve_waiters_and_idle_timeout_spares_blocked() {
         "{d}"
     );
 }
+
+/// BLMPOP and BZMPOP check numkeys, the keys, the direction and COUNT
+/// before the timeout, as Redis 7.0 (the error a request with several
+/// problems gets is the one Redis reports first).
+#[test]
+fn blocking_mpop_error_precedence() {
+    let Some(mut p) = common::Pair::start() else {
+        return;
+    };
+    for line in [
+        "BLMPOP -1 1 a LEFT COUNT 0",
+        "BLMPOP x 1 a LEFT COUNT 0",
+        "BLMPOP -1 0 a LEFT",
+        "BLMPOP -1 1 a MIDDLE",
+        "BLMPOP -1 2 a LEFT",
+        "BLMPOP x 1 a LEFT",
+        "BLMPOP -1 1 a LEFT COUNT 1 COUNT 2",
+        "BZMPOP -1 1 a MIN COUNT 0",
+        "BZMPOP x 1 a MAX COUNT -1",
+        "BZMPOP -1 0 a MIN",
+        "BZMPOP -1 1 a UP",
+        "BZMPOP x 1 a MIN",
+    ] {
+        p.check_line(line);
+    }
+}

@@ -162,6 +162,24 @@ fn render_obl(d: &Directive, v: &str) -> String {
 const SANITIZE: &[&str] = &["no", "yes", "clients"];
 
 const REPL_DISKLESS_LOAD: &[&str] = &["disabled", "on-empty-db", "swapdb"];
+const OOM_SCORE_ADJ: &[&str] = &["no", "yes", "relative", "absolute"];
+const SUPERVISED: &[&str] = &["upstart", "systemd", "auto", "no"];
+const SYSLOG_FACILITIES: &[&str] = &[
+    "user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7",
+];
+/// Flags of shutdown-on-sigint / shutdown-on-sigterm, in CONFIG GET order.
+const SHUTDOWN_FLAGS: &[&str] = &["save", "nosave", "now", "force"];
+
+/// Directives Redis 7.0 marks HIDDEN_CONFIG: CONFIG GET returns them when
+/// asked by name, never for a pattern.
+pub const HIDDEN: &[&str] = &[
+    "key-load-delay",
+    "loading-process-events-interval-bytes",
+    "rdb-key-save-delay",
+    "use-exit-on-panic",
+    "watchdog-period",
+];
+
 /// Values of `hello-server-name`.
 const HELLO_SERVER_NAMES: &[&str] = &["redis", "ferrokv"];
 
@@ -212,7 +230,7 @@ pub static DIRECTIVES: &[Directive] = &[
         "100",
         true,
     ),
-    d("bind", Kind::List, "127.0.0.1 -::1", false),
+    d("bind", Kind::List, "127.0.0.1 -::1", true),
     d(
         "busy-reply-threshold",
         Kind::Int {
@@ -773,6 +791,163 @@ pub static DIRECTIVES: &[Directive] = &[
         "64",
         true,
     ),
+    // Redis 7.0 directives ferrokv parses, reports and lets CONFIG SET
+    // change, but that have no effect here (no jemalloc defragmentation,
+    // no syslog, no process-title or OOM-score handling, no quicklist
+    // compression, lazy freeing decided by ferrokv itself): README,
+    // "Configuration", lists them.
+    d(
+        "active-defrag-cycle-max",
+        Kind::Int { min: 1, max: 99 },
+        "25",
+        true,
+    ),
+    d(
+        "active-defrag-cycle-min",
+        Kind::Int { min: 1, max: 99 },
+        "1",
+        true,
+    ),
+    d(
+        "active-defrag-ignore-bytes",
+        Kind::Memory {
+            min: 1,
+            max: i64::MAX as u64,
+        },
+        "104857600",
+        true,
+    ),
+    d(
+        "active-defrag-max-scan-fields",
+        Kind::Int {
+            min: 1,
+            max: i64::MAX,
+        },
+        "1000",
+        true,
+    ),
+    d(
+        "active-defrag-threshold-lower",
+        Kind::Int { min: 0, max: 1000 },
+        "10",
+        true,
+    ),
+    d(
+        "active-defrag-threshold-upper",
+        Kind::Int { min: 0, max: 1000 },
+        "100",
+        true,
+    ),
+    d(
+        "active-expire-effort",
+        Kind::Int { min: 1, max: 10 },
+        "1",
+        true,
+    ),
+    d("activedefrag", Kind::Bool, "no", true),
+    d("activerehashing", Kind::Bool, "yes", true),
+    d("always-show-logo", Kind::Bool, "no", false),
+    d("aof-disable-auto-gc", Kind::Bool, "no", true),
+    d("aof_rewrite_cpulist", Kind::Str, "", false),
+    d("bgsave_cpulist", Kind::Str, "", false),
+    d("bind-source-addr", Kind::Str, "", true),
+    d("bio_cpulist", Kind::Str, "", false),
+    d("crash-log-enabled", Kind::Bool, "yes", true),
+    d("crash-memcheck-enabled", Kind::Bool, "yes", true),
+    d("dynamic-hz", Kind::Bool, "yes", true),
+    d("ignore-warnings", Kind::Str, "", true),
+    d("io-threads-do-reads", Kind::Bool, "no", false),
+    d("jemalloc-bg-thread", Kind::Bool, "yes", true),
+    d(
+        "key-load-delay",
+        Kind::Int {
+            min: i32::MIN as i64,
+            max: i32::MAX as i64,
+        },
+        "0",
+        true,
+    ),
+    d(
+        "latency-tracking-info-percentiles",
+        Kind::Str,
+        "50 99 99.9",
+        true,
+    ),
+    d("lazyfree-lazy-eviction", Kind::Bool, "no", true),
+    d("lazyfree-lazy-expire", Kind::Bool, "no", true),
+    d("lazyfree-lazy-server-del", Kind::Bool, "no", true),
+    d("lazyfree-lazy-user-del", Kind::Bool, "no", true),
+    d("lazyfree-lazy-user-flush", Kind::Bool, "no", true),
+    d(
+        "list-compress-depth",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "0",
+        true,
+    ),
+    d(
+        "loading-process-events-interval-bytes",
+        Kind::Int {
+            min: 1024,
+            max: i32::MAX as i64,
+        },
+        "2097152",
+        true,
+    ),
+    d("maxmemory-clients", Kind::Str, "0", true),
+    d("oom-score-adj", Kind::Enum(OOM_SCORE_ADJ), "no", true),
+    d("oom-score-adj-values", Kind::Str, "0 200 800", true),
+    d(
+        "proc-title-template",
+        Kind::Str,
+        "{title} {listen-addr} {server-mode}",
+        true,
+    ),
+    d("rdb-save-incremental-fsync", Kind::Bool, "yes", true),
+    d("replica-ignore-disk-write-errors", Kind::Bool, "no", true),
+    d("server_cpulist", Kind::Str, "", false),
+    d("set-proc-title", Kind::Bool, "yes", false),
+    d("shutdown-on-sigint", Kind::Str, "default", true),
+    d("shutdown-on-sigterm", Kind::Str, "default", true),
+    d(
+        "shutdown-timeout",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "10",
+        true,
+    ),
+    d(
+        "socket-mark-id",
+        Kind::Int {
+            min: 0,
+            max: u32::MAX as i64,
+        },
+        "0",
+        false,
+    ),
+    d("supervised", Kind::Enum(SUPERVISED), "no", false),
+    d("syslog-enabled", Kind::Bool, "no", false),
+    d(
+        "syslog-facility",
+        Kind::Enum(SYSLOG_FACILITIES),
+        "local0",
+        false,
+    ),
+    d("syslog-ident", Kind::Str, "redis", false),
+    d("use-exit-on-panic", Kind::Bool, "no", true),
+    d(
+        "watchdog-period",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "0",
+        true,
+    ),
 ];
 
 /// Old names Redis 7.0 still accepts for renamed directives:
@@ -876,6 +1051,9 @@ pub fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
             Ok(args.join(" "))
         }
         _ if args.len() != 1 => Err("wrong number of arguments".into()),
+        Kind::Bool if d.name == "activedefrag" && args[0].eq_ignore_ascii_case("yes") => Err(
+            "Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution".into(),
+        ),
         Kind::Bool => match args[0].to_ascii_lowercase().as_str() {
             "yes" => Ok("yes".into()),
             "no" => Ok("no".into()),
@@ -919,6 +1097,12 @@ pub fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
             }
         }
         Kind::Str if d.name == "notify-keyspace-events" => crate::events::normalise(&args[0]),
+        Kind::Str if d.name.starts_with("shutdown-on-sig") => normalise_shutdown_flags(&args[0]),
+        Kind::Str if d.name == "latency-tracking-info-percentiles" => {
+            normalise_percentiles(&args[0])
+        }
+        Kind::Str if d.name == "oom-score-adj-values" => normalise_oom_values(&args[0]),
+        Kind::Str if d.name == "maxmemory-clients" => normalise_maxmemory_clients(&args[0]),
         Kind::Str if d.name == "dbfilename" => {
             // Redis's isValidDBfilename.
             if args[0].contains('/') {
@@ -937,6 +1121,96 @@ pub fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
             Ok(format!("{v:o}"))
         }
     }
+}
+
+/// shutdown-on-sigint / shutdown-on-sigterm (Redis 7.0's flags enum):
+/// `default`, or any of save, nosave, now, force (not save with nosave),
+/// shown in that order.
+fn normalise_shutdown_flags(v: &str) -> Result<String, String> {
+    let bad = || {
+        "argument(s) must be one of the following: default, save, nosave, now, force".to_string()
+    };
+    let words: Vec<String> = v.split_whitespace().map(str::to_ascii_lowercase).collect();
+    if words.is_empty() {
+        return Err(bad());
+    }
+    if words.iter().all(|w| w == "default") {
+        return Ok("default".into());
+    }
+    if words.iter().any(|w| !SHUTDOWN_FLAGS.contains(&w.as_str())) {
+        return Err(bad());
+    }
+    let has = |f: &str| words.iter().any(|w| w == f);
+    if has("save") && has("nosave") {
+        return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
+    }
+    Ok(SHUTDOWN_FLAGS
+        .iter()
+        .filter(|f| has(f))
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" "))
+}
+
+/// latency-tracking-info-percentiles: numbers in [0, 100] (an empty list
+/// allowed), shown as `%f` with trailing zeros trimmed (Redis 7.0's
+/// `setConfigLatencyTrackingInfoPercentilesOutputOption`).
+fn normalise_percentiles(v: &str) -> Result<String, String> {
+    let mut out = Vec::new();
+    for w in v.split_whitespace() {
+        let p: f64 = w
+            .parse()
+            .map_err(|_| "Invalid latency-tracking-info-percentiles parameters".to_string())?;
+        if !(0.0..=100.0).contains(&p) {
+            return Err(
+                "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"
+                    .into(),
+            );
+        }
+        let t = format!("{p:.6}");
+        out.push(t.trim_end_matches('0').trim_end_matches('.').to_string());
+    }
+    Ok(out.join(" "))
+}
+
+/// oom-score-adj-values: three integers in [-2000, 2000] (Redis 7.0's
+/// `setConfigOOMScoreAdjValuesOption`).
+fn normalise_oom_values(v: &str) -> Result<String, String> {
+    let words: Vec<&str> = v.split_whitespace().collect();
+    if words.len() != 3 {
+        return Err("wrong number of arguments".into());
+    }
+    let mut out = Vec::new();
+    for w in words {
+        let n: i64 = w
+            .parse()
+            .ok()
+            .filter(|n| (-2000..=2000).contains(n))
+            .ok_or_else(|| {
+                "Invalid oom-score-adj-values, elements must be between -2000 and 2000.".to_string()
+            })?;
+        out.push(n.to_string());
+    }
+    Ok(out.join(" "))
+}
+
+/// maxmemory-clients: a memory value, or a percentage of maxmemory
+/// (`10%`), shown as given in bytes or with its `%`.
+fn normalise_maxmemory_clients(v: &str) -> Result<String, String> {
+    if let Some(p) = v.strip_suffix('%') {
+        let n: i64 = p
+            .parse()
+            .ok()
+            .filter(|n| *n >= 0)
+            .ok_or_else(|| "argument must be a memory or percent value".to_string())?;
+        if n > 100 {
+            return Err("percentage argument must be less or equal to 100".into());
+        }
+        return Ok(format!("{n}%"));
+    }
+    parse_memory(v)
+        .map(|n| n.to_string())
+        .ok_or_else(|| "argument must be a memory or percent value".to_string())
 }
 
 fn normalise_save(args: &[String]) -> Result<String, String> {
@@ -1195,6 +1469,7 @@ impl Config {
     pub fn matching(&self, pattern: &[u8]) -> Vec<(&'static str, String)> {
         let mut v: Vec<(&'static str, String)> = DIRECTIVES
             .iter()
+            .filter(|d| !HIDDEN.contains(&d.name))
             .filter(|d| crate::util::glob_match(pattern, d.name.as_bytes(), true))
             .map(|d| (d.name, self.shown(d.name)))
             .collect();

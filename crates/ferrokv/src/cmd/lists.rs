@@ -1446,13 +1446,16 @@ fn brpoplpush(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     bmove_generic(ctx, args, End::Right, End::Left, ms);
 }
 
-/// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]: timeout
-/// parsed first, then as LMPOP; blocks when every list is empty.
+/// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]: the
+/// arguments checked as LMPOP's, then the timeout (Redis 7.0's
+/// `lmpopGenericCommand` parses numkeys, the direction and COUNT before
+/// `blockingPopGenericCommand` reads the timeout); blocks when every list
+/// is empty.
 fn blmpop(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let Some(ms) = parse_timeout(ctx, args.get(1)) else {
+    let Some(m) = parse_mpop(ctx, args, 2) else {
         return;
     };
-    let Some(m) = parse_mpop(ctx, args, 2) else {
+    let Some(ms) = parse_timeout(ctx, args.get(1)) else {
         return;
     };
     mpop_generic(ctx, args, m, Some(ms));

@@ -412,6 +412,67 @@ pub fn change_port(server: &Arc<Server>, tls: bool, port: u16) -> std::io::Resul
     Ok(())
 }
 
+/// Moves every TCP and TLS listener to the addresses `binds` at run time
+/// (CONFIG SET bind, Redis 7.0's `changeBindAddr`): the old listeners close
+/// first, then the new addresses are bound on the current plain port
+/// (when plain TCP is on) and on `tls_port` (when not 0); when binding
+/// fails the old addresses are bound again. Connected clients stay.
+/// Errors: binding failed, or the server was not started by [`listen`].
+pub fn change_binds(server: &Arc<Server>, binds: &[String], tls_port: u16) -> std::io::Result<()> {
+    let mut guard = server.net.listening.lock();
+    let Some(state) = guard.as_mut() else {
+        return Err(std::io::Error::other("listeners not started"));
+    };
+    let Some(main) = state.main.clone() else {
+        return Err(std::io::Error::other("listeners not started"));
+    };
+    let port = if state.tcp.is_empty() {
+        0
+    } else {
+        server.bound_port.load(Ordering::Relaxed) as u16
+    };
+    for l in std::mem::take(&mut state.tcp) {
+        l.close();
+    }
+    for l in std::mem::take(&mut state.tls) {
+        l.close();
+    }
+    let _enter = main.enter();
+    let open = |binds: &[String]| -> std::io::Result<(Vec<_>, Vec<_>)> {
+        let tcp = if port == 0 {
+            Vec::new()
+        } else {
+            spawn_loops(server, &main, bind_all(binds, port, state.backlog)?, false)?
+        };
+        let tls = if tls_port == 0 {
+            Vec::new()
+        } else {
+            spawn_loops(
+                server,
+                &main,
+                bind_all(binds, tls_port, state.backlog)?,
+                true,
+            )?
+        };
+        Ok((tcp, tls))
+    };
+    match open(binds) {
+        Ok((tcp, tls)) => {
+            state.tcp = tcp;
+            state.tls = tls;
+            state.binds = binds.to_vec();
+            Ok(())
+        }
+        Err(e) => {
+            if let Ok((tcp, tls)) = open(&state.binds) {
+                state.tcp = tcp;
+                state.tls = tls;
+            }
+            Err(e)
+        }
+    }
+}
+
 /// CONFIG SET's hook for the listeners and TLS (Redis 7.0's apply functions
 /// of `port`, `tls-port` and the `tls-*` file/protocol directives), run
 /// before `new` replaces `old`: rebuilds the TLS context when TLS is on and
@@ -456,6 +517,20 @@ pub fn apply_config_set(
         if let Err(e) = change_port(server, true, new_tls_port) {
             tracing::warn!("Failed to bind TLS port {new_tls_port}: {e}");
             return Err(("tls-port", PORT_ERR));
+        }
+    }
+    if old.get("bind") != new.get("bind") {
+        let binds: Vec<String> = new
+            .get("bind")
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        if let Err(e) = change_binds(server, &binds, new_tls_port) {
+            tracing::warn!("Failed to bind to {}: {e}", new.get("bind"));
+            if new_tls_port != old_tls_port {
+                let _ = change_port(server, true, old_tls_port);
+            }
+            return Err(("bind", "Failed to bind to specified addresses."));
         }
     }
     let old_port = old.get_i64("port") as u16;
