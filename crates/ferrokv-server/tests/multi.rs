@@ -864,3 +864,103 @@ fn subscribe_inside_multi_matches_redis() {
         assert_eq!(cut(&x), cut(&y), "for {req:?}");
     }
 }
+
+/// Clients blocked on a key are served after the MULTI/EXEC block or the
+/// script that made it ready, from the state it left, as Redis 7.0's
+/// handleClientsBlockedOnKeys: `LPUSH k a; DEL k` wakes nobody, two
+/// pushes hand over the last one pushed, a SET over the list leaves the
+/// client waiting (issue 23). Compared with redis-server 7.0, with and
+/// without the AOF on.
+#[test]
+fn blocked_clients_are_served_after_the_transaction() {
+    let Some(mut p) = common::Pair::start() else {
+        return;
+    };
+    let cases: &[(&[&str], &[&str], &str)] = &[
+        (&[], &["MULTI", "LPUSH k a", "DEL k", "EXEC"], "BLPOP k 0.3"),
+        (
+            &[],
+            &["MULTI", "LPUSH k a", "LPUSH k b", "EXEC"],
+            "BLPOP k 0.3",
+        ),
+        (
+            &[],
+            &["MULTI", "LPUSH k a", "SET k x", "EXEC"],
+            "BLPOP k 0.3",
+        ),
+        (
+            &[],
+            &["MULTI", "LPUSH k a", "RPOP k", "LPUSH k c", "EXEC"],
+            "BRPOP k 0.3",
+        ),
+        (
+            &[],
+            &["MULTI", "ZADD k 1 a", "ZADD k 0 b", "EXEC"],
+            "BZPOPMIN k 0.3",
+        ),
+        (
+            &[],
+            &["MULTI", "ZADD k 1 a", "DEL k", "EXEC"],
+            "BZPOPMIN k 0.3",
+        ),
+        (
+            &["LPUSH src z"],
+            &["MULTI", "LMOVE src k LEFT LEFT", "LPUSH k y", "EXEC"],
+            "BLPOP k 0.3",
+        ),
+        (
+            &[],
+            &["EVAL redis.call('lpush','k','a');redis.call('del','k') 0"],
+            "BLPOP k 0.3",
+        ),
+        (
+            &[],
+            &["EVAL redis.call('lpush','k','a');redis.call('lpush','k','b') 0"],
+            "BLPOP k 0.3",
+        ),
+        (&[], &["LPUSH k a"], "BLPOP k 0.3"),
+    ];
+    for aof in ["no", "yes"] {
+        p.check_line(&format!("CONFIG SET appendonly {aof}"));
+        for (setup, cmds, block) in cases {
+            p.check_line("FLUSHALL");
+            for l in *setup {
+                p.check_line(l);
+            }
+            let mut wa = common::Raw::connect(p.ours.port);
+            let mut wb = common::Raw::connect(p.redis.port);
+            // EVAL's script is one argument: split the line by hand.
+            let argv = |l: &str| -> Vec<Vec<u8>> {
+                match l.strip_prefix("EVAL ") {
+                    Some(rest) => {
+                        let (script, n) = rest.rsplit_once(' ').unwrap();
+                        vec![b"EVAL".to_vec(), script.into(), n.into()]
+                    }
+                    None => l
+                        .split_whitespace()
+                        .map(|w| w.as_bytes().to_vec())
+                        .collect(),
+                }
+            };
+            let blk = argv(block);
+            let blk: Vec<&[u8]> = blk.iter().map(|v| v.as_slice()).collect();
+            wa.send_cmd(&blk);
+            wb.send_cmd(&blk);
+            p.a.wait_blocked(1);
+            p.b.wait_blocked(1);
+            for l in *cmds {
+                let v = argv(l);
+                let v: Vec<&[u8]> = v.iter().map(|x| x.as_slice()).collect();
+                p.check(&v);
+            }
+            let (x, y) = (wa.reply(), wb.reply());
+            assert_eq!(
+                String::from_utf8_lossy(&x),
+                String::from_utf8_lossy(&y),
+                "{block} after {cmds:?} (appendonly {aof})"
+            );
+            p.check_line("TYPE k");
+            p.check_line("LRANGE k 0 -1");
+        }
+    }
+}

@@ -69,7 +69,9 @@ def load():
         i += 1
 
 
-t = threading.Thread(target=load)
+# A daemon thread: a failure below ends the script instead of waiting
+# for the load loop forever.
+t = threading.Thread(target=load, daemon=True)
 t.start()
 start = time.time()
 for rp, fp in zip(redis_ports, ferro_ports):

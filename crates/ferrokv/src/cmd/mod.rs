@@ -1338,6 +1338,23 @@ pub fn run(
     if !expired.is_empty() && !prop {
         crate::db::blocking::serve_deferred(&**server, std::mem::take(&mut expired), now);
     }
+    // Keys made ready inside a transaction or a script (held by
+    // db::blocking::set_hold) are served now that it is over.
+    // EXEC and EVAL are not write commands themselves: the clients they
+    // serve are recorded as background units (a unit of their own each).
+    if !prop && !tx::in_exec() && !scripting::in_script() {
+        let held = crate::db::blocking::take_stashed();
+        if !held.is_empty() {
+            let own = server.propagation.on() && !crate::propagate::Stream::in_write_context();
+            if own {
+                server.propagation.begin_background();
+            }
+            crate::db::blocking::serve_deferred(&**server, held, now);
+            if own {
+                server.propagation.end_background();
+            }
+        }
+    }
     if prop {
         server.propagation.end_command(db_at_start, args);
         // Blocked clients served after the command (keys locked again)

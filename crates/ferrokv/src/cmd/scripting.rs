@@ -846,7 +846,10 @@ impl Host for ScriptHost<'_> {
         // Time stands still during a script (scriptTimeSnapshot).
         self.client.clock_us = self.start_us;
         IN_SCRIPT.with(|s| s.set(true));
+        // Blocked clients are served after the script (cmd/mod.rs `run`).
+        let hold = crate::db::blocking::set_hold(true);
         super::run(self.server, self.client, self.out, args, self.stats, id);
+        crate::db::blocking::set_hold(hold);
         IN_SCRIPT.with(|s| s.set(false));
         Ok(&self.out.buf)
     }

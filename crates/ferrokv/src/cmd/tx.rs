@@ -153,6 +153,9 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     // The AOF logs the transaction as one MULTI ... EXEC unit.
     let block = ctx.server.propagation.begin_block();
     IN_EXEC.with(|c| c.set(true));
+    // Blocked clients are served after the whole transaction (cmd/mod.rs
+    // `run` serves what was stashed), from the state it left.
+    let hold = crate::db::blocking::set_hold(true);
     for (id, args) in m.queued.iter() {
         let start = ctx.out.buf.len();
         let argv = args.args();
@@ -174,6 +177,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
         }
     }
     IN_EXEC.with(|c| c.set(false));
+    crate::db::blocking::set_hold(hold);
     ctx.server.propagation.end_block(block);
     ctx.client.deny_blocking = deny;
     if skip_after && ctx.client.reply_mode == ReplyMode::On {

@@ -310,6 +310,12 @@ pub fn serve<'a>(
     if !host.keyspace().any_waiters() {
         return;
     }
+    if held() {
+        // Inside MULTI/EXEC or a script: served once it is over, from
+        // the state it left (Redis's handleClientsBlockedOnKeys).
+        deferred.push((db, key.into()));
+        return;
+    }
     let mut work: Vec<(usize, Box<[u8]>)> = vec![(db, key.into())];
     while let Some((db, key)) = work.pop() {
         let h = hash_key(&key);
@@ -400,6 +406,22 @@ pub fn serve_and_release<'a>(
 
 thread_local! {
     static STASH: std::cell::RefCell<Deferred> = const { std::cell::RefCell::new(Vec::new()) };
+    static HOLD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Holds (`true`) or releases the serving of blocked clients on this
+/// thread, returning the previous setting: while held, keys that became
+/// ready are stashed (see [`take_stashed`]) instead of served, so that a
+/// MULTI/EXEC block or a script serves its waiters only once it is over,
+/// from the state it left (Redis 7.0 serves blocked clients after the
+/// command that made their keys ready: `handleClientsBlockedOnKeys`).
+pub fn set_hold(on: bool) -> bool {
+    HOLD.with(|h| h.replace(on))
+}
+
+/// True while [`set_hold`] holds serving on this thread.
+fn held() -> bool {
+    HOLD.with(std::cell::Cell::get)
 }
 
 /// Puts back keys [`take_stashed`] took (a suspended script's), before any
@@ -427,7 +449,7 @@ pub fn take_stashed() -> Deferred {
 /// over as a unit of its own (`Stream::cut`): a unit takes all its locks at
 /// one time (propagate.rs).
 pub fn serve_deferred(host: &dyn Host, mut deferred: Deferred, now: u64) {
-    if crate::propagate::Stream::in_single_command() {
+    if crate::propagate::Stream::in_single_command() || held() {
         STASH.with(|s| s.borrow_mut().extend(deferred));
         return;
     }
