@@ -544,25 +544,48 @@ impl<V> Dict<V> {
             return None;
         }
         let mask = self.mask() as u64;
-        loop {
-            let idx = (rnd() & mask) as usize;
-            if let Some(head) = self.table[idx].as_deref() {
-                let mut n = 0usize;
-                let mut cur = Some(head);
-                while let Some(x) = cur {
-                    n += 1;
-                    cur = x.next.as_deref();
-                }
-                let pick = (rnd() % n as u64) as usize;
-                let mut x = head;
-                for _ in 0..pick {
-                    match x.next.as_deref() {
-                        Some(nx) => x = nx,
-                        None => break,
-                    }
-                }
-                return Some((&x.key, &x.val));
+        let chain = |i: usize| {
+            let mut n = 0usize;
+            let mut cur = self.table[i].as_deref();
+            while let Some(x) = cur {
+                n += 1;
+                cur = x.next.as_deref();
             }
+            n
+        };
+        let (idx, pick) = fair_pick(&mut rnd, mask, chain);
+        let mut x = self.table[idx].as_deref()?;
+        for _ in 0..pick {
+            x = x.next.as_deref()?;
+        }
+        Some((&x.key, &x.val))
+    }
+}
+
+/// Draws an entry of a chained hash table, every entry equally likely:
+/// a random bucket (`rnd() & mask`) and a random position below a bound on
+/// the chain lengths; a position past the bucket's chain draws again (so
+/// an entry of a long chain is no likelier than one alone in its bucket,
+/// unlike Redis's `dictGetRandomKey` / `dictGetFairRandomKey`). The bound
+/// starts at 8 (longer chains are very rare at load factor 1) and rises
+/// to any longer chain met. `chain(i)` is the length of bucket `i`; the
+/// table must not be empty. Returns (bucket, position in its chain).
+pub fn fair_pick(
+    rnd: &mut impl FnMut() -> u64,
+    mask: u64,
+    chain: impl Fn(usize) -> usize,
+) -> (usize, usize) {
+    let mut bound = 8usize;
+    loop {
+        let idx = (rnd() & mask) as usize;
+        let n = chain(idx);
+        if n > bound {
+            bound = n;
+            continue;
+        }
+        let pick = (rnd() % bound as u64) as usize;
+        if pick < n {
+            return (idx, pick);
         }
     }
 }

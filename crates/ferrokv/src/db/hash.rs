@@ -416,20 +416,20 @@ impl PackedTable {
         v.reverse_bits()
     }
 
-    /// A random pair: a random non-empty bucket, then a random pair of it
-    /// (Redis's `dictGetRandomKey`). `rnd` supplies random numbers.
+    /// A random pair, every pair equally likely: a random bucket and a
+    /// random position below a chain-length bound (see
+    /// [`super::dict::fair_pick`]). `rnd` supplies random numbers.
     pub fn random_pair(&self, mut rnd: impl FnMut() -> u64) -> Option<(&[u8], &[u8])> {
         if self.len == 0 {
             return None;
         }
         let mask = (self.buckets.len() - 1) as u64;
-        loop {
-            if let Some(b) = self.buckets[(rnd() & mask) as usize].as_deref() {
-                let n = count_pairs(b);
-                let pick = (rnd() % n as u64) as usize;
-                return Pairs::new(b).nth(pick);
-            }
-        }
+        let (idx, pick) = super::dict::fair_pick(&mut rnd, mask, |i| {
+            self.buckets[i].as_deref().map_or(0, count_pairs)
+        });
+        self.buckets[idx]
+            .as_deref()
+            .and_then(|b| Pairs::new(b).nth(pick))
     }
 
     /// Approximate heap bytes: the bucket array plus every bucket buffer.

@@ -617,14 +617,9 @@ impl SetTable {
             return None;
         }
         let mask = self.buckets.len() as u64 - 1;
-        loop {
-            let b = &self.buckets[(rnd() & mask) as usize];
-            let n = b.entries().count();
-            if n > 0 {
-                let pick = (rnd() % n as u64) as usize;
-                return b.entries().nth(pick);
-            }
-        }
+        let (idx, pick) =
+            super::dict::fair_pick(&mut rnd, mask, |i| self.buckets[i].entries().count());
+        self.buckets[idx].entries().nth(pick)
     }
 
     /// One SSCAN step: calls `f` for each member of the bucket at `cursor`
