@@ -561,3 +561,45 @@ fn eviction_is_logged_to_the_aof_as_del() {
     let mut r2 = s2.raw();
     assert_eq!(r2.cmds("DBSIZE"), keys);
 }
+
+/// CONFIG SET maxmemory below the memory in use evicts at once and goes on
+/// in the background until memory is under the limit (Redis's
+/// updateMaxmemory and eviction time proc, issue 23): the `evicted`
+/// keyspace events arrive while no other command is sent.
+#[test]
+fn lowering_maxmemory_evicts_without_further_commands() {
+    let srv = Server::start(&["--maxmemory-policy", "allkeys-random"]);
+    let mut c = srv.raw();
+    c.cmds("CONFIG SET notify-keyspace-events Ee");
+    let mut sub = srv.raw();
+    sub.cmds("SUBSCRIBE __keyevent@0__:evicted");
+    let v = vec![b'x'; 200];
+    for chunk in 0..40 {
+        let mut batch = Vec::new();
+        for i in 0..500 {
+            let k = format!("key:{}", chunk * 500 + i);
+            batch.extend(encode(&[b"SET", k.as_bytes(), &v]));
+        }
+        c.send(&batch);
+        for _ in 0..500 {
+            c.reply();
+        }
+    }
+    let used = info_u64(&mut c, "memory", "used_memory");
+    let limit = used / 2;
+    assert_eq!(c.cmds(&format!("CONFIG SET maxmemory {limit}")), b"+OK\r\n");
+    // Only the subscriber reads from here on.
+    let mut evicted = 0u64;
+    sub.set_timeout(Duration::from_millis(1500));
+    while let Ok(m) = sub.try_reply() {
+        assert!(String::from_utf8_lossy(&m).contains("evicted"));
+        evicted += 1;
+    }
+    assert!(
+        evicted >= 5_000,
+        "{evicted} evicted events after lowering maxmemory"
+    );
+    let now = info_u64(&mut c, "memory", "used_memory");
+    assert!(now <= limit, "used_memory {now} over maxmemory {limit}");
+    assert_eq!(info_u64(&mut c, "stats", "evicted_keys"), evicted);
+}

@@ -149,6 +149,8 @@ pub struct Eviction {
     tenacity: AtomicU32,
     /// Keys evicted since start or CONFIG RESETSTAT (INFO evicted_keys).
     evicted: AtomicU64,
+    /// True while a background eviction runs (see [`Eviction::claim_background`]).
+    background: std::sync::atomic::AtomicBool,
     /// The candidate pool and the non-empty databases; held by the one
     /// thread that evicts.
     state: Mutex<State>,
@@ -162,6 +164,7 @@ impl Default for Eviction {
             samples: AtomicU32::new(5),
             tenacity: AtomicU32::new(10),
             evicted: AtomicU64::new(0),
+            background: std::sync::atomic::AtomicBool::new(false),
             state: Mutex::new(State {
                 pool: Vec::new(),
                 dbs: 0,
@@ -200,6 +203,25 @@ impl Eviction {
     /// Keys evicted since start (INFO evicted_keys).
     pub fn evicted_keys(&self) -> u64 {
         self.evicted.load(Ordering::Relaxed)
+    }
+
+    /// Claims the one background eviction (Redis's eviction time proc,
+    /// evict.c `startEvictionTimeProc`): true when the caller should start
+    /// it, false when one already runs. The runner calls
+    /// [`Eviction::release_background`] when it stops.
+    pub fn claim_background(&self) -> bool {
+        !self.background.swap(true, Ordering::AcqRel)
+    }
+
+    /// Ends the background eviction [`Eviction::claim_background`] claimed.
+    pub fn release_background(&self) {
+        self.background.store(false, Ordering::Release);
+    }
+
+    /// True when memory is over a set `maxmemory` and the policy may evict.
+    pub fn over_limit(&self) -> bool {
+        let max = self.maxmemory();
+        max != 0 && self.policy() != Policy::NoEviction && used_memory() > max
     }
 
     /// Resets the INFO counter (CONFIG RESETSTAT).

@@ -342,6 +342,8 @@ async fn cron(server: Arc<Server>) {
             .memory_peak
             .fetch_max(evict::used_memory(), Ordering::Relaxed);
         persist::rdb::cron(&server);
+        // Memory over maxmemory with no command coming: evict anyway.
+        server::evict_in_background(&server);
         let s = server.clone();
         let budget = period / 4;
         let _ = tokio::task::spawn_blocking(move || active_expire(&s, budget)).await;

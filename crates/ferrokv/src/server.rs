@@ -126,6 +126,54 @@ pub struct Server {
     pub tls: crate::tls::TlsState,
 }
 
+/// Evicts in the background while memory is over `maxmemory` (Redis's
+/// eviction time proc, evict.c `evictionTimeProc`): started when an
+/// eviction before a command ran out of its time budget, when CONFIG SET
+/// lowers `maxmemory` below the memory in use, and by the cron as a safety
+/// net; one at a time. It runs [`crate::evict::perform`] rounds on a
+/// blocking thread, yielding between rounds so commands keep running, until
+/// memory is under the limit or nothing more can be evicted, so `evicted`
+/// keyspace events and tracking invalidations arrive without another
+/// command being sent. A replica that ignores maxmemory evicts nothing.
+pub fn evict_in_background(server: &Arc<Server>) {
+    if !server.evict.over_limit()
+        || (server.repl.backlog.replica_mode()
+            && server.repl.ignore_maxmemory.load(Ordering::Relaxed))
+        || !server.evict.claim_background()
+    {
+        return;
+    }
+    let s = server.clone();
+    let run = move || {
+        loop {
+            if s.scripts.busy() {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                continue;
+            }
+            let outcome = crate::evict::perform(&s.evict_env());
+            // `evicted` events and tracking invalidations queued on this
+            // thread go out now (no command ends here to send them).
+            if crate::events::pending() {
+                crate::events::drain(&*s);
+            }
+            match outcome {
+                crate::evict::Outcome::Running => std::thread::yield_now(),
+                _ => break,
+            }
+        }
+        s.evict.release_background();
+    };
+    if tokio::runtime::Handle::try_current().is_ok() {
+        drop(tokio::task::spawn_blocking(run));
+    } else if std::thread::Builder::new()
+        .name("ferrokv-evict".into())
+        .spawn(run)
+        .is_err()
+    {
+        server.evict.release_background();
+    }
+}
+
 impl Server {
     /// The parts of the server eviction works on (evict.rs).
     pub fn evict_env(&self) -> crate::evict::Env<'_> {

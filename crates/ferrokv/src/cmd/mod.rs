@@ -1454,7 +1454,13 @@ fn flag_transaction(client: &mut Client) {
 /// command is denyoom, an EXEC whose queue holds a denyoom command, or any
 /// command queued inside MULTI (except EXEC, DISCARD, MULTI, WATCH, QUIT,
 /// RESET). Called only when maxmemory is set, with no lock held.
-fn oom_refused(server: &Server, client: &Client, c: &Command, cflags: u64, is_exec: bool) -> bool {
+fn oom_refused(
+    server: &Arc<Server>,
+    client: &Client,
+    c: &Command,
+    cflags: u64,
+    is_exec: bool,
+) -> bool {
     // A replica ignoring maxmemory (replica-ignore-maxmemory yes, the
     // default) evicts nothing: its master's DELs keep it in step (Redis's
     // performEvictions). Its master's writes are never refused.
@@ -1466,10 +1472,17 @@ fn oom_refused(server: &Server, client: &Client, c: &Command, cflags: u64, is_ex
     }
     // No eviction while a script is past busy-reply-threshold (evict.c
     // isSafeToPerformEvictions): the command is refused -BUSY next.
-    if server.scripts.busy()
-        || crate::evict::perform(&server.evict_env()) != crate::evict::Outcome::Fail
-    {
+    if server.scripts.busy() {
         return false;
+    }
+    match crate::evict::perform(&server.evict_env()) {
+        crate::evict::Outcome::Ok => return false,
+        // The time budget ran out: the rest is evicted in the background.
+        crate::evict::Outcome::Running => {
+            crate::server::evict_in_background(server);
+            return false;
+        }
+        crate::evict::Outcome::Fail => {}
     }
     if cflags & flags::DENYOOM != 0 {
         return true;

@@ -181,6 +181,15 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     }
     ctx.server.apply_config();
     crate::persist::aof::config_changed(ctx.server);
+    // A maxmemory below the memory in use evicts at once, in the
+    // background (Redis's updateMaxmemory + performEvictions).
+    if names.contains(&"maxmemory") {
+        let (max, used) = (ctx.server.evict.maxmemory(), crate::evict::used_memory());
+        if max != 0 && max < used {
+            tracing::warn!("WARNING: the new maxmemory value set via CONFIG SET ({max}) is smaller than the current memory usage ({used}). This will result in key eviction and/or the inability to accept new write commands depending on the maxmemory-policy.");
+            crate::server::evict_in_background(ctx.server);
+        }
+    }
     ctx.out.ok();
 }
 
