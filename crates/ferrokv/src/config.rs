@@ -1484,6 +1484,13 @@ impl Config {
     /// Renders the configuration for CONFIG REWRITE: the original file with
     /// changed directives replaced in place and new ones appended.
     pub fn rewrite_text(&self, original: &str) -> String {
+        self.rewrite_text_opts(original, false)
+    }
+
+    /// [`Config::rewrite_text`]; with `force_all` (DEBUG
+    /// CONFIG-REWRITE-FORCE-ALL, Redis's `rewriteConfig(path, 1)`) every
+    /// directive is written, those still at their default value too.
+    pub fn rewrite_text_opts(&self, original: &str, force_all: bool) -> String {
         let mut seen = std::collections::BTreeSet::new();
         let mut out = String::new();
         for raw in original.lines() {
@@ -1512,7 +1519,7 @@ impl Config {
         }
         let mut added = false;
         for d in DIRECTIVES {
-            if seen.contains(d.name) || self.get(d.name) == d.default {
+            if seen.contains(d.name) || (!force_all && self.get(d.name) == d.default) {
                 continue;
             }
             if !added {

@@ -327,13 +327,17 @@ pub fn active_expire(server: &Arc<Server>, budget: Duration) {
 /// Background work run `hz` times per second, like Redis's `serverCron`:
 /// the instantaneous-metrics sample (INFO instantaneous_ops_per_sec), the
 /// active expiry cycle (at most 25% of each period) and, once a second,
-/// closing clients idle longer than `timeout`.
+/// closing clients idle longer than `timeout`. DEBUG PAUSE-CRON 1 skips
+/// all of it (Redis's `server.pause_cron`) until PAUSE-CRON 0.
 async fn cron(server: Arc<Server>) {
     let mut tick: u64 = 0;
     loop {
         let hz = server.config.read().get_i64("hz").clamp(1, 500) as u64;
         let period = Duration::from_millis(1000 / hz);
         tokio::time::sleep(period).await;
+        if server.debug.pause_cron.load(Ordering::Relaxed) {
+            continue;
+        }
         tick += 1;
         server.stats.sample(server.clock.now_ms());
         // used_memory_peak / MEMORY STATS peak.allocated, as serverCron.

@@ -8,7 +8,7 @@ use crate::db::Keyspace;
 use crate::stats::Stats;
 use parking_lot::{Mutex, RwLock};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -124,6 +124,41 @@ pub struct Server {
     pub net: crate::workers::Net,
     /// The TLS context of the TLS listener (net::tls).
     pub tls: crate::tls::TlsState,
+    /// Switches set by DEBUG subcommands (debug.c's server fields).
+    pub debug: DebugState,
+}
+
+/// Switches and values set by DEBUG subcommands, mirroring the `server`
+/// fields Redis 7.0's debug.c sets. The ones ferrokv has no machinery for
+/// are kept so that the subcommands behave as in Redis (they reply OK)
+/// and say so here.
+#[derive(Debug)]
+pub struct DebugState {
+    /// DEBUG PAUSE-CRON (`server.pause_cron`): the cron task skips its work
+    /// (metrics sampling, active expiry, scheduled saves, replication and
+    /// client timeouts) while set.
+    pub pause_cron: AtomicBool,
+    /// DEBUG REPLYBUFFER PEAK-RESET-TIME, ms (-1: never;
+    /// `server.reply_buffer_peak_reset_time`, default 5000). ferrokv's
+    /// output buffers are not resized by a cron job, so the value is only
+    /// kept.
+    pub reply_buffer_peak_reset_time: AtomicI64,
+    /// DEBUG REPLYBUFFER RESIZING (`server.reply_buffer_resizing_enabled`);
+    /// kept only, as [`Self::reply_buffer_peak_reset_time`].
+    pub reply_buffer_resizing: AtomicBool,
+}
+
+/// Redis 7.0's REPLY_BUFFER_DEFAULT_PEAK_RESET_TIME, ms.
+pub const REPLY_BUFFER_DEFAULT_PEAK_RESET_TIME: i64 = 5000;
+
+impl Default for DebugState {
+    fn default() -> Self {
+        DebugState {
+            pause_cron: AtomicBool::new(false),
+            reply_buffer_peak_reset_time: AtomicI64::new(REPLY_BUFFER_DEFAULT_PEAK_RESET_TIME),
+            reply_buffer_resizing: AtomicBool::new(true),
+        }
+    }
 }
 
 /// Evicts in the background while memory is over `maxmemory` (Redis's
@@ -266,6 +301,7 @@ impl Server {
             propagation,
             net: Default::default(),
             tls: Default::default(),
+            debug: Default::default(),
         });
         s.propagation.add_sink(s.aof.clone());
         s.propagation.add_sink(s.repl.backlog.clone());

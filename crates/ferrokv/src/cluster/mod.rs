@@ -23,7 +23,7 @@ pub mod slot;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub use slot::{key_hash_slot, SLOTS};
@@ -759,6 +759,10 @@ pub struct Cluster {
     save_pending: AtomicBool,
     /// Wakes the bus thread's saver.
     save_wakeup: tokio::sync::Notify,
+    /// DEBUG DROP-CLUSTER-PACKET-FILTER (Redis's
+    /// `server.cluster_drop_packet_filter`): bus messages of this type are
+    /// dropped on receipt (after being counted); -1 drops none.
+    pub drop_packet_filter: AtomicI64,
 }
 
 impl Default for Cluster {
@@ -777,6 +781,7 @@ impl Default for Cluster {
             bus_running: AtomicBool::new(false),
             save_pending: AtomicBool::new(false),
             save_wakeup: tokio::sync::Notify::new(),
+            drop_packet_filter: AtomicI64::new(-1),
         }
     }
 }

@@ -141,7 +141,7 @@ pub mod behaviour {
     /// Runs the queued transaction: EXEC, dispatched without the shared
     /// gate (it takes the whole of it).
     pub const RUNS_QUEUE: u32 = 1 << 4;
-    /// Some of its forms take the whole gate (DEBUG RELOAD): dispatched
+    /// Some of its forms take the whole gate (DEBUG RELOAD, LOADAOF): dispatched
     /// without the shared gate when they do.
     pub const STOPS_THE_WORLD: u32 = 1 << 5;
     /// Its first argument is a channel (PUBLISH, SPUBLISH): checked
@@ -1143,15 +1143,14 @@ pub fn execute(
         finish_exec_reply(client, out, reply_start, mode);
         return;
     }
-    // DEBUG RELOAD stops the world itself (cmd/server/debug.rs), scripts
+    // DEBUG RELOAD and LOADAOF stop the world themselves
+    // (cmd/server/debug.rs), scripts
     // take the whole gate while they run (cmd/scripting.rs), and the
     // commands allowed during a busy script run beside it; every other
     // command runs inside the shared gate, or gets -BUSY when a script has
     // run past busy-reply-threshold (server.c processCommand).
     let gate = if c.behaviour & behaviour::RUNS_SCRIPT != 0
-        || (c.behaviour & behaviour::STOPS_THE_WORLD != 0
-            && args.len() >= 2
-            && args.get(1).eq_ignore_ascii_case(b"reload"))
+        || (c.behaviour & behaviour::STOPS_THE_WORLD != 0 && server::debug::stops_the_world(args))
         || (c.flags & flags::ALLOW_BUSY != 0 && server.scripts.busy())
     {
         None

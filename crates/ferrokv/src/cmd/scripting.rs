@@ -683,7 +683,7 @@ impl ScriptHost<'_> {
     fn check(&mut self, c: &'static Command, id: usize, args: &Args<'_>) -> Result<(), Vec<u8>> {
         let server = self.server;
         let from_master = self.client.is_master;
-        if c.flags & NOSCRIPT != 0 {
+        if c.flags & NOSCRIPT != 0 && !server.scripts.disable_deny_script.load(Ordering::Relaxed) {
             return Err(b"This Redis command is not allowed from script".to_vec());
         }
         if c.flags & STALE == 0
@@ -1197,8 +1197,9 @@ fn function_restore(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         RestorePolicy::Append
     };
     let server = ctx.server.clone();
+    let skip_crc = server.rdb.skip_checksum_validation.load(Ordering::Relaxed);
     let mut f = server.scripts.functions.lock();
-    match f.restore(args.get(2), policy) {
+    match f.restore(args.get(2), policy, skip_crc) {
         Ok(()) => {
             publish_counts(&server, &f);
             functions_changed(ctx);

@@ -178,6 +178,59 @@ pub fn prefetch_line(at: usize) {
     let _ = at;
 }
 
+/// The shape of a hash table, for DEBUG HTSTATS and HTSTATS-KEY (Redis's
+/// dict.c `dictGetStats`): its buckets, its entries, and how many buckets
+/// hold each chain length. Tables made of several parts (a database's
+/// shards) add their parts' shapes up with [`TableStats::merge`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableStats {
+    /// Buckets (slots) of the table.
+    pub size: usize,
+    /// Entries stored.
+    pub used: usize,
+    /// `chains[n]`: buckets whose chain holds `n` entries (`chains[0]`
+    /// counts the empty buckets).
+    pub chains: Vec<usize>,
+}
+
+impl TableStats {
+    /// Counts one bucket holding a chain of `n` entries.
+    #[inline]
+    pub fn add_bucket(&mut self, n: usize) {
+        self.add_buckets(n, 1);
+    }
+
+    /// Counts `count` buckets holding a chain of `n` entries each.
+    pub fn add_buckets(&mut self, n: usize, count: usize) {
+        if count == 0 {
+            return;
+        }
+        if self.chains.len() <= n {
+            self.chains.resize(n + 1, 0);
+        }
+        self.chains[n] += count;
+        self.size += count;
+        self.used += n * count;
+    }
+
+    /// An open-addressing table of `size` slots holding `used` entries:
+    /// each occupied slot holds one entry, so every chain is of length 0 or
+    /// 1 (the probe sequences are not shown).
+    pub fn open_addressing(size: usize, used: usize) -> TableStats {
+        let mut t = TableStats::default();
+        t.add_buckets(0, size.saturating_sub(used));
+        t.add_buckets(1, used);
+        t
+    }
+
+    /// Adds the buckets of `o` to these.
+    pub fn merge(&mut self, o: &TableStats) {
+        for (n, &c) in o.chains.iter().enumerate() {
+            self.add_buckets(n, c);
+        }
+    }
+}
+
 impl<V> Default for Dict<V> {
     fn default() -> Self {
         Self::new()
@@ -491,6 +544,22 @@ impl<V> Dict<V> {
         self.table = Vec::new();
         self.len = 0;
         self.publish();
+    }
+
+    /// The table's shape: its buckets and the length of each chain
+    /// (DEBUG HTSTATS).
+    pub fn table_stats(&self) -> TableStats {
+        let mut t = TableStats::default();
+        for bucket in &self.table {
+            let mut n = 0;
+            let mut cur = bucket.as_deref();
+            while let Some(node) = cur {
+                n += 1;
+                cur = node.next.as_deref();
+            }
+            t.add_bucket(n);
+        }
+        t
     }
 
     /// Iterates over all entries in bucket order.

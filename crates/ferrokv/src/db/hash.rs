@@ -241,6 +241,16 @@ impl PackedTable {
         self.len == 0
     }
 
+    /// The table's shape: its buckets and the fields each chain holds
+    /// (DEBUG HTSTATS-KEY).
+    pub fn table_stats(&self) -> super::TableStats {
+        let mut t = super::TableStats::default();
+        for b in &self.buckets {
+            t.add_bucket(b.as_deref().map_or(0, |b| Pairs::new(b).count()));
+        }
+        t
+    }
+
     /// Number of buckets.
     pub fn buckets(&self) -> usize {
         self.buckets.len()

@@ -414,6 +414,17 @@ impl Shard {
         self.volatile.len()
     }
 
+    /// The shapes of this shard's key table and of its TTL index (DEBUG
+    /// HTSTATS). The TTL index is open addressing (one entry per occupied
+    /// slot); its rare hash-collision overflow entries count as one slot
+    /// each.
+    pub fn table_stats(&self) -> (super::TableStats, super::TableStats) {
+        let v = &self.volatile;
+        let mut ttl = super::TableStats::open_addressing(v.by_hash.slots.len(), v.by_hash.len);
+        ttl.add_buckets(1, v.overflow.len());
+        (self.dict.table_stats(), ttl)
+    }
+
     /// Cluster mode: the number of keys of hash `slot` (one of this
     /// shard's), expired or not; None without a slot index.
     pub fn count_in_slot(&self, slot: u16) -> Option<usize> {
@@ -906,6 +917,21 @@ impl Db {
     /// Number of keys with a TTL.
     pub fn volatile_len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().volatile_len()).sum()
+    }
+
+    /// The shapes of the database's key tables and TTL indexes, every
+    /// shard's added up ([`Shard::table_stats`]): the table size is the
+    /// total of the shards' buckets, the chain lengths those of all
+    /// buckets. Locks one shard at a time.
+    pub fn table_stats(&self) -> (super::TableStats, super::TableStats) {
+        let mut keys = super::TableStats::default();
+        let mut ttls = super::TableStats::default();
+        for s in self.shards.iter() {
+            let (k, t) = s.lock().table_stats();
+            keys.merge(&k);
+            ttls.merge(&t);
+        }
+        (keys, ttls)
     }
 
     /// The shard at position `i` (0..SHARDS), for iteration (SCAN, KEYS).

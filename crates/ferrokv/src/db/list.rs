@@ -38,6 +38,40 @@ use std::collections::VecDeque;
 /// SIZE_SAFETY_LIMIT, quicklist.c).
 pub const SIZE_SAFETY_LIMIT: usize = 8192;
 
+/// Redis 7.0's default plain-node threshold (quicklist.c
+/// `packed_threshold`, 1 GB).
+pub const PACKED_THRESHOLD_DEFAULT: u64 = 1 << 30;
+
+/// DEBUG QUICKLIST-PACKED-THRESHOLD's value (quicklist.c
+/// `packed_threshold`, process-wide as there). Redis 7.0 stores an element
+/// at least this large in a "plain" node of its own; ferrokv gives an
+/// element a node of its own when it does not fit the node limit instead
+/// (see the module documentation), so the value is kept and validated but
+/// does not change how lists are laid out.
+static PACKED_THRESHOLD: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(PACKED_THRESHOLD_DEFAULT);
+
+/// Sets the plain-node threshold as Redis's
+/// `quicklistisSetPackedThreshold`: false (unchanged) above 4 GB - 1 MB;
+/// 0 restores the default.
+pub fn set_packed_threshold(sz: u64) -> bool {
+    if sz > (1u64 << 32) - (1 << 20) {
+        return false;
+    }
+    let v = if sz == 0 {
+        PACKED_THRESHOLD_DEFAULT
+    } else {
+        sz
+    };
+    PACKED_THRESHOLD.store(v, std::sync::atomic::Ordering::Relaxed);
+    true
+}
+
+/// The plain-node threshold last set ([`set_packed_threshold`]).
+pub fn packed_threshold() -> u64 {
+    PACKED_THRESHOLD.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Byte limits of the negative fills -1..-5 (quicklist.c optimization_level).
 const SIZE_CLASSES: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
 
@@ -375,6 +409,11 @@ impl ListValue {
     /// Number of nodes (DEBUG OBJECT ql_nodes).
     pub fn node_count(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// (entries, bytes) of each node, head first (DEBUG QUICKLIST).
+    pub fn node_shapes(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.nodes.iter().map(|n| (n.count as usize, n.buf.len()))
     }
 
     /// Bytes of packed entries (DEBUG OBJECT ql_uncompressed_size).

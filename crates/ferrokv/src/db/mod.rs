@@ -16,7 +16,7 @@ pub mod stream;
 pub mod value;
 pub mod zset;
 
-pub use dict::{hash_bytes, hash_key, Dict};
+pub use dict::{hash_bytes, hash_key, Dict, TableStats};
 pub use hash::HashValue;
 pub use keyspace::{shard_index, Db, KeyLocks, Keyspace, Shard};
 pub use list::ListValue;

@@ -468,6 +468,16 @@ impl SetTable {
         self.len == 0
     }
 
+    /// The table's shape: its buckets and the members each chain holds
+    /// (DEBUG HTSTATS-KEY).
+    pub fn table_stats(&self) -> super::TableStats {
+        let mut t = super::TableStats::default();
+        for b in self.buckets.iter() {
+            t.add_bucket(b.entries().count());
+        }
+        t
+    }
+
     /// Number of buckets.
     pub fn buckets(&self) -> usize {
         self.buckets.len()

@@ -878,6 +878,27 @@ impl ZSetValue {
         }
     }
 
+    /// The shape of the member index of the `skiplist` encoding (DEBUG
+    /// HTSTATS-KEY), None in the `listpack` encoding. The index is an
+    /// open-addressing table ([`HashTable`]): its slot count is derived
+    /// from its capacity (7/8 of the slots, or slots - 1 below 8 slots,
+    /// hashbrown's load factor) and each occupied slot counts as a chain of
+    /// one ([`super::TableStats::open_addressing`]).
+    pub fn table_stats(&self) -> Option<super::TableStats> {
+        match &self.repr {
+            Repr::Pack(_) => None,
+            Repr::Big(b) => {
+                let cap = b.index.capacity();
+                let slots = match cap {
+                    0 => 0,
+                    c if c < 7 => c + 1,
+                    c => c / 7 * 8,
+                };
+                Some(super::TableStats::open_addressing(slots, b.index.len()))
+            }
+        }
+    }
+
     /// True in the `listpack` encoding.
     pub fn is_listpack(&self) -> bool {
         matches!(self.repr, Repr::Pack(_))

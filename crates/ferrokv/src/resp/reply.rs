@@ -180,13 +180,44 @@ impl Out {
     /// A verbatim string (`=len\r\ntxt:...`) in RESP3, a bulk string in
     /// RESP2 (INFO, CLIENT LIST, LATENCY DOCTOR...).
     pub fn verbatim(&mut self, s: &[u8]) {
+        self.verbatim_as(b"txt", s);
+    }
+
+    /// A verbatim string with format `fmt` (three bytes, e.g. `txt`, `mkd`):
+    /// `=len\r\nfmt:...` in RESP3, a bulk string of `s` alone in RESP2
+    /// (Redis's `addReplyVerbatim`).
+    pub fn verbatim_as(&mut self, fmt: &[u8; 3], s: &[u8]) {
         if self.resp3 {
             self.prefixed_num(b'=', s.len() as i64 + 4);
-            self.buf.extend_from_slice(b"txt:");
+            self.buf.extend_from_slice(fmt);
+            self.buf.push(b':');
             self.buf.extend_from_slice(s);
             self.crlf();
         } else {
             self.bulk(s);
+        }
+    }
+
+    /// A big number given as its decimal digits: RESP3 `(digits`, a bulk
+    /// string in RESP2 (Redis's `addReplyBigNum`). `digits` must not hold
+    /// CR or LF.
+    pub fn bignum(&mut self, digits: &[u8]) {
+        if self.resp3 {
+            self.buf.push(b'(');
+            self.buf.extend_from_slice(digits);
+            self.crlf();
+        } else {
+            self.bulk(digits);
+        }
+    }
+
+    /// An attribute header of `n` key/value pairs (`|n`), RESP3 only: the
+    /// caller writes the pairs and then the reply the attribute is about.
+    /// Redis's `addReplyAttributeLen` asserts RESP3; in RESP2 this writes
+    /// nothing, and the caller must not write the pairs either.
+    pub fn attribute(&mut self, n: usize) {
+        if self.resp3 {
+            self.prefixed_num(b'|', n as i64);
         }
     }
 
@@ -219,5 +250,20 @@ mod tests {
         o.boolean(true);
         o.error("ERR a\r\nb");
         assert_eq!(o.buf, b"_\r\n%2\r\n,1.5\r\n#t\r\n-ERR a  b\r\n");
+    }
+
+    #[test]
+    fn bignum_attribute_verbatim() {
+        let mut o = Out::new();
+        o.bignum(b"123");
+        o.attribute(1);
+        o.verbatim_as(b"mkd", b"x");
+        assert_eq!(o.buf, b"$3\r\n123\r\n$1\r\nx\r\n");
+        let mut o = Out::new();
+        o.resp3 = true;
+        o.bignum(b"123");
+        o.attribute(1);
+        o.verbatim_as(b"mkd", b"x");
+        assert_eq!(o.buf, b"(123\r\n|1\r\n=5\r\nmkd:x\r\n");
     }
 }

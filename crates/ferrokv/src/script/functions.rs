@@ -224,9 +224,15 @@ impl Functions {
     }
 
     /// FUNCTION RESTORE `payload` with `policy` (functions.c
-    /// `functionRestoreCommand`). Err: the error text.
-    pub fn restore(&mut self, payload: &[u8], policy: RestorePolicy) -> Result<(), Vec<u8>> {
-        if !crate::persist::rdb::verify_payload(payload) {
+    /// `functionRestoreCommand`); `skip_crc`: the payload's checksum is not
+    /// checked (DEBUG SET-SKIP-CHECKSUM-VALIDATION). Err: the error text.
+    pub fn restore(
+        &mut self,
+        payload: &[u8],
+        policy: RestorePolicy,
+        skip_crc: bool,
+    ) -> Result<(), Vec<u8>> {
+        if !crate::persist::rdb::verify_payload(payload, skip_crc) {
             return Err(b"DUMP payload version or checksum are wrong".to_vec());
         }
         let body = &payload[..payload.len() - 10];

@@ -257,6 +257,10 @@ pub struct Scripts {
     pub function_count: AtomicU64,
     /// `busy-reply-threshold` (alias `lua-time-limit`), ms; 0 = never busy.
     pub busy_threshold_ms: AtomicU64,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS (Redis's
+    /// `server.script_disable_deny_script`): scripts may call commands
+    /// flagged `noscript`.
+    pub disable_deny_script: AtomicBool,
 }
 
 impl Scripts {

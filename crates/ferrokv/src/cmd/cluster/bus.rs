@@ -766,6 +766,16 @@ fn process(ctx: &Ctx<'_>, st: &mut State, li: &mut LinkInfo, b: &[u8], after: &m
     if let Some(c) = st.stats_received.get_mut(typ as usize) {
         *c += 1;
     }
+    if ctx
+        .server
+        .cluster
+        .drop_packet_filter
+        .load(Ordering::Relaxed)
+        == typ as i64
+    {
+        tracing::warn!("Dropping packet that matches debug drop filter");
+        return true;
+    }
     if !valid_length(b) {
         tracing::warn!("Received an invalid cluster bus message of type {typ}, ignored");
         return true;

@@ -204,29 +204,48 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _: &Args<'_>) {
     ctx.out.ok();
 }
 
-/// CONFIG REWRITE: rewrites the start-up config file with the current
-/// values (changed lines in place, new non-default ones appended), through
-/// a temporary file renamed over the original.
-fn config_rewrite(ctx: &mut Ctx<'_>, _: &Args<'_>) {
+/// Why rewriting the config file failed ([`rewrite_config`]).
+pub(super) enum RewriteError {
+    /// The server was started without a config file.
+    NoFile,
+    /// Writing or renaming failed.
+    Io(std::io::Error),
+}
+
+/// Rewrites the start-up config file with the current values (changed
+/// lines in place, new non-default ones appended; with `force_all` every
+/// directive), through a temporary file renamed over the original (Redis's
+/// `rewriteConfig`).
+pub(super) fn rewrite_config(
+    server: &crate::server::Server,
+    force_all: bool,
+) -> Result<(), RewriteError> {
     let (path, text) = {
-        let c = ctx.server.config.read();
+        let c = server.config.read();
         let Some(path) = c.file.clone() else {
-            drop(c);
-            ctx.error("ERR The server is running without a config file");
-            return;
+            return Err(RewriteError::NoFile);
         };
         let original = std::fs::read_to_string(&path).unwrap_or_default();
-        (path.clone(), c.rewrite_text(&original))
+        (path.clone(), c.rewrite_text_opts(&original, force_all))
     };
     let tmp = path.with_extension(format!("rewrite-{}.tmp", std::process::id()));
-    let res = std::fs::write(&tmp, text.as_bytes()).and_then(|_| std::fs::rename(&tmp, &path));
-    match res {
+    std::fs::write(&tmp, text.as_bytes())
+        .and_then(|_| std::fs::rename(&tmp, &path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            RewriteError::Io(e)
+        })
+}
+
+/// CONFIG REWRITE: [`rewrite_config`] without `force_all`.
+fn config_rewrite(ctx: &mut Ctx<'_>, _: &Args<'_>) {
+    match rewrite_config(ctx.server, false) {
         Ok(()) => {
             tracing::info!("CONFIG REWRITE executed with success.");
             ctx.out.ok();
         }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
+        Err(RewriteError::NoFile) => ctx.error("ERR The server is running without a config file"),
+        Err(RewriteError::Io(e)) => {
             tracing::warn!("CONFIG REWRITE failed: {e}");
             ctx.error(&format!("ERR Rewriting config file: {e}"));
         }

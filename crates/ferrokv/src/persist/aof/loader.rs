@@ -192,6 +192,48 @@ pub fn load_at_startup(
     Ok(true)
 }
 
+/// DEBUG LOADAOF (Redis 7.0 debug.c): writes out the buffered records
+/// and fsyncs them (when the AOF is on), empties every database, then
+/// loads the files the manifest on disk names, base first, then the incr
+/// files in order, as at start-up. Ok(false) when the manifest is missing
+/// or names no file (Redis's `AOF_NOT_EXIST`); Err names what failed. The
+/// caller holds every other command off for the duration and runs the
+/// commands through `replay` outside any write context, so nothing loaded
+/// is appended to the AOF again.
+pub fn reload(server: &Arc<impl Host>, replay: &mut dyn Replay) -> Result<bool, LoadError> {
+    let a = server.aof();
+    if a.state.load(Ordering::Acquire) != super::STATE_OFF {
+        a.flush_all();
+    }
+    crate::persist::rdb::empty_all(server);
+    let truncated_ok = server.config().read().get_bool("aof-load-truncated");
+    let p = paths(server);
+    let mpath = p.dir.join(format!("{}.manifest", p.fname));
+    if !mpath.is_file() {
+        return Ok(false);
+    }
+    let text = std::fs::read(&mpath).map_err(|e| {
+        format!(
+            "Fatal error: can't open the AOF manifest file {}: {e}",
+            mpath.display()
+        )
+    })?;
+    let m =
+        Manifest::parse(&text).map_err(|e| format!("*** FATAL AOF MANIFEST FILE ERROR *** {e}"))?;
+    let files: Vec<&FileInfo> = m.base.iter().chain(m.incrs.iter()).collect();
+    if files.is_empty() {
+        return Ok(false);
+    }
+    for (i, f) in files.iter().enumerate() {
+        let path = p.dir.join(&f.name);
+        if !path.is_file() {
+            return Err(format!("The AOF file {} doesn't exist", f.name));
+        }
+        load_file(server, replay, &path, i + 1 == files.len(), truncated_ok)?;
+    }
+    Ok(true)
+}
+
 /// Reads the RDB part of a base file (or of a legacy AOF with an RDB
 /// preamble) from `data`: keys whose TTL has passed are kept, the AOF
 /// that follows decides (Redis's loadSingleAppendOnlyFile). Returns the

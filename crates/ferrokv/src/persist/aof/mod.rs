@@ -49,7 +49,7 @@ mod manifest;
 mod rewrite;
 mod writer;
 
-pub use loader::{load_at_startup, load_file, LoadError, Replay};
+pub use loader::{load_at_startup, load_file, reload, LoadError, Replay};
 pub use manifest::{FileInfo, Manifest};
 pub use rewrite::start_rewrite;
 pub use writer::{before_reply, before_served_reply, reply_target, start_tick};
@@ -122,6 +122,10 @@ pub struct Aof {
     /// Size after the last rewrite or load (auto rewrite's reference).
     rewrite_base_size: AtomicU64,
     tick_started: AtomicBool,
+    /// DEBUG AOF-FLUSH-SLEEP, µs (Redis's `server.aof_flush_sleep`): each
+    /// write of buffered records to the file sleeps this long first (0:
+    /// not at all), to widen race windows in tests.
+    pub flush_sleep_us: AtomicU64,
 }
 
 impl Default for Aof {
@@ -154,6 +158,7 @@ impl Default for Aof {
             current_size: AtomicU64::new(0),
             rewrite_base_size: AtomicU64::new(0),
             tick_started: AtomicBool::new(false),
+            flush_sleep_us: AtomicU64::new(0),
         }
     }
 }

@@ -113,6 +113,11 @@ impl Aof {
             self.written.store(end, Ordering::Release);
             return;
         }
+        let nap = self.flush_sleep_us.load(Ordering::Relaxed);
+        if nap > 0 {
+            // DEBUG AOF-FLUSH-SLEEP (flushAppendOnlyFile's usleep).
+            std::thread::sleep(std::time::Duration::from_micros(nap));
+        }
         let Some(f) = io.file.as_mut() else {
             // No file (AOF being switched off): drop the records.
             io.spare.clear();

@@ -203,6 +203,10 @@ pub struct RdbState {
     pub shutdown_handled: AtomicBool,
     /// Serialises file writers (SAVE from several threads, BGSAVE).
     save_lock: Mutex<()>,
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION (Redis's
+    /// `server.skip_checksum_validation`): loads of RDB files and DUMP
+    /// payloads (RESTORE, FUNCTION RESTORE) do not compare checksums.
+    pub skip_checksum_validation: AtomicBool,
 }
 
 impl Default for RdbState {
@@ -220,6 +224,7 @@ impl Default for RdbState {
             keys_expired: AtomicU64::new(0),
             save_keys_processed: AtomicU64::new(0),
             save_keys_total: AtomicU64::new(0),
+            skip_checksum_validation: AtomicBool::new(false),
             dirty_at_start: AtomicU64::new(0),
             last_save_bytes: AtomicU64::new(0),
             shutdown_handled: AtomicBool::new(false),
@@ -680,9 +685,16 @@ pub fn load<R: Read>(server: &impl Host, r: R, opts: LoadOpts) -> Result<LoadSta
     if ver >= 5 {
         let computed = rd.crc();
         let stored = rd.trailer()?;
-        if stored == 0 {
+        let skip = opts.skip_checksum
+            || server
+                .rdb()
+                .skip_checksum_validation
+                .load(Ordering::Relaxed);
+        if skip {
+            // Redis 7.0 rdbLoadRio: no check at all (nor its log line).
+        } else if stored == 0 {
             tracing::info!("RDB file was saved with checksum disabled: no check performed.");
-        } else if stored != computed && !opts.skip_checksum {
+        } else if stored != computed {
             return Err(rd.err(format!(
                 "Wrong RDB checksum expected: ({computed:x}) got ({stored:x}): RDB CRC error"
             )));
@@ -1019,8 +1031,10 @@ pub enum PayloadError {
 }
 
 /// Checks a DUMP payload's footer (verifyDumpPayload): at least 10 bytes,
-/// an RDB version not newer than ours, a matching CRC64.
-pub fn verify_payload(p: &[u8]) -> bool {
+/// an RDB version not newer than ours, a matching CRC64 unless `skip_crc`
+/// (DEBUG SET-SKIP-CHECKSUM-VALIDATION 1, see
+/// [`RdbState::skip_checksum_validation`]).
+pub fn verify_payload(p: &[u8], skip_crc: bool) -> bool {
     if p.len() < 10 {
         return false;
     }
@@ -1028,6 +1042,9 @@ pub fn verify_payload(p: &[u8]) -> bool {
     let ver = u16::from_le_bytes([p[n - 10], p[n - 9]]);
     if ver > RDB_VERSION_MAX_READ {
         return false;
+    }
+    if skip_crc {
+        return true;
     }
     let mut crc = [0u8; 8];
     crc.copy_from_slice(&p[n - 8..]);
@@ -1037,7 +1054,11 @@ pub fn verify_payload(p: &[u8]) -> bool {
 /// Decodes the value of a verified DUMP payload with the server's encoding
 /// limits.
 pub fn restore_value(server: &impl Host, p: &[u8], key: &[u8]) -> Result<Value, PayloadError> {
-    if !verify_payload(p) {
+    let skip = server
+        .rdb()
+        .skip_checksum_validation
+        .load(Ordering::Relaxed);
+    if !verify_payload(p, skip) {
         return Err(PayloadError::VersionOrChecksum);
     }
     let mut rd = Reader::new(&p[..p.len() - 10]);
