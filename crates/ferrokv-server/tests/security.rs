@@ -848,3 +848,80 @@ fn streamed_replies_keep_their_place() {
     assert!(sub.is_closed());
     assert_eq!(r.cmds("PING"), b"+PONG\r\n");
 }
+
+/// MONITOR never shows a secret: AUTH's arguments, HELLO's AUTH username
+/// and password, MIGRATE's AUTH / AUTH2 credentials are `"(redacted)"`,
+/// as in Redis 7.0, and the rest of the stream (MULTI/EXEC, EVAL and the
+/// script's calls) reads as redis-server's.
+#[test]
+fn monitor_redacts_credentials_as_redis() {
+    let Some(mut p) = common::Pair::start() else {
+        return;
+    };
+    let mut ma = common::Raw::connect(p.ours.port);
+    let mut mb = common::Raw::connect(p.redis.port);
+    assert_eq!(ma.cmds("MONITOR"), b"+OK\r\n");
+    assert_eq!(mb.cmds("MONITOR"), b"+OK\r\n");
+    let lines: &[&[&[u8]]] = &[
+        &[b"SET", b"a", b"1"],
+        &[b"AUTH", b"pass"],
+        &[b"AUTH", b"user", b"pass"],
+        &[b"HELLO", b"2", b"AUTH", b"user", b"pass"],
+        &[b"HELLO", b"2", b"SETNAME", b"n", b"AUTH", b"default", b"pw"],
+        &[
+            b"MIGRATE",
+            b"127.0.0.1",
+            b"1",
+            b"k",
+            b"0",
+            b"10",
+            b"AUTH",
+            b"secret",
+        ],
+        &[
+            b"MIGRATE",
+            b"127.0.0.1",
+            b"1",
+            b"",
+            b"0",
+            b"10",
+            b"COPY",
+            b"AUTH2",
+            b"u",
+            b"pw",
+            b"KEYS",
+            b"k",
+        ],
+        &[b"MULTI"],
+        &[b"SET", b"b", b"2"],
+        &[b"GET", b"b"],
+        &[b"EXEC"],
+        &[b"EVAL", b"return redis.call('get','b')", b"0"],
+        &[b"PING"],
+    ];
+    for l in lines {
+        let _ = p.both(l);
+    }
+    // Each monitor line without its timestamp and client address.
+    let strip = |m: &mut common::Raw| -> Vec<String> {
+        let mut out = Vec::new();
+        loop {
+            let l = String::from_utf8_lossy(&m.reply()).into_owned();
+            let args = l
+                .split_once("] ")
+                .map_or(l.clone(), |(_, a)| a.trim_end().to_string());
+            let done = args == "\"PING\"";
+            out.push(args);
+            if done {
+                return out;
+            }
+        }
+    };
+    let (x, y) = (strip(&mut ma), strip(&mut mb));
+    assert_eq!(x, y);
+    assert!(
+        x.iter()
+            .all(|l| !l.contains("pass") && !l.contains("secret") && !l.contains("\"pw\"")),
+        "{x:?}"
+    );
+}

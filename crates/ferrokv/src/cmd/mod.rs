@@ -1257,8 +1257,13 @@ pub(crate) fn stale_refused(server: &Server) -> bool {
 }
 
 /// Runs command `id` (looked up and checked by [`execute`], or queued by
-/// MULTI): MONITOR feed, the handler, blocked-client signalling, key
-/// events, statistics, slow log and latency. The caller holds the exec gate.
+/// MULTI): the handler, blocked-client signalling, key events,
+/// statistics, slow log and latency, then the MONITOR feed. The caller
+/// holds the exec gate.
+///
+/// MONITOR sees a command after it ran, in the database it left selected
+/// (Redis 7.0's `call`): EXEC after the commands it ran, SELECT with its
+/// new database.
 pub fn run(
     server: &Arc<Server>,
     client: &mut Client,
@@ -1267,12 +1272,24 @@ pub fn run(
     stats: &ThreadStats,
     id: usize,
 ) {
-    let c = table().all[id];
+    run_command(server, client, out, args, stats, id);
     if server.monitor_count.load(Ordering::Relaxed) > 0
-        && c.flags & (flags::SKIP_MONITOR | flags::ADMIN) == 0
+        && table().all[id].flags & (flags::SKIP_MONITOR | flags::ADMIN) == 0
     {
         feed_monitors(server, client, args);
     }
+}
+
+/// [`run`] without the MONITOR feed.
+fn run_command(
+    server: &Arc<Server>,
+    client: &mut Client,
+    out: &mut Out,
+    args: &Args<'_>,
+    stats: &ThreadStats,
+    id: usize,
+) {
+    let c = table().all[id];
     client.last_cmd = id;
     // One clock reading per command: the end of one command is the start of
     // the next in the same batch (the connection refreshes `clock_us` when a
@@ -1699,10 +1716,15 @@ fn slowlog_push(server: &Server, client: &Client, args: &Args<'_>, us: u64) {
     let n = args.len();
     let keep = n.min(MAX_ARGS);
     let mut v = Vec::with_capacity(keep);
+    let secret = secret_args(args);
     for i in 0..keep {
         if keep != n && i == keep - 1 {
             v.push(format!("... ({} more arguments)", n - keep + 1).into_bytes());
             break;
+        }
+        if secret.contains(&i) {
+            v.push(b"(redacted)".to_vec());
+            continue;
         }
         let a = args.get(i);
         if a.len() > MAX_ARG_LEN {
@@ -1730,9 +1752,66 @@ fn slowlog_push(server: &Server, client: &Client, args: &Args<'_>, us: u64) {
     }
 }
 
+/// Positions of the arguments MONITOR and SLOWLOG show as `(redacted)`
+/// (Redis 7.0's `redactClientCommandArgument` callers): every argument of
+/// AUTH; the username and password after HELLO's AUTH; MIGRATE's AUTH
+/// password and AUTH2 username and password (options before KEYS); the
+/// value of CONFIG SET masterauth / masteruser / requirepass.
+fn secret_args(args: &Args<'_>) -> Vec<usize> {
+    let name = args.get(0);
+    let n = args.len();
+    let mut v = Vec::new();
+    if name.eq_ignore_ascii_case(b"auth") {
+        v.extend(1..n);
+    } else if name.eq_ignore_ascii_case(b"hello") {
+        let mut j = 2;
+        while j < n {
+            let a = args.get(j);
+            if a.eq_ignore_ascii_case(b"auth") && j + 2 < n {
+                v.extend([j + 1, j + 2]);
+                j += 3;
+            } else if a.eq_ignore_ascii_case(b"setname") && j + 1 < n {
+                j += 2;
+            } else {
+                break;
+            }
+        }
+    } else if name.eq_ignore_ascii_case(b"migrate") {
+        let mut j = 6;
+        while j < n {
+            let a = args.get(j);
+            if a.eq_ignore_ascii_case(b"auth") && j + 1 < n {
+                v.push(j + 1);
+                j += 2;
+            } else if a.eq_ignore_ascii_case(b"auth2") && j + 2 < n {
+                v.extend([j + 1, j + 2]);
+                j += 3;
+            } else if a.eq_ignore_ascii_case(b"keys") {
+                break;
+            } else {
+                j += 1;
+            }
+        }
+    } else if name.eq_ignore_ascii_case(b"config")
+        && n > 1
+        && args.get(1).eq_ignore_ascii_case(b"set")
+    {
+        for j in (2..n.saturating_sub(1)).step_by(2) {
+            let d = args.get(j);
+            if [&b"masterauth"[..], b"masteruser", b"requirepass"]
+                .iter()
+                .any(|s| d.eq_ignore_ascii_case(s))
+            {
+                v.push(j + 1);
+            }
+        }
+    }
+    v
+}
+
 /// Formats a request as MONITOR shows it:
 /// `+<unix.micros> [<db> <addr>] "arg" "arg"` with Redis's escaping
-/// (`sdscatrepr`).
+/// (`sdscatrepr`) and secrets as `"(redacted)"` ([`secret_args`]).
 pub(crate) fn feed_monitors(server: &Server, client: &Client, args: &Args<'_>) {
     let us = server.clock.now_us();
     let mut line = format!(
@@ -1743,9 +1822,14 @@ pub(crate) fn feed_monitors(server: &Server, client: &Client, args: &Args<'_>) {
         client.handle.addr
     )
     .into_bytes();
-    for a in args.iter() {
+    let secret = secret_args(args);
+    for (i, a) in args.iter().enumerate() {
         line.push(b' ');
-        repr(a, &mut line);
+        if secret.contains(&i) {
+            repr(b"(redacted)", &mut line);
+        } else {
+            repr(a, &mut line);
+        }
     }
     line.extend_from_slice(b"\r\n");
     let mons = server.monitors.lock();
