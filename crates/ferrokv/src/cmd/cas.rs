@@ -147,28 +147,10 @@ impl Cond {
 /// DIGEST key: the value's digest as a bulk string, nil when the key does
 /// not exist, WRONGTYPE for a non-string (redis.io/commands/digest).
 fn digest(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let key = args.get(1);
-    let (h, mut shard) = ctx.lock(key);
-    let t = ctx.touch_time();
-    let d = match shard.get(h, key, ctx.now) {
-        None => None,
-        Some(e) => {
-            if let Some(t) = t {
-                t.record(&mut e.lru);
-            }
-            match &e.value {
-                Value::Str(s) => Some(Ok(value_digest(s))),
-                #[allow(unreachable_patterns)]
-                _ => Some(Err(())),
-            }
-        }
-    };
-    drop(shard);
-    ctx.hit(key, d.is_some());
-    match d {
+    match super::strings::read_str(ctx, args.get(1), value_digest) {
         None => ctx.out.null(),
-        Some(Ok(d)) => ctx.out.bulk(&d),
-        Some(Err(())) => ctx.wrongtype(),
+        Some(Some(d)) => ctx.out.bulk(&d),
+        Some(None) => ctx.wrongtype(),
     }
 }
 

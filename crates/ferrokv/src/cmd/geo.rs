@@ -1059,40 +1059,11 @@ fn fail(ctx: &mut Ctx<'_>, args: &Args<'_>, f: Fail) {
     }
 }
 
-/// Looks `key` up for reading (counting a hit or miss, refreshing its LRU
-/// clock) and runs `f` on its sorted set (None when missing). Err(()) after
-/// replying WRONGTYPE.
-fn read<R>(
-    ctx: &mut Ctx<'_>,
-    key: &[u8],
-    f: impl FnOnce(Option<&ZSetValue>) -> R,
-) -> Result<R, ()> {
-    let (h, mut shard) = ctx.lock(key);
-    let t = ctx.touch_time();
-    let r = match shard.get(h, key, ctx.now) {
-        None => {
-            drop(shard);
-            ctx.hit(key, false);
-            return Ok(f(None));
-        }
-        Some(e) => {
-            if let Some(t) = t {
-                t.record(&mut e.lru);
-            }
-            match &e.value {
-                Value::ZSet(z) => f(Some(z)),
-                _ => {
-                    drop(shard);
-                    ctx.hit(key, true);
-                    ctx.wrongtype();
-                    return Err(());
-                }
-            }
-        }
-    };
-    drop(shard);
-    ctx.hit(key, true);
-    Ok(r)
+/// Looks `key` up for reading ([`super::zsets::read`]: counts a hit or
+/// miss, refreshes its LRU clock) and runs `f` on its sorted set (None
+/// when missing). Err(()) after replying WRONGTYPE.
+fn read<R>(ctx: &mut Ctx<'_>, key: &[u8], f: impl Fn(Option<&ZSetValue>) -> R) -> Result<R, ()> {
+    Ok(super::zsets::read(ctx, key, |z, _| f(Some(z)))?.unwrap_or_else(|| f(None)))
 }
 
 /// GEODIST key member1 member2 [M|KM|FT|MI]: the distance as a bulk string

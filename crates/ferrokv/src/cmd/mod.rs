@@ -1358,7 +1358,7 @@ fn run_command(
     // db::blocking::set_hold) are served now that it is over.
     // EXEC and EVAL are not write commands themselves: the clients they
     // serve are recorded as background units (a unit of their own each).
-    if !prop && !tx::in_exec() && !scripting::in_script() {
+    if !prop && server.keyspace.any_waiters() && !tx::in_exec() && !scripting::in_script() {
         let held = crate::db::blocking::take_stashed();
         if !held.is_empty() {
             let own = server.propagation.on() && !crate::propagate::Stream::in_write_context();

@@ -765,11 +765,17 @@ fn getex(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 
 // ---------------------------------------------------------------- multi-key
 
-/// (db, hash) of every `step`-th argument from 1: the shards a multi-key
-/// command locks together.
-fn key_hashes(ctx: &Ctx<'_>, args: &Args<'_>, step: usize) -> Vec<(usize, u64)> {
+/// (db, hash) of every `step`-th argument from `from` up to `to`
+/// (exclusive): the shards a multi-key command locks together.
+fn key_hashes(
+    ctx: &Ctx<'_>,
+    args: &Args<'_>,
+    from: usize,
+    to: usize,
+    step: usize,
+) -> Vec<(usize, u64)> {
     let db = ctx.client.db;
-    (1..args.len())
+    (from..to)
         .step_by(step)
         .map(|i| (db, hash_key(args.get(i))))
         .collect()
@@ -779,7 +785,7 @@ fn key_hashes(ctx: &Ctx<'_>, args: &Args<'_>, step: usize) -> Vec<(usize, u64)> 
 /// and for keys of another type. Atomic: all shards locked together.
 fn mget(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let db = ctx.client.db;
-    let hashes = key_hashes(ctx, args, 1);
+    let hashes = key_hashes(ctx, args, 1, args.len(), 1);
     let mut locks = ctx.server.keyspace.lock_keys(&hashes);
     let t = ctx.touch_time();
     let (mut hits, mut misses) = (0, 0);
@@ -816,47 +822,92 @@ fn mset_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, nx: bool) {
             "ERR wrong number of arguments for '{name}' command"
         ));
     }
-    let db = ctx.client.db;
-    let hashes = key_hashes(ctx, args, 2);
-    let mut locks = ctx.server.keyspace.lock_keys(&hashes);
-    let now = ctx.now;
+    let spec = Pairs {
+        nx,
+        ..Pairs::default()
+    };
+    let set = set_pairs(ctx, args, 1, (args.len() - 1) / 2, spec);
     if nx {
-        for (i, &(_, h)) in hashes.iter().enumerate() {
-            if locks
-                .shard(db, h)
-                .get(h, args.get(1 + 2 * i), now)
-                .is_some()
-            {
-                drop(locks);
-                return ctx.out.int(0);
-            }
-        }
-    }
-    for (i, &(_, h)) in hashes.iter().enumerate() {
-        let key = args.get(1 + 2 * i);
-        let v = super::arg_str_value(args, 2 + 2 * i);
-        let shard = locks.shard(db, h);
-        // Expire a stale entry first so expired_keys counts it, as Redis's
-        // lookup inside setKey does.
-        shard.get(h, key, now);
-        if shard
-            .insert(
-                h,
-                key,
-                Entry::new(Value::Str(v), ctx.server.keyspace.lru.initial(now)),
-            )
-            .is_none()
-        {
-            ctx.notify(key, NEW, "new");
-        }
-        ctx.modified(key, STRING, "set");
-    }
-    drop(locks);
-    if nx {
-        ctx.out.int(1);
+        ctx.out.int(set as i64);
     } else {
         ctx.out.ok();
     }
+}
+
+/// How [`set_pairs`] stores its pairs.
+#[derive(Default)]
+struct Pairs {
+    /// Nothing is stored when any key exists (MSETNX, MSETEX NX).
+    nx: bool,
+    /// Nothing is stored when any key is missing (MSETEX XX).
+    xx: bool,
+    /// Absolute expiry (ms) of every key; None: no TTL, or with
+    /// `keepttl` each key keeps its own.
+    expire_at: Option<u64>,
+    keepttl: bool,
+    /// Record each key as `SET key value [PXAT ms|KEEPTTL]` (MSETEX's
+    /// rewrite for the AOF and replicas) instead of the command itself.
+    rewrite: bool,
+}
+
+/// Stores the `n` key/value pairs at `args[first..]` atomically, their
+/// shards locked together (MSET, MSETNX, MSETEX); a repeated key takes its
+/// last value. Returns false, storing nothing, when `nx`/`xx` refuse. A
+/// stale entry is expired first so expired_keys counts it, as Redis's
+/// lookup inside setKey does. Events: `new`, `set`, and `expire` when a
+/// TTL is given.
+fn set_pairs(ctx: &mut Ctx<'_>, args: &Args<'_>, first: usize, n: usize, spec: Pairs) -> bool {
+    let db = ctx.client.db;
+    let hashes = key_hashes(ctx, args, first, first + 2 * n, 2);
+    let mut locks = ctx.server.keyspace.lock_keys(&hashes);
+    let now = ctx.now;
+    if spec.nx || spec.xx {
+        let refused = hashes.iter().enumerate().any(|(i, &(_, h))| {
+            let found = locks
+                .shard(db, h)
+                .get(h, args.get(first + 2 * i), now)
+                .is_some();
+            found == spec.nx
+        });
+        if refused {
+            return false;
+        }
+    }
+    let pxat = spec
+        .expire_at
+        .map(|at| itoa::Buffer::new().format(at).to_string());
+    let record = spec.rewrite && ctx.server.propagation.on();
+    for (i, &(_, h)) in hashes.iter().enumerate() {
+        let (key, val) = (args.get(first + 2 * i), args.get(first + 1 + 2 * i));
+        let shard = locks.shard(db, h);
+        shard.get(h, key, now);
+        let at = match spec.expire_at {
+            Some(at) => at,
+            None if spec.keepttl => shard.expire_at(h, key),
+            None => 0,
+        };
+        let entry = Entry::new(
+            Value::Str(super::arg_str_value(args, first + 1 + 2 * i)),
+            ctx.server.keyspace.lru.initial(now),
+        );
+        if shard.insert_with_expire(h, key, entry, at).is_none() {
+            ctx.notify(key, NEW, "new");
+        }
+        ctx.modified(key, STRING, "set");
+        if spec.expire_at.is_some() {
+            ctx.notify(key, GENERIC, "expire");
+        }
+        if record {
+            let mut argv: Vec<&[u8]> = vec![b"SET", key, val];
+            if let Some(ms) = &pxat {
+                argv.extend([&b"PXAT"[..], ms.as_bytes()]);
+            } else if spec.keepttl {
+                argv.push(b"KEEPTTL");
+            }
+            crate::propagate::rewrite_more(&argv);
+        }
+    }
+    true
 }
 
 /// MSETEX numkeys key value [key value ...] [NX|XX] [EX s|PX ms|EXAT
@@ -887,60 +938,15 @@ pub(super) fn msetex(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             None => return,
         }
     }
-    let db = ctx.client.db;
-    let hashes: Vec<(usize, u64)> = (0..n)
-        .map(|i| (db, hash_key(args.get(2 + 2 * i))))
-        .collect();
-    let mut locks = ctx.server.keyspace.lock_keys(&hashes);
-    let now = ctx.now;
-    if o.nx || o.xx {
-        let refused = hashes.iter().enumerate().any(|(i, &(_, h))| {
-            let found = locks
-                .shard(db, h)
-                .get(h, args.get(2 + 2 * i), now)
-                .is_some();
-            found == o.nx
-        });
-        if refused {
-            drop(locks);
-            return ctx.out.int(0);
-        }
-    }
-    let pxat = expire_at.map(|at| itoa::Buffer::new().format(at).to_string());
-    let recording = ctx.server.propagation.on();
-    for (i, &(_, h)) in hashes.iter().enumerate() {
-        let (key, val) = (args.get(2 + 2 * i), args.get(3 + 2 * i));
-        let shard = locks.shard(db, h);
-        // Expire a stale entry first so expired_keys counts it.
-        shard.get(h, key, now);
-        let at = match expire_at {
-            Some(at) => at,
-            None if o.keepttl => shard.expire_at(h, key),
-            None => 0,
-        };
-        let entry = Entry::new(
-            Value::Str(super::arg_str_value(args, 3 + 2 * i)),
-            ctx.server.keyspace.lru.initial(now),
-        );
-        if shard.insert_with_expire(h, key, entry, at).is_none() {
-            ctx.notify(key, NEW, "new");
-        }
-        ctx.modified(key, STRING, "set");
-        if expire_at.is_some() {
-            ctx.notify(key, GENERIC, "expire");
-        }
-        if recording {
-            let mut argv: Vec<&[u8]> = vec![b"SET", key, val];
-            if let Some(ms) = &pxat {
-                argv.extend([&b"PXAT"[..], ms.as_bytes()]);
-            } else if o.keepttl {
-                argv.push(b"KEEPTTL");
-            }
-            crate::propagate::rewrite_more(&argv);
-        }
-    }
-    drop(locks);
-    ctx.out.int(1);
+    let spec = Pairs {
+        nx: o.nx,
+        xx: o.xx,
+        expire_at,
+        keepttl: o.keepttl,
+        rewrite: true,
+    };
+    let set = set_pairs(ctx, args, 2, n, spec);
+    ctx.out.int(set as i64);
 }
 
 /// MSET key value [key value ...]: +OK; every key set atomically, TTLs
@@ -1006,24 +1012,35 @@ fn append(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 
 /// STRLEN key: the length of the value, 0 for a missing key.
 fn strlen(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let key = args.get(1);
+    match read_str(ctx, args.get(1), StrValue::len) {
+        None => ctx.out.int(0),
+        Some(Some(n)) => ctx.out.int(n as i64),
+        Some(None) => ctx.wrongtype(),
+    }
+}
+
+/// Looks `key` up for reading (`lookupKeyRead`: counts a hit or miss,
+/// refreshes the LRU clock) and runs `f` on its string: None when the key
+/// is missing, Some(None) when it holds another type (the caller replies
+/// WRONGTYPE). The shard is unlocked before the hit is counted.
+pub(super) fn read_str<R>(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    f: impl FnOnce(&StrValue) -> R,
+) -> Option<Option<R>> {
     let (h, mut shard) = ctx.lock(key);
     let t = ctx.touch_time();
     let r = shard.get(h, key, ctx.now).map(|e| {
         touch(e, t);
         match &e.value {
-            Value::Str(s) => Some(s.len()),
+            Value::Str(s) => Some(f(s)),
             #[allow(unreachable_patterns)]
             _ => None,
         }
     });
     drop(shard);
     ctx.hit(key, r.is_some());
-    match r {
-        None => ctx.out.int(0),
-        Some(Some(n)) => ctx.out.int(n as i64),
-        Some(None) => ctx.wrongtype(),
-    }
+    r
 }
 
 // ---------------------------------------------------------------- counters

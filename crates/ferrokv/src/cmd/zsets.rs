@@ -581,7 +581,7 @@ pub fn pop_reply(out: &mut Out, key: Option<&[u8]>, items: &[(Vec<u8>, f64)], ne
 /// Looks `key` up for reading (`lookupKeyRead`: counts a hit or miss,
 /// refreshes the LRU clock) and runs `f` on the sorted set. Ok(None) when
 /// the key is missing; Err(()) after replying WRONGTYPE.
-fn read<R>(
+pub(super) fn read<R>(
     ctx: &mut Ctx<'_>,
     key: &[u8],
     f: impl FnOnce(&ZSetValue, &mut Out) -> R,
