@@ -1170,7 +1170,47 @@ pub fn execute(
     };
     run(server, client, out, args, stats, id);
     drop(gate);
+    if EVICT_AFTER.with(|e| e.replace(false)) {
+        evict_now(server, client);
+    }
     finish_reply(client, out, reply_start);
+}
+
+thread_local! {
+    static EVICT_AFTER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// False for a replica ignoring maxmemory (replica-ignore-maxmemory yes,
+/// the default), which evicts nothing: its master's DELs keep it in step
+/// (Redis's performEvictions); and for the master's own writes, never
+/// refused.
+fn evicts_for(server: &Server, client: &Client) -> bool {
+    !(client.is_master
+        || (server.repl.backlog.replica_mode()
+            && server.repl.ignore_maxmemory.load(Ordering::Relaxed)))
+}
+
+/// Asks for an eviction on this thread once the running command is over
+/// and its gate released (CONFIG SET maxmemory below the memory in use:
+/// Redis's updateMaxmemory runs performEvictions at once), so the evictions
+/// precede the client's next command.
+pub fn evict_after_command() {
+    EVICT_AFTER.with(|e| e.set(true));
+}
+
+/// Evicts now, as before a command ([`oom_refused`]'s rules: not on a
+/// replica ignoring maxmemory, not while a script is busy); what the time
+/// budget leaves goes on in the background.
+fn evict_now(server: &Arc<Server>, client: &Client) {
+    if !evicts_for(server, client) || server.scripts.busy() {
+        return;
+    }
+    if crate::evict::perform(&server.evict_env()) == crate::evict::Outcome::Running {
+        crate::server::evict_in_background(server);
+    }
+    if crate::events::pending() {
+        crate::events::drain(&**server);
+    }
 }
 
 /// The cluster routing check of a request (cluster/mod.rs `route`): the
@@ -1477,13 +1517,7 @@ fn oom_refused(
     cflags: u64,
     is_exec: bool,
 ) -> bool {
-    // A replica ignoring maxmemory (replica-ignore-maxmemory yes, the
-    // default) evicts nothing: its master's DELs keep it in step (Redis's
-    // performEvictions). Its master's writes are never refused.
-    if client.is_master
-        || (server.repl.backlog.replica_mode()
-            && server.repl.ignore_maxmemory.load(Ordering::Relaxed))
-    {
+    if !evicts_for(server, client) {
         return false;
     }
     // No eviction while a script is past busy-reply-threshold (evict.c

@@ -187,7 +187,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         let (max, used) = (ctx.server.evict.maxmemory(), crate::evict::used_memory());
         if max != 0 && max < used {
             tracing::warn!("WARNING: the new maxmemory value set via CONFIG SET ({max}) is smaller than the current memory usage ({used}). This will result in key eviction and/or the inability to accept new write commands depending on the maxmemory-policy.");
-            crate::server::evict_in_background(ctx.server);
+            crate::cmd::evict_after_command();
         }
     }
     ctx.out.ok();
