@@ -162,6 +162,10 @@ fn render_obl(d: &Directive, v: &str) -> String {
 const SANITIZE: &[&str] = &["no", "yes", "clients"];
 
 const REPL_DISKLESS_LOAD: &[&str] = &["disabled", "on-empty-db", "swapdb"];
+/// Values of `rdb-version` (ferrokv's own directive): the RDB format
+/// version written in RDB files, DUMP payloads and the replication
+/// full-sync payload (persist::rdb::RDB_VERSIONS_WRITTEN).
+const RDB_VERSIONS: &[&str] = &["10", "11", "12"];
 /// Values of `hello-server-name`.
 const HELLO_SERVER_NAMES: &[&str] = &["redis", "ferrokv"];
 
@@ -522,6 +526,7 @@ pub static DIRECTIVES: &[Directive] = &[
     ),
     d("protected-mode", Kind::Bool, "yes", true),
     d("rdb-del-sync-files", Kind::Bool, "no", true),
+    d("rdb-version", Kind::Enum(RDB_VERSIONS), "10", true),
     d(
         "rdb-key-save-delay",
         Kind::Int {
