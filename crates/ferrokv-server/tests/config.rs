@@ -224,6 +224,7 @@ fn config_get_set_parity_with_redis() {
         "memcached-port",
         "memcached-unixsocket",
         "memcached-unixsocketperm",
+        "rdb-version",
     ];
     let mut ours = names(&mut p.a, "*");
     let theirs = names(&mut p.b, "*");

@@ -180,6 +180,10 @@ pub const HIDDEN: &[&str] = &[
     "watchdog-period",
 ];
 
+/// Values of `rdb-version` (ferrokv's own directive): the RDB format
+/// version written in RDB files, DUMP payloads and the replication
+/// full-sync payload (persist::rdb::RDB_VERSIONS_WRITTEN).
+const RDB_VERSIONS: &[&str] = &["10", "11", "12"];
 /// Values of `hello-server-name`.
 const HELLO_SERVER_NAMES: &[&str] = &["redis", "ferrokv"];
 
@@ -540,6 +544,7 @@ pub static DIRECTIVES: &[Directive] = &[
     ),
     d("protected-mode", Kind::Bool, "yes", true),
     d("rdb-del-sync-files", Kind::Bool, "no", true),
+    d("rdb-version", Kind::Enum(RDB_VERSIONS), "10", true),
     d(
         "rdb-key-save-delay",
         Kind::Int {

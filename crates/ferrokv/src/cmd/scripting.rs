@@ -1171,7 +1171,8 @@ fn function_flush(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 }
 
 fn function_dump(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
-    let payload = ctx.server.scripts.functions.lock().dump();
+    let version = crate::persist::rdb::dump_opts(ctx.server).version;
+    let payload = ctx.server.scripts.functions.lock().dump(version);
     ctx.out.bulk(&payload);
 }
 

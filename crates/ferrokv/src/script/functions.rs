@@ -212,14 +212,15 @@ impl Functions {
     }
 
     /// FUNCTION DUMP's payload (functions.c `functionDumpCommand`): a
-    /// FUNCTION2 record per library, the RDB version and the CRC64.
-    pub fn dump(&self) -> Vec<u8> {
+    /// FUNCTION2 record per library, the RDB version `version` (the
+    /// `rdb-version` directive's) and the CRC64.
+    pub fn dump(&self, version: u16) -> Vec<u8> {
         let mut b = Vec::new();
         for lib in &self.libraries {
             b.push(crate::persist::rdb::RDB_OPCODE_FUNCTION2);
             crate::persist::rdb::write::put_string(&mut b, &lib.code, true);
         }
-        crate::persist::rdb::seal_payload(&mut b);
+        crate::persist::rdb::seal_payload(&mut b, version);
         b
     }
 

@@ -83,6 +83,7 @@ pub fn load_at_startup(
                 name: p.fname.clone(),
                 seq: 1,
                 kind: b'b',
+                ..Default::default()
             }),
             base_seq: 1,
             ..Default::default()
@@ -131,6 +132,7 @@ pub fn load_at_startup(
             name: format!("{}.{}.incr.aof", p.fname, m.incr_seq),
             seq: m.incr_seq,
             kind: b'i',
+            ..Default::default()
         });
     }
     let last = m.incrs.last().cloned().expect("one incr file");
@@ -148,6 +150,7 @@ pub fn load_at_startup(
             name: base_name(&p.fname, m.base_seq, preamble),
             seq: m.base_seq,
             kind: b'b',
+            ..Default::default()
         };
         let bpath = p.dir.join(&base.name);
         (|| {
@@ -265,7 +268,8 @@ pub fn load_file(
     let data = std::fs::read(path)
         .map_err(|e| format!("Unrecoverable error reading the append only file {name}: {e}"))?;
     let mut pos = 0usize;
-    if data.starts_with(b"REDIS") {
+    // Valkey 9 writes its preambles as `VALKEY080`.
+    if data.starts_with(b"REDIS") || data.starts_with(b"VALKEY") {
         tracing::info!("Reading RDB base file on AOF loading...");
         pos = read_rdb_base(server, &data).map_err(|e| {
             format!("Error reading the RDB base file {name}, AOF loading aborted: {e}")

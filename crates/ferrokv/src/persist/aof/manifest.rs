@@ -5,6 +5,14 @@
 //! paths of the AOF directory and file names, and the atomic replacement
 //! of the manifest on disk (temp file, fsync, rename, fsync of the
 //! directory).
+//!
+//! Later servers' manifests load too. Redis 7.2, Valkey 7.2 to 9.x write
+//! the 7.0 lines; Redis 8.x adds `startoffset <n>` (and, once the file is
+//! closed, `endoffset <n>`) to a file's line: the replication offsets the
+//! file starts and ends at (aof.c `aofInfoFormat`). They are read, kept
+//! and written back as Redis writes them; ferrokv itself never sets them.
+//! Any other key is ignored, as Redis's parser does ("for forward
+//! compatibility").
 
 use crate::persist::Host;
 use crate::resp::Args;
@@ -13,7 +21,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// One line of the manifest.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FileInfo {
     /// File name inside the AOF directory.
     pub name: String,
@@ -21,6 +29,12 @@ pub struct FileInfo {
     pub seq: i64,
     /// `b` base, `i` incr, `h` history.
     pub kind: u8,
+    /// `startoffset` (Redis 8.x): the replication offset the file starts
+    /// at, when the manifest says.
+    pub start_offset: Option<i64>,
+    /// `endoffset` (Redis 8.x): the replication offset the file ends at,
+    /// when the manifest says (written only with a start offset).
+    pub end_offset: Option<i64>,
 }
 
 /// The manifest: which files make up the AOF, in load order.
@@ -74,6 +88,13 @@ impl Manifest {
                 return Err(fail("Invalid AOF manifest file format"));
             }
             let (mut name, mut seq, mut kind) = (None, 0i64, 0u8);
+            let (mut start_offset, mut end_offset) = (None, None);
+            let num = |v: &[u8]| -> i64 {
+                std::str::from_utf8(v)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(0)
+            };
             for kv in argv.chunks(2) {
                 let k = String::from_utf8_lossy(&kv[0]).to_ascii_lowercase();
                 match k.as_str() {
@@ -91,13 +112,21 @@ impl Manifest {
                             .unwrap_or(0)
                     }
                     "type" => kind = kv[1].first().copied().unwrap_or(0),
+                    "startoffset" => start_offset = Some(num(&kv[1])),
+                    "endoffset" => end_offset = Some(num(&kv[1])),
                     _ => {}
                 }
             }
             let (Some(name), true, true) = (name, seq != 0, kind != 0) else {
                 return Err(fail("Invalid AOF manifest file format"));
             };
-            let fi = FileInfo { name, seq, kind };
+            let fi = FileInfo {
+                name,
+                seq,
+                kind,
+                start_offset,
+                end_offset,
+            };
             match kind {
                 b'b' => {
                     if m.base.is_some() {
@@ -133,9 +162,16 @@ impl Manifest {
                 String::from_utf8_lossy(&q).into_owned()
             };
             s.push_str(&format!(
-                "file {} seq {} type {}\n",
+                "file {} seq {} type {}",
                 name, f.seq, f.kind as char
             ));
+            if let Some(start) = f.start_offset.filter(|&o| o != -1) {
+                s.push_str(&format!(" startoffset {start}"));
+                if let Some(end) = f.end_offset.filter(|&o| o != -1) {
+                    s.push_str(&format!(" endoffset {end}"));
+                }
+            }
+            s.push('\n');
         };
         if let Some(b) = &self.base {
             line(&mut s, b);
@@ -207,6 +243,20 @@ mod tests {
         assert_eq!(m.base_seq, 1);
         assert_eq!(m.incr_seq, 2);
         assert_eq!(m.format().as_bytes(), text);
+    }
+
+    #[test]
+    fn manifest_of_redis_8_keeps_offsets() {
+        let text = b"file appendonly.aof.1.base.rdb seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type h startoffset 0 endoffset 120\nfile appendonly.aof.2.incr.aof seq 2 type i startoffset 120\nfile appendonly.aof.3.incr.aof seq 3 type i future-key x\n";
+        let m = Manifest::parse(text).unwrap();
+        assert_eq!(m.history[0].end_offset, Some(120));
+        assert_eq!(m.incrs[0].start_offset, Some(120));
+        assert_eq!(m.incrs.len(), 2);
+        let again = Manifest::parse(m.format().as_bytes()).unwrap();
+        assert_eq!(again, m);
+        assert!(m
+            .format()
+            .contains("seq 1 type h startoffset 0 endoffset 120\n"));
     }
 
     #[test]

@@ -113,6 +113,7 @@ fn rewrite(server: &Arc<impl Host>) -> std::io::Result<()> {
             name: format!("{}.{}.incr.aof", p.fname, m.incr_seq),
             seq: m.incr_seq,
             kind: b'i',
+            ..Default::default()
         };
         let f = OpenOptions::new()
             .create(true)
@@ -170,6 +171,7 @@ fn rewrite(server: &Arc<impl Host>) -> std::io::Result<()> {
         name: base_name(&p.fname, m.base_seq, preamble),
         seq: m.base_seq,
         kind: b'b',
+        ..Default::default()
     };
     std::fs::rename(&tmp, p.dir.join(&base.name))?;
     let mut history = std::mem::take(&mut m.history);

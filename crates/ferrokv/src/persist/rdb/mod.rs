@@ -1,15 +1,18 @@
-//! RDB snapshots: Redis 7.0's file format (RDB version 10), saving (SAVE,
-//! BGSAVE, save points, shutdown), loading (start-up, DEBUG RELOAD) and the
-//! DUMP / RESTORE payload, after Redis's rdb.c and cluster.c.
+//! RDB snapshots: Redis 7.0's file format (RDB version 10 by default),
+//! saving (SAVE, BGSAVE, save points, shutdown), loading (start-up, DEBUG
+//! RELOAD) and the DUMP / RESTORE payload, after Redis's rdb.c and
+//! cluster.c.
 //!
 //! # File layout
-//! `REDIS0010`, AUX fields (redis-ver, redis-bits, ctime, used-mem,
-//! aof-base), then per non-empty database SELECTDB and RESIZEDB followed by
-//! its keys (each optionally preceded by EXPIRETIME_MS), EOF and the CRC64
-//! (Jones polynomial, `crc::CRC_64_REDIS`) of everything before it, little
+//! `REDIS0010` (or `REDIS0011` / `REDIS0012` under `rdb-version`), AUX
+//! fields (redis-ver, redis-bits, ctime, used-mem, aof-base), then per
+//! non-empty database SELECTDB and RESIZEDB followed by its keys (each
+//! optionally preceded by EXPIRETIME_MS), EOF and the CRC64 (Jones
+//! polynomial, `crc::CRC_64_REDIS`) of everything before it, little
 //! endian; 0 when `rdbchecksum no`. Value encodings written: see
-//! `write.rs`. The loader reads every type Redis 7.0 writes and the
-//! older ones real dumps hold:
+//! `write.rs`. The loader reads every type Redis 7.0 to 8.x and Valkey 7.2
+//! to 9.0 write that ferrokv can represent, and the older ones real dumps
+//! hold:
 //!
 //! | type | accepted encodings |
 //! |---|---|
@@ -18,13 +21,21 @@
 //! | set | SET, SET_INTSET, SET_LISTPACK (Redis 7.2) |
 //! | sorted set | ZSET_2, ZSET, ZSET_ZIPLIST, ZSET_LISTPACK |
 //! | hash | HASH, HASH_ZIPMAP, HASH_ZIPLIST, HASH_LISTPACK |
+//! | stream | STREAM_LISTPACKS (Redis 5), _2 (7.0), _3 (7.2) |
 //!
-//! Streams and module values stop the load with an error naming the key.
-//! Opcodes AUX, RESIZEDB, SELECTDB, EXPIRETIME(_MS), IDLE and FREQ are
-//! understood; FUNCTION2 records load function libraries (and are written
-//! before the keys), MODULE_AUX is an error.
-//! Keys whose TTL has passed are skipped (and counted). Files of RDB
-//! version 1 to 11 are accepted.
+//! # Versions
+//! Files `REDIS0001` to `REDIS0012` load (11: Redis 7.2, Valkey 7.2 to
+//! 8.x; 12: Redis 7.4 to 8.x), and Valkey 9.0's `VALKEY080`; any other
+//! version is refused with Redis's "Can't handle RDB format version N".
+//! Hashes with field expiration (Redis 7.4's types 22 to 25, Valkey 9.0's
+//! type 22) stop the load with an error naming the key and the type
+//! ([`read::unsupported_type`]), as does any type no version defines;
+//! module values likewise. Opcodes AUX, RESIZEDB, SELECTDB,
+//! EXPIRETIME(_MS), IDLE and FREQ are understood; SLOT_INFO (Redis 7.4+
+//! cluster sizing hints) is skipped; FUNCTION2 records load function
+//! libraries (and are written before the keys); MODULE_AUX and Valkey 9's
+//! SLOT_IMPORT (a slot migration in progress) are errors. Keys whose TTL
+//! has passed are skipped (and counted).
 //!
 //! # BGSAVE without fork
 //! A background thread walks the databases shard by shard; each shard is
@@ -58,10 +69,20 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use write::{put_aux, put_key, put_len, WriteOpts};
 
-/// RDB format version written (Redis 7.0).
+/// RDB format version written by default (Redis 7.0; the `rdb-version`
+/// directive chooses 11 or 12 instead).
 pub const RDB_VERSION: u16 = 10;
-/// Newest version read (Redis 7.2 files load too).
-pub const RDB_VERSION_MAX_READ: u16 = 11;
+/// Newest version of Redis's format read (12: Redis 7.4 to 8.x; 11:
+/// Redis 7.2, Valkey 7.2 to 8.x).
+pub const RDB_VERSION_MAX_READ: u16 = 12;
+/// The versions the `rdb-version` directive may choose.
+pub const RDB_VERSIONS_WRITTEN: [u16; 3] = [10, 11, 12];
+/// Valkey 9.0's format version, read from files with the `VALKEY080`
+/// signature and from DUMP payloads whose trailer says 80 (Valkey's rdb.h:
+/// versions 12 to 79 are Redis's, Valkey's own start at 80). Its layout is
+/// version 11's plus [`RDB_TYPE_VALKEY_HASH_2`] and
+/// [`RDB_OPCODE_SLOT_IMPORT`]; Valkey 9.2's version 81 is refused.
+pub const RDB_VERSION_VALKEY_9: u16 = 80;
 
 /// Value type: string.
 pub const RDB_TYPE_STRING: u8 = 0;
@@ -103,8 +124,31 @@ pub const RDB_TYPE_LIST_QUICKLIST_2: u8 = 18;
 pub const RDB_TYPE_STREAM_LISTPACKS_2: u8 = 19;
 /// Value type: set as a listpack (Redis 7.2).
 pub const RDB_TYPE_SET_LISTPACK: u8 = 20;
-/// Value type: stream (Redis 7.2).
+/// Value type: stream (Redis 7.2): consumers carry their active time.
 pub const RDB_TYPE_STREAM_LISTPACKS_3: u8 = 21;
+/// Value type: hash with field expiration, metadata form, of the Redis 7.4
+/// release candidates (ferrokv cannot load it yet).
+pub const RDB_TYPE_HASH_METADATA_PRE_GA: u8 = 22;
+/// Value type: hash with field expiration as a listpack, of the Redis 7.4
+/// release candidates (ferrokv cannot load it yet).
+pub const RDB_TYPE_HASH_LISTPACK_EX_PRE_GA: u8 = 23;
+/// Value type: hash with field expiration, metadata form (Redis 7.4+;
+/// ferrokv cannot load it yet).
+pub const RDB_TYPE_HASH_METADATA: u8 = 24;
+/// Value type: hash with field expiration as a listpack (Redis 7.4+;
+/// ferrokv cannot load it yet).
+pub const RDB_TYPE_HASH_LISTPACK_EX: u8 = 25;
+/// Value type 22 in Valkey's own format (version 80+): a hash with field
+/// expiration (Valkey 9.0's `RDB_TYPE_HASH_2`; ferrokv cannot load it yet).
+pub const RDB_TYPE_VALKEY_HASH_2: u8 = 22;
+
+/// Opcode of Valkey 9.0 files (version 80+): an atomic slot migration in
+/// progress (`RDB_OPCODE_SLOT_IMPORT`), which ferrokv cannot resume; a
+/// load stops on it.
+pub const RDB_OPCODE_SLOT_IMPORT: u8 = 243;
+/// Opcode (Redis 7.4+, cluster mode): slot id, its key count and its
+/// volatile key count, three lengths; a sizing hint, skipped.
+pub const RDB_OPCODE_SLOT_INFO: u8 = 244;
 
 /// Opcode: a function library (Redis 7.0).
 pub const RDB_OPCODE_FUNCTION2: u8 = 245;
@@ -149,6 +193,57 @@ pub const QUICKLIST_NODE_CONTAINER_PACKED: u64 = 2;
 /// CRC-64/REDIS (crc64.c: Jones polynomial, reflected, init 0).
 pub static CRC64: crc::Crc<u64, crc::Table<16>> =
     crc::Crc::<u64, crc::Table<16>>::new(&crc::CRC_64_REDIS);
+
+/// Whose numbering a file or payload follows for the types and opcodes
+/// the two lines of servers assigned differently after version 11 (Valkey's
+/// rdb.h: `RDB_FOREIGN_TYPE_MIN` 22 to `RDB_FOREIGN_TYPE_MAX` 243).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dialect {
+    /// `REDIS0001` to `REDIS0012` files, payloads of versions 1 to 12.
+    #[default]
+    Redis,
+    /// `VALKEY080` files, payloads of version 80 (Valkey 9.0).
+    Valkey,
+}
+
+impl Dialect {
+    /// The dialect of a DUMP payload of RDB version `ver` (it carries no
+    /// signature: Valkey's versions start at 80).
+    pub fn of_payload(ver: u16) -> Dialect {
+        if ver >= RDB_VERSION_VALKEY_9 {
+            Dialect::Valkey
+        } else {
+            Dialect::Redis
+        }
+    }
+}
+
+/// Reads the 9-byte signature of an RDB file (rdbLoadRioWithLoadingCtx):
+/// `REDIS` and four digits, or Valkey 9's `VALKEY` and three digits.
+/// Returns the dialect and version, None when it is neither.
+pub fn parse_signature(magic: &[u8; 9]) -> Option<(Dialect, u16)> {
+    let (d, digits) = if &magic[..5] == b"REDIS" {
+        (Dialect::Redis, &magic[5..])
+    } else if &magic[..6] == b"VALKEY" {
+        (Dialect::Valkey, &magic[6..])
+    } else {
+        return None;
+    };
+    if !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let ver = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    Some((d, ver))
+}
+
+/// True when ferrokv reads files (or payloads) of version `ver` in
+/// dialect `d`: Redis's 1 to 12, Valkey's 80.
+pub fn version_readable(d: Dialect, ver: u16) -> bool {
+    match d {
+        Dialect::Redis => (1..=RDB_VERSION_MAX_READ).contains(&ver),
+        Dialect::Valkey => ver == RDB_VERSION_VALKEY_9,
+    }
+}
 
 /// A load error: what is wrong and the byte offset where it was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -290,9 +385,21 @@ fn write_opts(server: &impl Host) -> (WriteOpts, bool) {
         WriteOpts {
             compress: c.get_bool("rdbcompression"),
             list_fill: c.get_i64("list-max-listpack-size"),
+            version: rdb_version(&c),
         },
         c.get_bool("rdbchecksum"),
     )
+}
+
+/// The RDB version the `rdb-version` directive chooses (10, 11 or 12;
+/// anything else, which the directive refuses, reads as 10).
+pub fn rdb_version(c: &crate::config::Config) -> u16 {
+    let v = c.get_i64("rdb-version") as u16;
+    if RDB_VERSIONS_WRITTEN.contains(&v) {
+        v
+    } else {
+        RDB_VERSION
+    }
 }
 
 /// Serialises the keys of `shard` (locked) in RDB form into `b`, leaving
@@ -362,14 +469,14 @@ pub fn write_snapshot_from<W: Write>(
     ctl: SaveCtl<'_>,
     src: &mut ShardSource<'_>,
 ) -> std::io::Result<(u64, u64)> {
-    let (_, checksum) = write_opts(server);
+    let (opts, checksum) = write_opts(server);
     let mut out = CrcWriter {
         w,
         crc: CRC64.digest(),
         n: 0,
     };
     let mut b = Vec::with_capacity(1 << 16);
-    b.extend_from_slice(format!("REDIS{RDB_VERSION:04}").as_bytes());
+    b.extend_from_slice(format!("REDIS{:04}", opts.version).as_bytes());
     put_aux(&mut b, "redis-ver", crate::REDIS_VERSION.as_bytes());
     put_aux(&mut b, "redis-bits", b"64");
     put_aux(&mut b, "ctime", (now_ms() / 1000).to_string().as_bytes());
@@ -494,16 +601,12 @@ pub fn load<R: Read>(server: &impl Host, r: R, opts: LoadOpts) -> Result<LoadSta
         msg: format!("not an RDB file: {}", e.msg),
         ..e
     })?;
-    if &magic[..5] != b"REDIS" {
-        return Err(rd.err("Wrong signature trying to load DB from file"));
-    }
-    let ver: u16 = std::str::from_utf8(&magic[5..])
-        .ok()
-        .and_then(|s| s.parse().ok())
+    let (dialect, ver) = parse_signature(&magic)
         .ok_or_else(|| rd.err("Wrong signature trying to load DB from file"))?;
-    if !(1..=RDB_VERSION_MAX_READ).contains(&ver) {
+    if !version_readable(dialect, ver) {
         return Err(rd.err(format!("Can't handle RDB format version {ver}")));
     }
+    rd.dialect = dialect;
     let lim = LoadLimits::of(server);
     let ks = &server.keyspace();
     let now = now_ms();
@@ -633,6 +736,26 @@ pub fn load<R: Read>(server: &impl Host, r: R, opts: LoadOpts) -> Result<LoadSta
                     return Err(rd.err(format!(
                     "The RDB file contains AUX module data I can't load: no matching module (module id {id:#x})"
                 )));
+                }
+                RDB_OPCODE_SLOT_INFO => {
+                    // Slot id, its keys, its volatile keys: sizing hints of
+                    // a cluster node (Redis 7.4+), not needed here.
+                    rd.length()?;
+                    rd.length()?;
+                    rd.length()?;
+                    continue;
+                }
+                RDB_OPCODE_SLOT_IMPORT if rd.dialect == Dialect::Valkey => {
+                    return Err(rd.err(
+                        "RDB: the file records an atomic slot migration in progress (Valkey 9.0's RDB_OPCODE_SLOT_IMPORT, opcode 243), which ferrokv cannot resume",
+                    ));
+                }
+                242 | 243 => {
+                    // Opcodes of later formats (Redis 8's KEY_META, Valkey's
+                    // UPDATE): no key follows that could be named.
+                    return Err(rd.err(format!(
+                        "RDB: opcode {op} is not defined by RDB version {ver}, which ferrokv cannot load"
+                    )));
                 }
                 _ => {}
             }
@@ -1003,20 +1126,20 @@ pub fn debug_reload(
 // ------------------------------------------------------------ DUMP/RESTORE
 
 /// A DUMP payload for `v` (dumpCommand / createDumpPayload): the value as
-/// RDB (type byte + body), the RDB version (2 bytes LE) and the CRC64 of
-/// everything before it (8 bytes LE).
+/// RDB (type byte + body), the RDB version `opts.version` (2 bytes LE) and
+/// the CRC64 of everything before it (8 bytes LE).
 pub fn dump_payload(v: &Value, opts: &WriteOpts) -> Vec<u8> {
     let mut b = Vec::new();
     write::put_value(&mut b, v, opts);
-    seal_payload(&mut b);
+    seal_payload(&mut b, opts.version);
     b
 }
 
-/// Ends a DUMP-style payload: appends the RDB version (2 bytes LE) and
-/// the CRC64 of everything before it (8 bytes LE), as createDumpPayload
-/// and FUNCTION DUMP do.
-pub fn seal_payload(b: &mut Vec<u8>) {
-    b.extend_from_slice(&RDB_VERSION.to_le_bytes());
+/// Ends a DUMP-style payload: appends the RDB version `version` (2 bytes
+/// LE) and the CRC64 of everything before it (8 bytes LE), as
+/// createDumpPayload and FUNCTION DUMP do.
+pub fn seal_payload(b: &mut Vec<u8>, version: u16) {
+    b.extend_from_slice(&version.to_le_bytes());
     let crc = CRC64.checksum(b);
     b.extend_from_slice(&crc.to_le_bytes());
 }
@@ -1028,10 +1151,14 @@ pub enum PayloadError {
     VersionOrChecksum,
     /// "Bad data format".
     BadFormat,
+    /// A well-formed value of a type ferrokv cannot represent yet (a hash
+    /// with field expiration); the text names the key and the type.
+    Unsupported(String),
 }
 
 /// Checks a DUMP payload's footer (verifyDumpPayload): at least 10 bytes,
-/// an RDB version not newer than ours, a matching CRC64 unless `skip_crc`
+/// an RDB version ferrokv reads (1 to 12, or Valkey 9's 80: see
+/// [`version_readable`]), a matching CRC64 unless `skip_crc`
 /// (DEBUG SET-SKIP-CHECKSUM-VALIDATION 1, see
 /// [`RdbState::skip_checksum_validation`]).
 pub fn verify_payload(p: &[u8], skip_crc: bool) -> bool {
@@ -1040,7 +1167,8 @@ pub fn verify_payload(p: &[u8], skip_crc: bool) -> bool {
     }
     let n = p.len();
     let ver = u16::from_le_bytes([p[n - 10], p[n - 9]]);
-    if ver > RDB_VERSION_MAX_READ {
+    // Version 0 is what the oldest payloads (Redis 2.6) carry.
+    if ver != 0 && !version_readable(Dialect::of_payload(ver), ver) {
         return false;
     }
     if skip_crc {
@@ -1061,8 +1189,14 @@ pub fn restore_value(server: &impl Host, p: &[u8], key: &[u8]) -> Result<Value, 
     if !verify_payload(p, skip) {
         return Err(PayloadError::VersionOrChecksum);
     }
-    let mut rd = Reader::new(&p[..p.len() - 10]);
+    let n = p.len();
+    let ver = u16::from_le_bytes([p[n - 10], p[n - 9]]);
+    let mut rd = Reader::new(&p[..n - 10]);
+    rd.dialect = Dialect::of_payload(ver);
     let ty = rd.u8().map_err(|_| PayloadError::BadFormat)?;
+    if let Some(msg) = read::unsupported_type(ty, rd.dialect, key) {
+        return Err(PayloadError::Unsupported(msg));
+    }
     let lim = LoadLimits::of(server);
     match rd.value(ty, key, &lim) {
         Ok(Some(v)) => Ok(v),

@@ -1,7 +1,11 @@
 //! RDB serialisation of keys and values (Redis 7.0's rdb.c layouts, RDB
-//! version 10), into byte buffers. The encodings chosen are those Redis
-//! 7.0 itself writes, so redis-server 7.0 loads them and redis-check-rdb
-//! accepts them:
+//! version 10 by default), into byte buffers. The encodings chosen are
+//! those Redis 7.0 itself writes, so redis-server 7.0 loads them and
+//! redis-check-rdb accepts them. With `rdb-version` 11 or 12
+//! ([`WriteOpts::version`]) the same types are written, except streams,
+//! which become `STREAM_LISTPACKS_3` (Redis 7.2's, with each consumer's
+//! active time); ferrokv has no listpack sets and no field TTLs, so the
+//! other types those versions add are never needed:
 //!
 //! | value | RDB type |
 //! |---|---|
@@ -13,6 +17,7 @@
 //! | sorted set, `skiplist` | `ZSET_2` (binary little-endian doubles) |
 //! | hash, `listpack` | `HASH_LISTPACK` (insertion order) |
 //! | hash, `hashtable` | `HASH` |
+//! | stream | `STREAM_LISTPACKS_2` (version 10), `STREAM_LISTPACKS_3` (11, 12) |
 
 use super::blobs::{intset_encode, ListpackWriter};
 use super::lzf as rdb_lzf;
@@ -27,6 +32,9 @@ pub struct WriteOpts {
     pub compress: bool,
     /// list-max-listpack-size, for cutting lists into quicklist nodes.
     pub list_fill: i64,
+    /// rdb-version: the RDB version written in the file header or DUMP
+    /// trailer (10, 11 or 12); from 11 on, streams are written as type 21.
+    pub version: u16,
 }
 
 impl Default for WriteOpts {
@@ -34,6 +42,7 @@ impl Default for WriteOpts {
         WriteOpts {
             compress: true,
             list_fill: -2,
+            version: RDB_VERSION,
         }
     }
 }
@@ -148,8 +157,9 @@ fn node_limits(fill: i64) -> (usize, usize) {
     }
 }
 
-/// The RDB type byte `v` is written with (rdbSaveObjectType).
-pub fn rdb_type(v: &Value) -> u8 {
+/// The RDB type byte `v` is written with in RDB version `version`
+/// (rdbSaveObjectType).
+pub fn rdb_type(v: &Value, version: u16) -> u8 {
     match v {
         Value::Str(_) => RDB_TYPE_STRING,
         Value::List(_) => RDB_TYPE_LIST_QUICKLIST_2,
@@ -161,7 +171,9 @@ pub fn rdb_type(v: &Value) -> u8 {
         Value::ZSet(_) => RDB_TYPE_ZSET_2,
         Value::Hash(h) if h.is_listpack() => RDB_TYPE_HASH_LISTPACK,
         Value::Hash(_) => RDB_TYPE_HASH,
-        // What Redis 7.0 writes (RDB version 10 has no type 21).
+        // What Redis 7.0 writes (RDB version 10 has no type 21); 7.2's
+        // type keeps the consumers' active time.
+        Value::Stream(_) if version >= 11 => RDB_TYPE_STREAM_LISTPACKS_3,
         Value::Stream(_) => RDB_TYPE_STREAM_LISTPACKS_2,
     }
 }
@@ -169,7 +181,7 @@ pub fn rdb_type(v: &Value) -> u8 {
 /// Appends the RDB type byte and the serialised value (rdbSaveObjectType +
 /// rdbSaveObject). The same bytes form a DUMP payload's body.
 pub fn put_value(b: &mut Vec<u8>, v: &Value, o: &WriteOpts) {
-    b.push(rdb_type(v));
+    b.push(rdb_type(v, o.version));
     put_body(b, v, o);
 }
 
@@ -258,7 +270,9 @@ pub fn put_body(b: &mut Vec<u8>, v: &Value, o: &WriteOpts) {
 /// length, last id, first id, max deleted id, entries added, then each
 /// group (name order) with its last id, entries read, PEL (raw id,
 /// delivery time ms LE, delivery count) and consumers (name, seen time,
-/// pending raw ids).
+/// pending raw ids). From RDB version 11 on (type STREAM_LISTPACKS_3,
+/// Redis 7.2) each consumer's active time (ms LE, -1 = never) follows its
+/// seen time.
 fn put_stream(b: &mut Vec<u8>, s: &crate::db::StreamValue, o: &WriteOpts) {
     put_len(b, s.node_count() as u64);
     for (id, node) in s.nodes() {
@@ -287,6 +301,9 @@ fn put_stream(b: &mut Vec<u8>, s: &crate::db::StreamValue, o: &WriteOpts) {
         for (cname, c) in &g.consumers {
             put_string(b, cname, o.compress);
             b.extend_from_slice(&c.seen_time.to_le_bytes());
+            if o.version >= 11 {
+                b.extend_from_slice(&c.active_time.to_le_bytes());
+            }
             put_len(b, c.pel.len() as u64);
             for id in &c.pel {
                 b.extend_from_slice(&id.to_be_bytes());
@@ -304,7 +321,7 @@ pub fn put_key(b: &mut Vec<u8>, key: &[u8], e: &Entry, expire_at: u64, o: &Write
         b.push(RDB_OPCODE_EXPIRETIME_MS);
         b.extend_from_slice(&expire_at.to_le_bytes());
     }
-    b.push(rdb_type(&e.value));
+    b.push(rdb_type(&e.value, o.version));
     put_string(b, key, o.compress);
     put_body(b, &e.value, o);
 }
