@@ -13,7 +13,7 @@ mod dataset;
 use common::*;
 use dataset::*;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn seed() -> u64 {
@@ -92,34 +92,6 @@ fn start_in(dir: &Path, extra: &[&str]) -> Server {
     let mut args = vec!["--dir", dir.to_str().unwrap()];
     args.extend_from_slice(extra);
     Server::start(&args)
-}
-
-/// Runs ferrokv on `dir` expecting it to refuse to start; returns its
-/// stderr.
-fn start_fails(dir: &Path) -> String {
-    let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ferrokv-server"))
-        .args(["--port", &port.to_string(), "--dir", dir.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let end = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            assert!(!st.success(), "server exited 0 on a bad file");
-            break;
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            panic!("server started despite a bad RDB file");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut s = String::new();
-    use std::io::Read;
-    child.stderr.take().unwrap().read_to_string(&mut s).unwrap();
-    s
 }
 
 // ------------------------------------------------------------ round trips
@@ -337,7 +309,7 @@ fn truncated_and_corrupted_files_stop_the_start() {
     ));
     for (what, bytes, needle) in cases {
         std::fs::write(&file, &bytes).unwrap();
-        let err = start_fails(dir.path());
+        let err = common::start_fails(&["--dir", dir.path().to_str().unwrap()], None);
         assert!(
             err.contains(&name),
             "{what}: error does not name the file:\n{err}"

@@ -18,7 +18,6 @@ mod dataset;
 use common::*;
 use dataset::*;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 // ------------------------------------------------------------- helpers
@@ -48,34 +47,6 @@ fn start_in(dir: &Path, extra: &[&str]) -> Server {
     ];
     args.extend_from_slice(extra);
     Server::start(&args)
-}
-
-/// Runs ferrokv on `dir` expecting it to refuse to start; returns its
-/// stderr.
-fn start_fails(dir: &Path) -> String {
-    let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ferrokv-server"))
-        .args(["--port", &port.to_string(), "--dir", dir.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let end = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            assert!(!st.success(), "server exited 0 on a bad file");
-            break;
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            panic!("server started despite a file it cannot load");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut s = String::new();
-    use std::io::Read;
-    child.stderr.take().unwrap().read_to_string(&mut s).unwrap();
-    s
 }
 
 fn s(b: &[u8]) -> String {
@@ -528,7 +499,7 @@ fn load_ok(file: &[u8]) -> (Server, tempfile::TempDir) {
 fn load_err(file: &[u8]) -> String {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("dump.rdb"), file).unwrap();
-    start_fails(dir.path())
+    common::start_fails(&["--dir", dir.path().to_str().unwrap()], None)
 }
 
 #[test]

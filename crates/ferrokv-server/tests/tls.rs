@@ -510,37 +510,12 @@ fn tls_port_only_with_port_0() {
 
 /// Runs ferrokv in the certificates' directory (relative paths, and no
 /// `dir`: like Redis, ferrokv changes to `dir` before reading the files)
-/// expecting a start-up failure; returns its stderr.
+/// with a TLS port, expecting a start-up failure; returns its stderr.
 fn start_fails(certs: &Certs, args: &[&str]) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ferrokv-server"))
-        .args(["--port", &free_port().to_string()])
-        .args(["--tls-port", &free_port().to_string()])
-        .args(args)
-        .current_dir(certs.dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            assert_eq!(st.code(), Some(1));
-            break;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("server with {args:?} did not exit");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    err
+    let tls_port = free_port().to_string();
+    let mut all = vec!["--tls-port", &tls_port];
+    all.extend_from_slice(args);
+    common::start_fails(&all, Some(certs.dir.path()))
 }
 
 #[test]

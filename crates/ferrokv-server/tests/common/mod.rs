@@ -61,6 +61,42 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// Runs `ferrokv-server` with `args` (after a free `--port`), in `cwd`
+/// when given, expecting it to refuse to start: asserts it exits with a
+/// failure status within 20 s and returns its stderr.
+pub fn start_fails(args: &[&str], cwd: Option<&std::path::Path>) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferrokv-server"));
+    cmd.args(["--port", &free_port().to_string()]).args(args);
+    if let Some(d) = cwd {
+        cmd.current_dir(d);
+    }
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ferrokv-server");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            assert_eq!(st.code(), Some(1), "exit status with {args:?}");
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("server with {args:?} did not exit");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    err
+}
+
 /// A running server process, killed on drop.
 pub struct Server {
     child: Child,
