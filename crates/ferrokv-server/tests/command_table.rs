@@ -22,6 +22,18 @@ const NEWER: &[&str] = &[
     "delex",
     "delifeq",
     "digest",
+    "hexpire",
+    "hexpireat",
+    "hexpiretime",
+    "hgetdel",
+    "hgetex",
+    "hpersist",
+    "hpexpire",
+    "hpexpireat",
+    "hpexpiretime",
+    "hpttl",
+    "hsetex",
+    "httl",
     "msetex",
 ];
 

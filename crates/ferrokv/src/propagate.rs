@@ -362,6 +362,12 @@ pub fn also(db: usize, args: &[&[u8]]) {
 /// only reported absent and stays until a write context deletes it, so
 /// every deletion is in the stream in order.
 pub fn deleted(db: usize, key: &[u8]) -> bool {
+    record_deletion(db, &[b"DEL", key])
+}
+
+/// Records the deletion `args` in database `db` when in a write context
+/// (see [`deleted`]).
+fn record_deletion(db: usize, args: &[&[u8]]) -> bool {
     if !recording() {
         return false;
     }
@@ -370,10 +376,18 @@ pub fn deleted(db: usize, key: &[u8]) -> bool {
         if u.depth == 0 {
             return false;
         }
-        let s = u.push_record(&[b"DEL", key]);
+        let s = u.push_record(args);
         u.spans.push(Span { db, ..s });
         true
     })
+}
+
+/// A field of the hash at `key` (database `db`) found expired is about to
+/// be deleted: as [`deleted`], recorded as `HDEL key field` (Redis 7.4's
+/// `propagateHashFieldDeletion`) and true in a write context, false
+/// elsewhere (the field is then only hidden).
+pub fn field_deleted(db: usize, key: &[u8], field: &[u8]) -> bool {
+    record_deletion(db, &[b"HDEL", key, field])
 }
 
 /// A shard's place in the stream: its id among all shards of all

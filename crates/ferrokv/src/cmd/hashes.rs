@@ -16,7 +16,13 @@
 //!   holds a field, and a hash emptied by HDEL is deleted, so no empty hash
 //!   is ever visible;
 //! - encodings and conversion ([`HashValue`]) use hash-max-listpack-entries
-//!   and hash-max-listpack-value as currently configured.
+//!   and hash-max-listpack-value as currently configured;
+//! - fields with a TTL (hash-field expiration, cmd/hash_ttl.rs) that has
+//!   passed are gone for every command: a command that names the field
+//!   deletes it first where it may (Redis 7.4's lazy expiry: an `HDEL` is
+//!   recorded, `hexpired` notified, and the key deleted with its last
+//!   field), else only hides it; whole-hash reads skip them; HLEN still
+//!   counts them until they are deleted, as Redis's does.
 
 use super::keyspecs;
 use super::{acl, cmd, err, flags::*, Command, Ctx};
@@ -25,6 +31,7 @@ use crate::db::{Entry, Shard, Value};
 use crate::events::{GENERIC, HASH, NEW};
 use crate::resp::Args;
 use crate::util::{glob_match, parse_i64, rand_u64};
+use parking_lot::MutexGuard;
 use std::sync::atomic::Ordering;
 
 /// The hashes family's table entries (arity, flags, key positions, ACL
@@ -168,7 +175,7 @@ pub const ERR_OUT_OF_RANGE: &str = "ERR value is out of range";
 
 /// The conversion thresholds as currently configured.
 #[inline]
-fn limits(ctx: &Ctx<'_>) -> Limits {
+pub(super) fn limits(ctx: &Ctx<'_>) -> Limits {
     let live = &ctx.server.live;
     Limits {
         max_entries: live.hash_max_listpack_entries.load(Ordering::Relaxed),
@@ -179,7 +186,7 @@ fn limits(ctx: &Ctx<'_>) -> Limits {
 use super::opt_is;
 
 /// The result of looking a key up for a hash command.
-enum Look<'s> {
+pub(super) enum Look<'s> {
     /// No such key (or it expired).
     Missing,
     /// The key holds another type.
@@ -190,7 +197,13 @@ enum Look<'s> {
 
 /// Looks `key` up (lazy expiry first), refreshes its LRU time and, when
 /// `read` is set, counts a keyspace hit or miss as `lookupKeyRead` does.
-fn lookup<'s>(ctx: &Ctx<'_>, shard: &'s mut Shard, h: u64, key: &[u8], read: bool) -> Look<'s> {
+pub(super) fn lookup<'s>(
+    ctx: &Ctx<'_>,
+    shard: &'s mut Shard,
+    h: u64,
+    key: &[u8],
+    read: bool,
+) -> Look<'s> {
     let t = ctx.touch_time();
     let found = shard.get(h, key, ctx.now);
     if read {
@@ -207,6 +220,64 @@ fn lookup<'s>(ctx: &Ctx<'_>, shard: &'s mut Shard, h: u64, key: &[u8], read: boo
                 _ => Look::Wrong,
             }
         }
+    }
+}
+
+/// What the lazy expiry of one field found ([`expire_field`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FieldAge {
+    /// Present and not expired, or absent.
+    Live,
+    /// Its TTL had passed: it was deleted (and its `HDEL` recorded).
+    Deleted,
+    /// Its TTL had passed but this command may not delete (a read while
+    /// effects are recorded): it is only treated as absent.
+    Hidden,
+}
+
+/// The lazy expiry of `field` of the hash at `key` (Redis 7.4's
+/// `hashTypeGetValue` with `HFE_LAZY_EXPIRE`): when its TTL has passed, it
+/// is deleted where this command may delete (no stream of effects, or a
+/// write context that records `HDEL key field`), else hidden. The caller
+/// ends with [`lazy_done`].
+pub(super) fn expire_field(
+    ctx: &Ctx<'_>,
+    hv: &mut HashValue,
+    key: &[u8],
+    field: &[u8],
+) -> FieldAge {
+    if !hv.is_expired(field, ctx.now) {
+        return FieldAge::Live;
+    }
+    if ctx.server.propagation.on() && !crate::propagate::field_deleted(ctx.client.db, key, field) {
+        return FieldAge::Hidden;
+    }
+    hv.remove(field);
+    ctx.server.keyspace.count_expired_fields(1);
+    FieldAge::Deleted
+}
+
+/// After fields of the hash at `key` were deleted by lazy expiry
+/// (`expired`): deletes the key when no field is left, then notifies
+/// `hexpired` (and `del`), touching its watchers, as Redis 7.4 does.
+pub(super) fn lazy_done(
+    ctx: &Ctx<'_>,
+    mut shard: MutexGuard<'_, Shard>,
+    h: u64,
+    key: &[u8],
+    expired: bool,
+) {
+    if !expired {
+        return;
+    }
+    let empty = matches!(shard.peek_raw(h, key), Some(e) if matches!(&e.value, Value::Hash(hv) if hv.is_empty()));
+    if empty {
+        shard.remove(h, key);
+    }
+    drop(shard);
+    ctx.modified(key, HASH, "hexpired");
+    if empty {
+        ctx.notify(key, GENERIC, "del");
     }
 }
 
@@ -302,7 +373,11 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             return ctx.wrongtype();
         }
         Look::Hash(hv) => {
-            if hv.contains(field) {
+            let age = expire_field(ctx, hv, key, field);
+            if age == FieldAge::Deleted {
+                ctx.modified(key, HASH, "hexpired");
+            }
+            if age == FieldAge::Live && hv.contains(field) {
                 false
             } else {
                 hv.try_conversion([field, value].into_iter(), lim);
@@ -337,10 +412,15 @@ fn hget(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             drop(shard);
             ctx.wrongtype()
         }
-        Look::Hash(hv) => match hv.get(args.get(2)) {
-            Some(v) => ctx.out.bulk(v),
-            None => ctx.out.null(),
-        },
+        Look::Hash(hv) => {
+            let field = args.get(2);
+            let age = expire_field(ctx, hv, key, field);
+            match hv.get(field).filter(|_| age == FieldAge::Live) {
+                Some(v) => ctx.out.bulk(v),
+                None => ctx.out.null(),
+            }
+            lazy_done(ctx, shard, h, key, age == FieldAge::Deleted);
+        }
     }
 }
 
@@ -349,21 +429,33 @@ fn hget(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 fn hmget(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let key = args.get(1);
     let (h, mut shard) = ctx.lock(key);
-    let hv = match lookup(ctx, &mut shard, h, key, true) {
+    let mut hv = match lookup(ctx, &mut shard, h, key, true) {
         Look::Wrong => {
             drop(shard);
             return ctx.wrongtype();
         }
         Look::Missing => None,
-        Look::Hash(hv) => Some(&*hv),
+        Look::Hash(hv) => Some(hv),
     };
     ctx.out.array(args.len() - 2);
+    let mut expired = false;
     for i in 2..args.len() {
-        match hv.and_then(|hv| hv.get(args.get(i))) {
+        let field = args.get(i);
+        let mut age = FieldAge::Live;
+        if let Some(hv) = hv.as_deref_mut() {
+            age = expire_field(ctx, hv, key, field);
+            expired |= age == FieldAge::Deleted;
+        }
+        match hv
+            .as_deref()
+            .and_then(|hv| hv.get(field))
+            .filter(|_| age == FieldAge::Live)
+        {
             Some(v) => ctx.out.bulk(v),
             None => ctx.out.null(),
         }
     }
+    lazy_done(ctx, shard, h, key, expired);
 }
 
 /// HLEN key → number of fields, 0 for a missing key.
@@ -390,9 +482,16 @@ fn hstrlen(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             drop(shard);
             ctx.wrongtype()
         }
-        Look::Hash(hv) => ctx
-            .out
-            .int(hv.get(args.get(2)).map_or(0, |v| v.len()) as i64),
+        Look::Hash(hv) => {
+            let field = args.get(2);
+            let age = expire_field(ctx, hv, key, field);
+            let n = hv
+                .get(field)
+                .filter(|_| age == FieldAge::Live)
+                .map_or(0, |v| v.len());
+            ctx.out.int(n as i64);
+            lazy_done(ctx, shard, h, key, age == FieldAge::Deleted);
+        }
     }
 }
 
@@ -406,7 +505,13 @@ fn hexists(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             drop(shard);
             ctx.wrongtype()
         }
-        Look::Hash(hv) => ctx.out.int(hv.contains(args.get(2)) as i64),
+        Look::Hash(hv) => {
+            let field = args.get(2);
+            let age = expire_field(ctx, hv, key, field);
+            ctx.out
+                .int((age == FieldAge::Live && hv.contains(field)) as i64);
+            lazy_done(ctx, shard, h, key, age == FieldAge::Deleted);
+        }
     }
 }
 
@@ -433,13 +538,14 @@ fn getall_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, fields: bool, values: bool
         }
         Look::Hash(hv) => hv,
     };
-    let n = hv.len();
+    let now = ctx.now;
+    let n = hv.live_len(now);
     if fields && values {
         ctx.out.map(n);
     } else {
         ctx.out.array(n);
     }
-    for (f, v) in hv.iter() {
+    for (f, v) in hv.iter_live(now) {
         if fields {
             ctx.out.bulk(f);
         }
@@ -523,7 +629,8 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         Look::Hash(hv) => (hv, false),
         Look::Missing => (&mut fresh, true),
     };
-    let old = match hv.get(field) {
+    let age = expire_field(ctx, hv, key, field);
+    let old = match hv.get(field).filter(|_| age == FieldAge::Live) {
         None => 0,
         Some(v) => match parse_i64(v) {
             Some(n) => n,
@@ -538,12 +645,15 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         return ctx.error(err::OVERFLOW);
     };
     let mut digits = itoa::Buffer::new();
-    hv.set(field, digits.format(new).as_bytes(), lim);
+    set_counter(hv, field, digits.format(new).as_bytes(), lim, age);
     if is_new {
         insert_new(ctx, &mut shard, h, key, fresh);
         ctx.notify(key, NEW, "new");
     }
     drop(shard);
+    if age == FieldAge::Deleted {
+        ctx.modified(key, HASH, "hexpired");
+    }
     ctx.modified(key, HASH, "hincrby");
     ctx.out.int(new);
 }
@@ -574,7 +684,8 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         Look::Hash(hv) => (hv, false),
         Look::Missing => (&mut fresh, true),
     };
-    let sum = match hv.get(field) {
+    let age = expire_field(ctx, hv, key, field);
+    let sum = match hv.get(field).filter(|_| age == FieldAge::Live) {
         None => from_zero,
         Some(v) => match incr_by_float(v, incr) {
             Ok(s) => s,
@@ -588,16 +699,45 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             }
         },
     };
-    hv.set(field, &sum, lim);
+    set_counter(hv, field, &sum, lim, age);
+    let keeps_ttl = hv.field_ttl(field).is_some();
     if is_new {
         insert_new(ctx, &mut shard, h, key, fresh);
         ctx.notify(key, NEW, "new");
     }
     drop(shard);
+    if age == FieldAge::Deleted {
+        ctx.modified(key, HASH, "hexpired");
+    }
     ctx.modified(key, HASH, "hincrbyfloat");
-    // Recorded as HSET key field <result> (Redis's hincrbyfloatCommand).
-    crate::propagate::rewrite(&[b"HSET", key, args.get(2), &sum]);
+    // Recorded as HSET key field <result> (Redis 7.0's hincrbyfloatCommand),
+    // or, for a field with a TTL, as Redis 8 does: HSETEX key KEEPTTL
+    // FIELDS 1 field <result>, which keeps it.
+    if keeps_ttl {
+        crate::propagate::rewrite(&[
+            b"HSETEX",
+            key,
+            b"KEEPTTL",
+            b"FIELDS",
+            b"1",
+            args.get(2),
+            &sum,
+        ]);
+    } else {
+        crate::propagate::rewrite(&[b"HSET", key, args.get(2), &sum]);
+    }
     ctx.out.bulk(&sum);
+}
+
+/// Stores a counter's new value: a live field keeps its TTL (Redis's
+/// `HASH_SET_KEEP_TTL`), an expired one that could not be deleted is
+/// replaced without it.
+fn set_counter(hv: &mut HashValue, field: &[u8], value: &[u8], lim: Limits, age: FieldAge) {
+    if age == FieldAge::Live {
+        hv.set_keep_ttl(field, value, lim);
+    } else {
+        hv.set(field, value, lim);
+    }
 }
 
 // ---------------------------------------------------------------- HSCAN
@@ -659,21 +799,26 @@ fn hscan(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         i += 2;
     }
     let mut items: Vec<(&[u8], &[u8])> = Vec::new();
+    let now = ctx.now;
     match hv {
-        HashValue::Listpack(_) => {
-            items.extend(hv.iter());
-            cursor = 0;
-        }
         HashValue::Table(t) => {
             let count = count as u64;
             let mut budget = count.saturating_mul(10);
             loop {
-                cursor = t.scan_step(cursor, |f, v| items.push((f, v)));
+                cursor = t.scan_step(cursor, |f, v| {
+                    if !hv.is_expired(f, now) {
+                        items.push((f, v))
+                    }
+                });
                 if cursor == 0 || budget == 0 || (items.len() as u64) * 2 >= count {
                     break;
                 }
                 budget -= 1;
             }
+        }
+        _ => {
+            items.extend(hv.iter_live(now));
+            cursor = 0;
         }
     }
     if let Some(p) = pat {
@@ -727,16 +872,97 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         return hrandfield_count(ctx, key, l, with_values);
     }
     let (h, mut shard) = ctx.lock(key);
-    match lookup(ctx, &mut shard, h, key, true) {
-        Look::Missing => ctx.out.null(),
-        Look::Wrong => {
+    let copy = match rand_source(ctx, &mut shard, h, key) {
+        RandSource::Empty => return ctx.out.null(),
+        RandSource::Wrong => {
             drop(shard);
-            ctx.wrongtype()
+            return ctx.wrongtype();
         }
-        Look::Hash(hv) => match hv.random_pair(rand_u64) {
-            Some((f, _)) => ctx.out.bulk(f),
-            None => ctx.out.null(),
+        RandSource::Live(copy) => copy,
+    };
+    let Look::Hash(hv) = lookup(ctx, &mut shard, h, key, false) else {
+        return ctx.out.null();
+    };
+    let hv: &HashValue = copy.as_ref().unwrap_or(hv);
+    match hv.random_pair(rand_u64) {
+        Some((f, _)) => ctx.out.bulk(f),
+        None => ctx.out.null(),
+    }
+}
+
+/// What HRANDFIELD draws from ([`rand_source`]).
+enum RandSource {
+    /// No such key, or its last fields just expired.
+    Empty,
+    /// The key holds another type.
+    Wrong,
+    /// The hash at the key, or (Some) a copy of its live fields.
+    Live(Option<HashValue>),
+}
+
+/// Looks the hash up for HRANDFIELD (counting a hit or miss) and deletes
+/// its expired fields first ([`purge_expired`]), the key with the last.
+fn rand_source(ctx: &Ctx<'_>, shard: &mut Shard, h: u64, key: &[u8]) -> RandSource {
+    match lookup(ctx, shard, h, key, true) {
+        Look::Missing => RandSource::Empty,
+        Look::Wrong => RandSource::Wrong,
+        Look::Hash(hv) => match purge_expired(ctx, hv, key) {
+            Purged::Gone => {
+                shard.remove(h, key);
+                expired_events(ctx, key, true);
+                RandSource::Empty
+            }
+            Purged::Some(n, copy) => {
+                if n > 0 {
+                    expired_events(ctx, key, false);
+                }
+                RandSource::Live(copy)
+            }
         },
+    }
+}
+
+/// What [`purge_expired`] did.
+enum Purged {
+    /// Every field had expired and was deleted: the caller deletes the key.
+    Gone,
+    /// `n` expired fields were deleted; with a copy of the live fields when
+    /// expired ones could only be hidden.
+    Some(usize, Option<HashValue>),
+}
+
+/// Before HRANDFIELD (Redis 7.4's `hashTypeExpireIfNeeded`): deletes every
+/// expired field of the hash at `key` where this command may delete
+/// (recording their `HDEL`s), else returns a copy of its live fields for
+/// the command to draw from.
+fn purge_expired(ctx: &Ctx<'_>, hv: &mut HashValue, key: &[u8]) -> Purged {
+    if !hv.any_expired(ctx.now) {
+        return Purged::Some(0, None);
+    }
+    let mut n = 0;
+    for f in hv.expired_fields(ctx.now) {
+        if expire_field(ctx, hv, key, &f) == FieldAge::Hidden {
+            let mut copy = HashValue::new();
+            let lim = limits(ctx);
+            let live: Vec<(&[u8], &[u8])> = hv.iter_live(ctx.now).collect();
+            copy.set_many(live.iter().copied(), lim);
+            return Purged::Some(n, Some(copy));
+        }
+        n += 1;
+    }
+    if hv.is_empty() {
+        Purged::Gone
+    } else {
+        Purged::Some(n, None)
+    }
+}
+
+/// Notifies `hexpired` (and `del` when `gone`) for lazily expired fields of
+/// `key`.
+fn expired_events(ctx: &Ctx<'_>, key: &[u8], gone: bool) {
+    ctx.modified(key, HASH, "hexpired");
+    if gone {
+        ctx.notify(key, GENERIC, "del");
     }
 }
 
@@ -755,17 +981,21 @@ fn distinct_indexes(n: usize, k: usize) -> Vec<usize> {
 /// HRANDFIELD with a count (`hrandfieldWithCountCommand`).
 fn hrandfield_count(ctx: &mut Ctx<'_>, key: &[u8], l: i64, with_values: bool) {
     let (h, mut shard) = ctx.lock(key);
-    let hv = match lookup(ctx, &mut shard, h, key, true) {
-        Look::Missing => {
+    let copy = match rand_source(ctx, &mut shard, h, key) {
+        RandSource::Empty => {
             drop(shard);
             return ctx.out.array(0);
         }
-        Look::Wrong => {
+        RandSource::Wrong => {
             drop(shard);
             return ctx.wrongtype();
         }
-        Look::Hash(hv) => &*hv,
+        RandSource::Live(copy) => copy,
     };
+    let Look::Hash(hv) = lookup(ctx, &mut shard, h, key, false) else {
+        return ctx.out.array(0);
+    };
+    let hv: &HashValue = copy.as_ref().unwrap_or(hv);
     let count = l.unsigned_abs();
     let uniq = l >= 0;
     if count == 0 {
@@ -797,16 +1027,18 @@ fn hrandfield_count(ctx: &mut Ctx<'_>, key: &[u8], l: i64, with_values: bool) {
         let count = count as usize;
         header(ctx, count);
         match hv {
-            HashValue::Listpack(_) => {
-                let all: Vec<(&[u8], &[u8])> = hv.iter().collect();
+            HashValue::Table(t) => {
                 for _ in 0..count {
-                    let (f, v) = all[(rand_u64() % all.len() as u64) as usize];
+                    let Some((f, v)) = t.random_pair(rand_u64) else {
+                        break;
+                    };
                     reply_pair(ctx, f, v, with_values);
                 }
             }
-            HashValue::Table(t) => {
+            _ => {
+                let all: Vec<(&[u8], &[u8])> = hv.iter().collect();
                 for _ in 0..count {
-                    let (f, v) = t.random_pair(rand_u64).expect("non-empty hash");
+                    let (f, v) = all[(rand_u64() % all.len() as u64) as usize];
                     reply_pair(ctx, f, v, with_values);
                 }
             }
@@ -825,17 +1057,6 @@ fn hrandfield_count(ctx: &mut Ctx<'_>, key: &[u8], l: i64, with_values: bool) {
     let count = count as usize;
     header(ctx, count);
     match hv {
-        // A listpack, or a table not much bigger than count: pick distinct
-        // positions; a listpack replies them in its own order as Redis's
-        // lpRandomPairsUnique does.
-        HashValue::Listpack(_) => {
-            let all: Vec<(&[u8], &[u8])> = hv.iter().collect();
-            let mut idx = distinct_indexes(all.len(), count);
-            idx.sort_unstable();
-            for i in idx {
-                reply_pair(ctx, all[i].0, all[i].1, with_values);
-            }
-        }
         HashValue::Table(t) if count * 3 > size => {
             let all: Vec<(&[u8], &[u8])> = t.iter().collect();
             for i in distinct_indexes(all.len(), count) {
@@ -847,10 +1068,23 @@ fn hrandfield_count(ctx: &mut Ctx<'_>, key: &[u8], l: i64, with_values: bool) {
             let mut seen: std::collections::HashSet<&[u8], foldhash::fast::RandomState> =
                 std::collections::HashSet::with_capacity_and_hasher(count, Default::default());
             while seen.len() < count {
-                let (f, v) = t.random_pair(rand_u64).expect("non-empty hash");
+                let Some((f, v)) = t.random_pair(rand_u64) else {
+                    break;
+                };
                 if seen.insert(f) {
                     reply_pair(ctx, f, v, with_values);
                 }
+            }
+        }
+        // A listpack, or a table not much bigger than count: pick distinct
+        // positions; a listpack replies them in its own order as Redis's
+        // lpRandomPairsUnique does.
+        _ => {
+            let all: Vec<(&[u8], &[u8])> = hv.iter().collect();
+            let mut idx = distinct_indexes(all.len(), count);
+            idx.sort_unstable();
+            for i in idx {
+                reply_pair(ctx, all[i].0, all[i].1, with_values);
             }
         }
     }

@@ -19,6 +19,7 @@ pub mod client;
 pub mod cluster;
 pub mod connection;
 pub mod geo;
+pub mod hash_ttl;
 pub mod hashes;
 pub mod hll;
 pub mod keys;
@@ -533,7 +534,7 @@ impl Table {
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let families: [&'static [Command]; 29] = [
+        let families: [&'static [Command]; 30] = [
             connection::COMMANDS,
             tx::COMMANDS,
             acl_cmd::COMMANDS,
@@ -544,6 +545,7 @@ pub fn table() -> &'static Table {
             keys::COMMANDS,
             lists::COMMANDS,
             hashes::COMMANDS,
+            hash_ttl::COMMANDS,
             sets::COMMANDS,
             zsets::COMMANDS,
             geo::COMMANDS,

@@ -18,8 +18,18 @@
 //! more than hash-max-listpack-entries fields or a field or value longer
 //! than hash-max-listpack-value bytes ([`Limits`]); it never converts back,
 //! as in Redis.
+//!
+//! A hash whose fields were given a TTL (Redis 7.4's hash-field expiration:
+//! HEXPIRE, HSETEX, HGETEX...) is held as a [`PackedTable`] with a
+//! [`TtlMeta`]: the [`FieldTtls`] index of the fields' expiry times, and
+//! whether Redis would still call it `listpackex` (it reports so while the
+//! hash is within the listpack limits, as Redis's listpack with TTLs). A
+//! hash that never had a field TTL pays nothing (and `HashValue` keeps its
+//! 16 bytes). Expired fields stay stored until a write or the active expiry
+//! cycle deletes them; reads skip them (`*_live` methods take the time).
 
 use super::dict::hash_bytes;
+use std::collections::{BTreeSet, HashMap};
 
 /// The conversion thresholds (hash-max-listpack-entries and
 /// hash-max-listpack-value), read from the live configuration per command.
@@ -212,6 +222,8 @@ const MIN_BUCKETS: usize = 4;
 pub struct PackedTable {
     buckets: Vec<Option<Box<[u8]>>>,
     len: usize,
+    /// Field TTLs, once a field of this hash was given one.
+    meta: Option<Box<TtlMeta>>,
 }
 
 /// Bucket index of a field hash for a table of `size` buckets.
@@ -226,7 +238,11 @@ impl PackedTable {
         let size = n.next_power_of_two().max(MIN_BUCKETS);
         let mut buckets = Vec::with_capacity(size);
         buckets.resize(size, None);
-        PackedTable { buckets, len: 0 }
+        PackedTable {
+            buckets,
+            len: 0,
+            meta: None,
+        }
     }
 
     /// Number of fields.
@@ -507,8 +523,95 @@ pub enum HashValue {
     /// sized boxed slice (16 bytes inline, no spare capacity), so that
     /// `Value::Hash` holds it without another box.
     Listpack(Box<[u8]>),
-    /// `hashtable` encoding.
+    /// `hashtable` encoding (also every hash with field TTLs).
     Table(Box<PackedTable>),
+}
+
+/// What a hash with field TTLs carries besides its fields (Redis 7.4's
+/// expiration metadata). Stays once added (as Redis's `listpackex` stays so
+/// when its last TTL goes).
+#[derive(Debug, Clone, Default)]
+pub struct TtlMeta {
+    /// Expiry times of the fields that have one.
+    pub ttls: FieldTtls,
+    /// Reported as `listpackex` (it would be a listpack in Redis: made
+    /// volatile as a listpack, and not grown past the listpack limits
+    /// since).
+    pub listpackex: bool,
+}
+
+/// Expiry times (ms since the epoch) of the fields of a hash that have one,
+/// indexed both by field and by time (the earliest first, for active
+/// expiry and the hash's next expiry).
+#[derive(Debug, Clone, Default)]
+pub struct FieldTtls {
+    by_field: HashMap<Box<[u8]>, u64, foldhash::fast::RandomState>,
+    by_time: BTreeSet<(u64, Box<[u8]>)>,
+}
+
+impl FieldTtls {
+    /// Number of fields with a TTL.
+    pub fn len(&self) -> usize {
+        self.by_field.len()
+    }
+
+    /// True when no field has a TTL.
+    pub fn is_empty(&self) -> bool {
+        self.by_field.is_empty()
+    }
+
+    /// The expiry time of `field`, if it has one.
+    #[inline]
+    pub fn get(&self, field: &[u8]) -> Option<u64> {
+        self.by_field.get(field).copied()
+    }
+
+    /// Sets `field`'s expiry time to `at` (ms).
+    pub fn set(&mut self, field: &[u8], at: u64) {
+        if let Some(old) = self.by_field.get_mut(field) {
+            let prev = std::mem::replace(old, at);
+            let k = self
+                .by_time
+                .take(&(prev, Box::<[u8]>::from(field)))
+                .map(|(_, f)| f)
+                .unwrap_or_else(|| field.into());
+            self.by_time.insert((at, k));
+        } else {
+            self.by_field.insert(field.into(), at);
+            self.by_time.insert((at, field.into()));
+        }
+    }
+
+    /// Removes `field`'s TTL; its former expiry time, if it had one.
+    pub fn remove(&mut self, field: &[u8]) -> Option<u64> {
+        let at = self.by_field.remove(field)?;
+        self.by_time.remove(&(at, Box::<[u8]>::from(field)));
+        Some(at)
+    }
+
+    /// The earliest expiry time.
+    pub fn min(&self) -> Option<u64> {
+        self.by_time.first().map(|(t, _)| *t)
+    }
+
+    /// Fields whose expiry time is before `now` (expired), earliest first.
+    pub fn expired(&self, now: u64) -> impl Iterator<Item = &[u8]> {
+        self.by_time
+            .iter()
+            .take_while(move |(t, _)| *t < now)
+            .map(|(_, f)| &f[..])
+    }
+
+    /// (field, expiry time) pairs, earliest first.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], u64)> {
+        self.by_time.iter().map(|(t, f)| (&f[..], *t))
+    }
+
+    /// Approximate heap bytes: each TTL'd field's name twice plus the two
+    /// index entries.
+    pub fn mem_usage(&self) -> usize {
+        self.by_field.keys().map(|f| 2 * f.len() + 72).sum()
+    }
 }
 
 impl Default for HashValue {
@@ -546,10 +649,12 @@ impl HashValue {
         }
     }
 
-    /// OBJECT ENCODING name: `listpack` or `hashtable`.
+    /// OBJECT ENCODING name: `listpack`, `hashtable`, or `listpackex` for
+    /// a listpack with field TTLs (Redis 7.4).
     pub fn encoding(&self) -> &'static str {
         match self {
             HashValue::Listpack(_) => "listpack",
+            HashValue::Table(t) if t.meta.as_ref().is_some_and(|m| m.listpackex) => "listpackex",
             HashValue::Table(_) => "hashtable",
         }
     }
@@ -590,8 +695,25 @@ impl HashValue {
     /// `args`, converts a `listpack` hash when any of them is longer than
     /// `limits.max_value` or the listpack would pass [`LISTPACK_MAX_SAFE`].
     pub fn try_conversion<'a>(&mut self, args: impl Iterator<Item = &'a [u8]>, limits: Limits) {
-        let HashValue::Listpack(b) = self else {
-            return;
+        let b = match self {
+            HashValue::Listpack(b) => b,
+            HashValue::Table(t) => {
+                if let Some(m) = t.meta.as_mut().filter(|m| m.listpackex) {
+                    let mut sum = 0usize;
+                    for a in args {
+                        sum = sum.saturating_add(a.len());
+                        if a.len() as u64 > limits.max_value {
+                            m.listpackex = false;
+                            return;
+                        }
+                    }
+                    // The listpack Redis would hold: about the pairs' bytes.
+                    if sum > LISTPACK_MAX_SAFE {
+                        m.listpackex = false;
+                    }
+                }
+                return;
+            }
         };
         let mut sum = 0usize;
         for a in args {
@@ -611,8 +733,16 @@ impl HashValue {
     /// `listpack` converts first when the field or value is longer than
     /// `limits.max_value`, and after the write (insert or update) when it
     /// holds more than `limits.max_entries` fields. Returns true when the
-    /// field is new.
+    /// field is new. A TTL the field had is discarded (Redis's
+    /// `hashTypeSet` without `HASH_SET_KEEP_TTL`): see
+    /// [`set_keep_ttl`](Self::set_keep_ttl).
     pub fn set(&mut self, field: &[u8], value: &[u8], limits: Limits) -> bool {
+        if let HashValue::Table(t) = self {
+            if let Some(m) = t.meta.as_mut() {
+                m.ttls.remove(field);
+            }
+            return table_set(t, field, value, limits);
+        }
         if self.is_listpack()
             && (field.len() as u64 > limits.max_value || value.len() as u64 > limits.max_value)
         {
@@ -644,6 +774,13 @@ impl HashValue {
     where
         I: Iterator<Item = (&'a [u8], &'a [u8])> + Clone,
     {
+        if let HashValue::Table(t) = self {
+            if let Some(m) = t.meta.as_mut() {
+                for (f, _) in pairs.clone() {
+                    m.ttls.remove(f);
+                }
+            }
+        }
         self.try_conversion(pairs.clone().flat_map(|(f, v)| [f, v]), limits);
         let mut created = 0;
         let mut pairs = pairs;
@@ -692,7 +829,12 @@ impl HashValue {
                 }
                 None => false,
             },
-            HashValue::Table(t) => t.remove(field),
+            HashValue::Table(t) => {
+                if let Some(m) = t.meta.as_mut() {
+                    m.ttls.remove(field);
+                }
+                t.remove(field)
+            }
         }
     }
 
@@ -723,7 +865,9 @@ impl HashValue {
     pub fn mem_usage(&self) -> usize {
         match self {
             HashValue::Listpack(b) => b.len(),
-            HashValue::Table(t) => std::mem::size_of::<PackedTable>() + t.mem_usage(),
+            HashValue::Table(t) => {
+                std::mem::size_of::<PackedTable>() + t.mem_usage() + meta_usage(t)
+            }
         }
     }
 
@@ -733,7 +877,7 @@ impl HashValue {
         match self {
             HashValue::Listpack(b) => b.len(),
             HashValue::Table(t) => {
-                std::mem::size_of::<PackedTable>() + t.mem_usage_sampled(samples)
+                std::mem::size_of::<PackedTable>() + t.mem_usage_sampled(samples) + meta_usage(t)
             }
         }
     }
@@ -779,6 +923,156 @@ impl HashValue {
                         .map(|(f, v)| rdb_len(f.len()) + f.len() + rdb_len(v.len()) + v.len())
                         .sum::<usize>()
             }
+        }
+    }
+}
+
+/// Heap bytes of a table's TTL metadata.
+fn meta_usage(t: &PackedTable) -> usize {
+    t.meta
+        .as_ref()
+        .map_or(0, |m| std::mem::size_of::<TtlMeta>() + m.ttls.mem_usage())
+}
+
+/// Sets a pair in a table, clearing its `listpackex` mark when the hash
+/// passes the listpack limits (Redis converts a `listpackex` then).
+fn table_set(t: &mut PackedTable, field: &[u8], value: &[u8], limits: Limits) -> bool {
+    let new = t.set(field, value);
+    if let Some(m) = t.meta.as_mut().filter(|m| m.listpackex) {
+        if field.len() as u64 > limits.max_value
+            || value.len() as u64 > limits.max_value
+            || t.len as u64 > limits.max_entries
+        {
+            m.listpackex = false;
+        }
+    }
+    new
+}
+
+impl HashValue {
+    /// The field TTLs, when a field of the hash was ever given one.
+    #[inline]
+    pub fn ttls(&self) -> Option<&FieldTtls> {
+        match self {
+            HashValue::Table(t) => t.meta.as_ref().map(|m| &m.ttls),
+            _ => None,
+        }
+    }
+
+    /// True when the hash carries TTL metadata (Redis's `listpackex`, or a
+    /// hashtable with expiration metadata).
+    pub fn is_volatile(&self) -> bool {
+        matches!(self, HashValue::Table(t) if t.meta.is_some())
+    }
+
+    /// Adds TTL metadata (Redis's conversion to `listpackex`, or the
+    /// attachment of expiration metadata to a hashtable): a `listpack`
+    /// becomes a table reported as `listpackex`.
+    pub fn make_volatile(&mut self) {
+        let was_listpack = self.is_listpack();
+        self.convert();
+        if let HashValue::Table(t) = self {
+            if t.meta.is_none() {
+                t.meta = Some(Box::new(TtlMeta {
+                    ttls: FieldTtls::default(),
+                    listpackex: was_listpack,
+                }));
+            }
+        }
+    }
+
+    /// True for a hash Redis would hold as `listpackex` (RDB type
+    /// `HASH_LISTPACK_EX`).
+    pub fn is_listpackex(&self) -> bool {
+        matches!(self, HashValue::Table(t) if t.meta.as_ref().is_some_and(|m| m.listpackex))
+    }
+
+    /// `field`'s expiry time (ms since the epoch), if it has one.
+    #[inline]
+    pub fn field_ttl(&self, field: &[u8]) -> Option<u64> {
+        self.ttls().and_then(|t| t.get(field))
+    }
+
+    /// Sets the expiry time of the (present) field `field` to `at` ms,
+    /// adding TTL metadata when needed.
+    pub fn set_field_ttl(&mut self, field: &[u8], at: u64) {
+        self.make_volatile();
+        if let HashValue::Table(t) = self {
+            if let Some(m) = t.meta.as_mut() {
+                m.ttls.set(field, at);
+            }
+        }
+    }
+
+    /// Removes `field`'s TTL; true when it had one.
+    pub fn persist_field(&mut self, field: &[u8]) -> bool {
+        match self {
+            HashValue::Table(t) => t
+                .meta
+                .as_mut()
+                .is_some_and(|m| m.ttls.remove(field).is_some()),
+            _ => false,
+        }
+    }
+
+    /// The earliest expiry time of a field, if any has a TTL.
+    #[inline]
+    pub fn min_field_ttl(&self) -> Option<u64> {
+        self.ttls().and_then(FieldTtls::min)
+    }
+
+    /// True when `field` has a TTL before `now` (ms): it is logically gone
+    /// though still stored (Redis's `hashTypeIsExpired`).
+    #[inline]
+    pub fn is_expired(&self, field: &[u8], now: u64) -> bool {
+        self.ttls()
+            .is_some_and(|t| t.get(field).is_some_and(|at| at < now))
+    }
+
+    /// True when some field has expired at `now`.
+    #[inline]
+    pub fn any_expired(&self, now: u64) -> bool {
+        self.min_field_ttl().is_some_and(|t| t < now)
+    }
+
+    /// Sets `field` to `value` keeping the TTL it has (Redis's
+    /// `HASH_SET_KEEP_TTL`: HINCRBY, HINCRBYFLOAT, HSETEX KEEPTTL).
+    pub fn set_keep_ttl(&mut self, field: &[u8], value: &[u8], limits: Limits) -> bool {
+        match self {
+            HashValue::Table(t) if t.meta.is_some() => table_set(t, field, value, limits),
+            _ => self.set(field, value, limits),
+        }
+    }
+
+    /// The value of `field` unless it is missing or expired at `now`.
+    #[inline]
+    pub fn get_live(&self, field: &[u8], now: u64) -> Option<&[u8]> {
+        if self.is_expired(field, now) {
+            return None;
+        }
+        self.get(field)
+    }
+
+    /// Pairs whose field has not expired at `now`.
+    pub fn iter_live(&self, now: u64) -> impl Iterator<Item = (&[u8], &[u8])> {
+        let ttls = self.ttls().filter(|t| t.min().is_some_and(|m| m < now));
+        self.iter()
+            .filter(move |(f, _)| ttls.is_none_or(|t| t.get(f).is_none_or(|at| at >= now)))
+    }
+
+    /// Number of fields not expired at `now`.
+    pub fn live_len(&self, now: u64) -> usize {
+        match self.ttls() {
+            Some(t) => self.len() - t.expired(now).count(),
+            None => self.len(),
+        }
+    }
+
+    /// Fields expired at `now` (copies, earliest first).
+    pub fn expired_fields(&self, now: u64) -> Vec<Box<[u8]>> {
+        match self.ttls() {
+            Some(t) => t.expired(now).map(Box::from).collect(),
+            None => Vec::new(),
         }
     }
 }

@@ -16,11 +16,11 @@
 
 use super::blocking::BlockedKeys;
 use super::dict::{hash_key, BucketHint, Dict, Lookup};
-use super::value::Entry;
+use super::value::{Entry, Value};
 use crate::util::rand_u64;
 use parking_lot::{Mutex, MutexGuard};
 use smallvec::SmallVec;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,6 +32,9 @@ pub const SHARDS: usize = 1 << SHARD_BITS;
 
 /// Keys sampled per active-expiry round (Redis's ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP).
 pub const EXPIRE_SAMPLE: usize = 20;
+
+/// Most hash fields one shard's active expiry pass deletes per cycle.
+pub const FIELDS_PER_PASS: usize = 1000;
 
 /// The hash -> expiry-time table of [`Volatile`]: open addressing with
 /// linear probing over 16-byte slots `(key hash, expiry ms)`, an expiry of 0
@@ -266,6 +269,65 @@ pub struct Shard {
     /// Cluster mode: the key hashes of each of this shard's 64 hash slots
     /// (db/slotindex.rs); None otherwise.
     slots: Option<Box<super::slotindex::SlotIndex>>,
+    /// Keys whose hash has field TTLs, by their earliest one (Redis 7.4's
+    /// per-database `hexpires`); None until the shard has one.
+    hfe: Option<Box<HfeIndex>>,
+}
+
+/// The keys of a shard whose hash value has field TTLs, each with the
+/// earliest expiry time (ms) of its fields, for the active expiry of fields
+/// ([`Shard::expire_fields_pass`]). Kept in step by
+/// [`Shard::insert_with_expire`], [`Shard::remove`] and the commands that
+/// change field TTLs in place ([`Shard::note_field_ttls`]); a key deleted
+/// another way leaves a stale entry that the pass drops when it is due.
+#[derive(Default)]
+struct HfeIndex {
+    by_key: HashMap<Box<[u8]>, u64, foldhash::fast::RandomState>,
+    by_time: BTreeSet<(u64, Box<[u8]>)>,
+}
+
+impl HfeIndex {
+    /// Sets (Some) or removes (None) `key`'s entry; the change of the
+    /// number of keys indexed (-1, 0 or +1).
+    fn set(&mut self, key: &[u8], min: Option<u64>) -> i64 {
+        let old = self.by_key.get(key).copied();
+        if old == min {
+            return 0;
+        }
+        if let Some(t) = old {
+            self.by_time.remove(&(t, Box::<[u8]>::from(key)));
+        }
+        match min {
+            Some(t) => {
+                self.by_time.insert((t, key.into()));
+                self.by_key.insert(key.into(), t);
+                if old.is_none() {
+                    1
+                } else {
+                    0
+                }
+            }
+            None => {
+                self.by_key.remove(key);
+                -1
+            }
+        }
+    }
+
+    /// The earliest entry due before `now`.
+    fn due(&self, now: u64) -> Option<&(u64, Box<[u8]>)> {
+        self.by_time.first().filter(|(t, _)| *t < now)
+    }
+}
+
+/// The earliest field expiry time of `e`'s value when it is a hash with
+/// field TTLs.
+#[inline]
+fn field_ttl_min(e: &Entry) -> Option<u64> {
+    match &e.value {
+        Value::Hash(h) => h.min_field_ttl(),
+        _ => None,
+    }
 }
 
 /// What the shards of one keyspace read or count while they work, shared
@@ -284,6 +346,12 @@ pub struct Signals {
     /// Clients blocked on keys of this keyspace (db/blocking.rs), for a
     /// one-load "anyone blocked?" check.
     pub waiters: std::sync::atomic::AtomicUsize,
+    /// Keys whose hash has field TTLs, over all shards (Redis 7.4's
+    /// `subexpiry` count); decides whether an RDB file needs version 12.
+    pub hfe_keys: std::sync::atomic::AtomicI64,
+    /// Hash fields deleted by expiry, lazy and active (INFO
+    /// `expired_subkeys`).
+    pub expired_fields: AtomicU64,
     /// Keys (database, key) with waiters that expired (lazily or actively)
     /// since the last [`Keyspace::take_expired_waited`]: their blocked
     /// XREADGROUP clients are told the key is gone, as Redis's
@@ -584,6 +652,7 @@ impl Shard {
         at: u64,
     ) -> Option<Entry> {
         self.before_write(h, key);
+        let min = field_ttl_min(&entry);
         let old = self.dict.insert_marked(h, key, entry, at != 0);
         if old.is_none() {
             if let Some(ix) = self.slots.as_mut() {
@@ -592,7 +661,31 @@ impl Shard {
         }
         let had = matches!(old, Some((_, true)));
         self.note_expire(h, key, had, at);
+        if min.is_some() || self.hfe.is_some() {
+            self.note_field_ttls(key, min);
+        }
         old.map(|(e, _)| e)
+    }
+
+    /// Records that the hash at `key` now has its earliest field TTL at
+    /// `min` (None: no field TTL, or no such hash any more), for the active
+    /// expiry of fields. Commands that change field TTLs in place call it.
+    pub fn note_field_ttls(&mut self, key: &[u8], min: Option<u64>) {
+        if min.is_none() && self.hfe.is_none() {
+            return;
+        }
+        let ix = self.hfe.get_or_insert_with(Default::default);
+        let d = ix.set(key, min);
+        if d != 0 {
+            self.signals
+                .hfe_keys
+                .fetch_add(d, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Number of keys of this shard whose hash has field TTLs.
+    pub fn field_ttl_keys(&self) -> usize {
+        self.hfe.as_ref().map_or(0, |ix| ix.by_key.len())
     }
 
     /// Brings the volatile index in step after the mark of `key` changed
@@ -617,6 +710,9 @@ impl Shard {
         if let Some(ix) = self.slots.as_mut() {
             ix.remove(h);
         }
+        if self.hfe.is_some() {
+            self.note_field_ttls(key, None);
+        }
         Some(e)
     }
 
@@ -632,6 +728,9 @@ impl Shard {
         };
         if let Some(ix) = self.slots.as_mut() {
             ix.remove(h);
+        }
+        if self.hfe.is_some() {
+            self.note_field_ttls(key, None);
         }
         Some((e, at))
     }
@@ -661,9 +760,16 @@ impl Shard {
             self.dict.attach_hint(h);
         }
         let slots = self.slots.as_mut().map(std::mem::take);
+        let hfe = self.hfe.take();
+        if let Some(ix) = &hfe {
+            self.signals
+                .hfe_keys
+                .fetch_sub(ix.by_key.len() as i64, Ordering::Relaxed);
+        }
         Shard {
             dict,
             volatile: std::mem::take(&mut self.volatile),
+            hfe,
             expired: 0,
             blocked: BlockedKeys::default(),
             db: self.db,
@@ -820,6 +926,73 @@ impl Shard {
             }
         }
         (sampled, expired)
+    }
+
+    /// True when some hash of this shard has a field due to expire at `now`.
+    pub fn fields_due(&self, now: u64) -> bool {
+        self.hfe.as_ref().is_some_and(|ix| ix.due(now).is_some())
+    }
+
+    /// One active expiry pass over hash fields (Redis 7.4's
+    /// `hashTypeDbActiveExpire`): for each hash whose earliest field TTL
+    /// has passed, deletes its expired fields (each recorded as `HDEL key
+    /// field` while effects are recorded), notifies `hexpired`, and deletes
+    /// the key (`del`) when no field is left; stops after about `quota`
+    /// fields. Returns the number of fields deleted.
+    pub fn expire_fields_pass(&mut self, now: u64, quota: usize) -> usize {
+        let db = self.db as usize;
+        let mut done = 0;
+        while done < quota {
+            let Some((_, key)) = self.hfe.as_ref().and_then(|ix| ix.due(now)).cloned() else {
+                break;
+            };
+            self.note_field_ttls(&key, None);
+            let h = hash_key(&key);
+            self.before_write(h, &key);
+            let Some(e) = self.dict.get_mut(h, &key) else {
+                continue;
+            };
+            let Value::Hash(hv) = &mut e.value else {
+                continue;
+            };
+            let propagating = self.signals.propagating.load(Ordering::Relaxed);
+            let mut n = 0;
+            let expired = hv.expired_fields(now);
+            let had = !expired.is_empty();
+            for f in expired {
+                if done + n >= quota {
+                    break;
+                }
+                if propagating && !crate::propagate::field_deleted(db, &key, &f) {
+                    continue;
+                }
+                hv.remove(&f);
+                n += 1;
+            }
+            let (empty, min) = (hv.is_empty(), hv.min_field_ttl());
+            done += n;
+            if n > 0 {
+                self.signals
+                    .expired_fields
+                    .fetch_add(n as u64, Ordering::Relaxed);
+                self.signals
+                    .events
+                    .modified(db, &key, crate::events::HASH, "hexpired");
+            }
+            if empty {
+                self.remove(h, &key);
+                self.signals
+                    .events
+                    .notify(db, &key, crate::events::GENERIC, "del");
+            } else {
+                self.note_field_ttls(&key, min);
+                if had && n == 0 {
+                    // Nothing could be deleted here (no write context).
+                    break;
+                }
+            }
+        }
+        done
     }
 }
 
@@ -1123,8 +1296,26 @@ impl Keyspace {
             }
             std::mem::swap(&mut x.volatile, &mut y.volatile);
             std::mem::swap(&mut x.slots, &mut y.slots);
+            std::mem::swap(&mut x.hfe, &mut y.hfe);
             std::mem::swap(&mut x.expired, &mut y.expired);
         }
+    }
+
+    /// Counts `n` hash fields deleted by lazy expiry.
+    #[inline]
+    pub fn count_expired_fields(&self, n: u64) {
+        self.signals.expired_fields.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Hash fields deleted by expiry so far, lazy and active (INFO
+    /// `expired_subkeys`).
+    pub fn expired_fields(&self) -> u64 {
+        self.signals.expired_fields.load(Ordering::Relaxed)
+    }
+
+    /// Number of keys whose hash has field TTLs, over all databases.
+    pub fn field_ttl_keys(&self) -> u64 {
+        self.signals.hfe_keys.load(Ordering::Relaxed).max(0) as u64
     }
 
     /// Total keys removed by expiry so far, lazy and active.
@@ -1159,10 +1350,20 @@ impl Keyspace {
             let pos = (start + i) % total;
             let db = &self.dbs[(pos / SHARDS as u64) as usize];
             let shard = &db.shards[(pos % SHARDS as u64) as usize];
-            if shard.lock().volatile_len() > 0 {
+            let (keys, fields) = {
+                let g = shard.lock();
+                (g.volatile_len() > 0, g.fields_due(now))
+            };
+            if keys || fields {
                 step(&mut || {
-                    let (_, exp) = lock_shard(shard).expire_pass(now, deadline);
-                    self.active_expired.fetch_add(exp as u64, Ordering::Relaxed);
+                    let mut g = lock_shard(shard);
+                    if keys {
+                        let (_, exp) = g.expire_pass(now, deadline);
+                        self.active_expired.fetch_add(exp as u64, Ordering::Relaxed);
+                    }
+                    if fields {
+                        g.expire_fields_pass(now, FIELDS_PER_PASS);
+                    }
                 });
             }
             i += 1;
