@@ -1092,6 +1092,12 @@ impl Db {
         self.shards.iter().map(|s| s.lock().volatile_len()).sum()
     }
 
+    /// Number of keys whose hash has field TTLs (INFO keyspace
+    /// `subexpiry`).
+    pub fn field_ttl_len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().field_ttl_keys()).sum()
+    }
+
     /// The shapes of the database's key tables and TTL indexes, every
     /// shard's added up ([`Shard::table_stats`]): the table size is the
     /// total of the shards' buckets, the chain lengths those of all
@@ -1311,6 +1317,11 @@ impl Keyspace {
     /// `expired_subkeys`).
     pub fn expired_fields(&self) -> u64 {
         self.signals.expired_fields.load(Ordering::Relaxed)
+    }
+
+    /// Zeroes the count of expired hash fields (CONFIG RESETSTAT).
+    pub fn reset_expired_fields(&self) {
+        self.signals.expired_fields.store(0, Ordering::Relaxed);
     }
 
     /// Number of keys whose hash has field TTLs, over all databases.

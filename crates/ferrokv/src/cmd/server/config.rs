@@ -201,6 +201,7 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _: &Args<'_>) {
     s.stats
         .expired_base
         .store(s.keyspace.expired_keys(), Ordering::Relaxed);
+    s.keyspace.reset_expired_fields();
     ctx.out.ok();
 }
 

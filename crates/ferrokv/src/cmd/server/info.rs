@@ -422,6 +422,8 @@ fn info_stats(ctx: &Ctx<'_>, s: &mut Section) {
         r.sync_partial_err.load(Ordering::Relaxed),
     );
     s.kv("expired_keys", expired);
+    // Redis 7.4: hash fields deleted by expiry.
+    s.kv("expired_subkeys", srv.keyspace.expired_fields());
     s.kv(
         "expired_time_cap_reached_count",
         srv.keyspace.expire_time_cap_reached.load(Ordering::Relaxed),
@@ -515,10 +517,18 @@ fn info_keyspace(ctx: &Ctx<'_>, s: &mut Section) {
         if keys == 0 {
             continue;
         }
-        s.kv(
-            &format!("db{i}"),
-            format!("keys={keys},expires={},avg_ttl=0", db.volatile_len()),
-        );
+        let mut line = format!("keys={keys},expires={},avg_ttl=0", db.volatile_len());
+        // Redis 7.4's count of hashes with field TTLs, shown only when
+        // there are some (so the line stays Redis 7.0's otherwise).
+        let sub = if ks.field_ttl_keys() > 0 {
+            db.field_ttl_len()
+        } else {
+            0
+        };
+        if sub > 0 {
+            line.push_str(&format!(",subexpiry={sub}"));
+        }
+        s.kv(&format!("db{i}"), line);
     }
 }
 
