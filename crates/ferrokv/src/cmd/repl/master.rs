@@ -45,6 +45,11 @@ pub struct ReplConf {
     pub rdb_only: bool,
 }
 
+/// How often a replica waiting for its RDB to start gets a newline to keep
+/// the link alive (Redis's replicationCron writes one a second to replicas
+/// waiting for a BGSAVE, and to disk-based ones while the file is written).
+const KEEPALIVE: Duration = Duration::from_secs(1);
+
 /// The GETACK request every replica answers with its offset.
 const GETACK: &[u8] = b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n";
 /// The master's keep-alive in the stream.
@@ -252,7 +257,15 @@ pub async fn serve_replica<R, W>(
     };
     if diskless && delay > 0 {
         tracing::info!("Delay next BGSAVE for diskless SYNC");
-        tokio::time::sleep(Duration::from_secs(delay)).await;
+        let until = tokio::time::Instant::now() + Duration::from_secs(delay);
+        while tokio::time::Instant::now() < until {
+            let tick = (tokio::time::Instant::now() + KEEPALIVE).min(until);
+            tokio::time::sleep_until(tick).await;
+            if tick < until && (wr.write_all(b"\n").await.is_err() || wr.flush().await.is_err()) {
+                leave_unregistered(server, &info);
+                return;
+            }
+        }
     }
     tracing::info!(
         "Starting BGSAVE for SYNC with target: {}",
@@ -274,9 +287,14 @@ pub async fn serve_replica<R, W>(
     };
     let pos = offset;
     let replid = r.ids.lock().replid.clone();
-    let line = format!("+FULLRESYNC {replid} {offset}\r\n");
     info.state.store(STATE_SEND_BULK, Ordering::Relaxed);
-    let mut ok = send_checked(server, client, wr, line.as_bytes(), pos, &soft_since).await;
+    // A replica that came with the old SYNC gets no +FULLRESYNC line
+    // (Redis's CLIENT_PRE_PSYNC): the payload's header comes first, as
+    // redis-cli --rdb expects.
+    let mut ok = req.replid.is_none() || {
+        let line = format!("+FULLRESYNC {replid} {offset}\r\n");
+        send_checked(server, client, wr, line.as_bytes(), pos, &soft_since).await
+    };
     if ok && diskless {
         let mark = crate::repl::random_id();
         ok = send_checked(
@@ -371,9 +389,23 @@ async fn send_via_file<W: AsyncWrite + Unpin>(
     let res = async {
         let mut f = tokio::fs::File::create(&path).await.ok()?;
         let mut len = 0u64;
-        while let Some(chunk) = rx.recv().await {
-            f.write_all(&chunk).await.ok()?;
-            len += chunk.len() as u64;
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
+        loop {
+            tokio::select! {
+                chunk = rx.recv() => match chunk {
+                    Some(chunk) => {
+                        f.write_all(&chunk).await.ok()?;
+                        len += chunk.len() as u64;
+                    }
+                    None => break,
+                },
+                _ = tick.tick() => {
+                    // Redis's newline to a replica waiting for a disk BGSAVE.
+                    if !send_checked(server, client, wr, b"\n", pos, soft_since).await {
+                        return None;
+                    }
+                }
+            }
         }
         f.flush().await.ok()?;
         drop(f);
