@@ -43,6 +43,19 @@ pub struct ReplConf {
     pub capa_psync2: bool,
     /// `rdb-only 1`: only the RDB, no stream (redis-cli --rdb).
     pub rdb_only: bool,
+    /// `rdb-filter-only`: the RDB leaves the keys out.
+    pub exclude_data: bool,
+    /// `rdb-filter-only` without `functions`: the RDB leaves the function
+    /// libraries out.
+    pub exclude_functions: bool,
+}
+
+impl ReplConf {
+    /// True when the RDB is filtered (REPLCONF rdb-filter-only), which is
+    /// then always sent over the socket, as Redis forces.
+    pub fn filtered(&self) -> bool {
+        self.exclude_data || self.exclude_functions
+    }
 }
 
 /// How often a replica waiting for its RDB to start gets a newline to keep
@@ -248,14 +261,17 @@ pub async fn serve_replica<R, W>(
     }
     info.state.store(STATE_WAIT_BGSAVE, Ordering::Relaxed);
     r.replicas.lock().push(info.clone());
-    let (diskless, delay) = {
+    let (diskless_conf, delay) = {
         let c = server.config.read();
         (
             c.get_bool("repl-diskless-sync") && conf.capa_eof,
             c.get_u64("repl-diskless-sync-delay"),
         )
     };
-    if diskless && delay > 0 {
+    // A filtered RDB always goes over the socket (Redis's
+    // startBgsaveForReplication); the delay is diskless sync's own.
+    let diskless = diskless_conf || (conf.filtered() && conf.capa_eof);
+    if diskless_conf && delay > 0 {
         tracing::info!("Delay next BGSAVE for diskless SYNC");
         let until = tokio::time::Instant::now() + Duration::from_secs(delay);
         while tokio::time::Instant::now() < until {
@@ -274,9 +290,10 @@ pub async fn serve_replica<R, W>(
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
     let (otx, orx) = tokio::sync::oneshot::channel::<(u64, u64)>();
     let srv = server.clone();
+    let filter = (conf.exclude_data, conf.exclude_functions);
     let spawned = std::thread::Builder::new()
         .name("ferrokv-replsync".into())
-        .spawn(move || produce_rdb(&srv, tx, otx));
+        .spawn(move || produce_rdb(&srv, tx, otx, filter));
     if spawned.is_err() {
         leave_unregistered(server, &info);
         return;
@@ -475,6 +492,7 @@ fn produce_rdb(
     server: &Arc<Server>,
     tx: tokio::sync::mpsc::Sender<Vec<u8>>,
     otx: tokio::sync::oneshot::Sender<(u64, u64)>,
+    (exclude_data, exclude_functions): (bool, bool),
 ) {
     let r = &server.repl;
     let paused = server.propagation.pause_writes();
@@ -501,7 +519,11 @@ fn produce_rdb(
         &**server,
         &mut w,
         false,
-        crate::persist::rdb::SaveCtl::default(),
+        crate::persist::rdb::SaveCtl {
+            exclude_data,
+            exclude_functions,
+            ..Default::default()
+        },
         &mut |d, i, b| Some(snap.shard(d, i, b)),
     )
     .and_then(|_| std::io::Write::flush(&mut w));
