@@ -851,3 +851,60 @@ fn rdb_writes_a_loadable_snapshot() {
         }
     }
 }
+
+#[test]
+fn functions_rdb_writes_only_the_libraries() {
+    let Some(cli) = cli() else { return };
+    let ours = Server::start(&["--repl-diskless-sync-delay", "0"]);
+    let mut r = ours.raw();
+    pipeline(&mut r, &fill_cmds());
+    let lib = b"#!lua name=clilib\nredis.register_function('hello', function() return 1 end)";
+    assert_eq!(r.cmd(&[b"FUNCTION", b"LOAD", lib]), b"$6\r\nclilib\r\n");
+    let out_dir = tempfile::tempdir().unwrap();
+    let file = out_dir.path().join("fn.rdb");
+    let out = run(
+        &cli,
+        ours.port,
+        &["--functions-rdb", file.to_str().unwrap()],
+        b"",
+        60,
+    );
+    assert_eq!(out.code, Some(0), "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("sending REPLCONF rdb-filter-only functions"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("Transfer finished with success after "),
+        "{}",
+        out.stderr
+    );
+    check_rdb(&file, 0);
+    let dir = out_dir.path().to_str().unwrap();
+    let again = Server::start(&["--dir", dir, "--dbfilename", "fn.rdb"]);
+    let mut a = again.raw();
+    assert_eq!(a.cmds("DBSIZE"), b":0\r\n");
+    assert_eq!(a.cmds("FCALL hello 0"), b":1\r\n");
+
+    // REPLCONF rdb-filter-only's replies, and SYNC refused without
+    // `capa eof`, as redis-server's.
+    let Some(mut p) = common::Pair::start() else {
+        return;
+    };
+    for v in [
+        "functions",
+        "",
+        "FUNCTIONS",
+        "functions foo",
+        "\"unbalanced",
+        "'a' 'b'",
+    ] {
+        p.check(&[b"REPLCONF", b"rdb-filter-only", v.as_bytes()]);
+    }
+    p.check_line("REPLCONF rdb-filter-only functions");
+    p.check_line("SYNC");
+    p.check_line("PSYNC ? -1");
+    p.check_line("PING");
+}
