@@ -65,8 +65,9 @@ const KEEPALIVE: Duration = Duration::from_secs(1);
 
 /// The GETACK request every replica answers with its offset.
 const GETACK: &[u8] = b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n";
-/// The master's keep-alive in the stream.
-const PING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
+/// The master's keep-alive in the stream, in lower case as Redis writes
+/// it (its shared `ping` object).
+const PING: &[u8] = b"*1\r\n$4\r\nping\r\n";
 
 /// Asks every replica for an acknowledgement (WAIT).
 pub fn request_acks(server: &Server) {
