@@ -86,15 +86,15 @@ fn run(cli: &str, port: u16, args: &[&str], stdin: &[u8], secs: u64) -> Out {
 }
 
 /// Runs a redis-cli mode that never ends by itself, line-buffered through
-/// `stdbuf -oL`, collecting its output lines until `enough` says so or
-/// `secs` pass, then kills it by PID. None (with a notice) when stdbuf is
-/// missing.
+/// `stdbuf -oL`, collecting its output lines (stdout's and stderr's, as
+/// they come) until `enough` says so or `secs` pass, then kills it by
+/// PID. None (with a notice) when stdbuf is missing.
 fn run_endless(
     cli: &str,
     port: u16,
     args: &[&str],
     secs: u64,
-    enough: impl Fn(&[String]) -> bool,
+    mut enough: impl FnMut(&[String]) -> bool,
 ) -> Option<Vec<String>> {
     let Some(stdbuf) = which("stdbuf") else {
         eprintln!("stdbuf (coreutils) not installed: test skipped");
@@ -105,19 +105,24 @@ fn run_endless(
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("spawn redis-cli");
-    let out = child.stdout.take().unwrap();
     let (tx, rx) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(out).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
+    let forward = |r: Box<dyn Read + Send>, tx: mpsc::Sender<String>| {
+        std::thread::spawn(move || {
+            for line in BufReader::new(r).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
             }
-        }
-    });
+        })
+    };
+    let readers = [
+        forward(Box::new(child.stdout.take().unwrap()), tx.clone()),
+        forward(Box::new(child.stderr.take().unwrap()), tx),
+    ];
     let deadline = Instant::now() + Duration::from_secs(secs);
     let mut lines = Vec::new();
     while !enough(&lines) {
@@ -132,7 +137,9 @@ fn run_endless(
     }
     let _ = child.kill();
     let _ = child.wait();
-    let _ = reader.join();
+    for r in readers {
+        let _ = r.join();
+    }
     Some(lines)
 }
 
@@ -635,6 +642,19 @@ fn stat_shows_keys_mem_clients_blocked_requests() {
         let mb: f64 = mb.parse().unwrap();
         assert!((mb - used / 1024.0 / 1024.0).abs() < 1.0, "{m} vs {used}");
     }
+    // The child column says SAVE while a BGSAVE runs (slowed down by
+    // rdb-key-save-delay: 20 ms a key).
+    assert_eq!(r.cmds("CONFIG SET rdb-key-save-delay 20000"), b"+OK\r\n");
+    assert_eq!(r.cmds("BGSAVE"), b"+Background saving started\r\n");
+    let Some(lines) = run_endless(&cli, ours.port, &["--stat", "-i", "0.2"], 15, |ls| {
+        ls.len() >= 4
+    }) else {
+        return;
+    };
+    for l in &lines[2..] {
+        assert!(l.trim_end().ends_with(" SAVE"), "{lines:#?}");
+    }
+    assert_eq!(r.cmds("CONFIG SET rdb-key-save-delay 0"), b"+OK\r\n");
 }
 
 #[test]
@@ -907,4 +927,116 @@ fn functions_rdb_writes_only_the_libraries() {
     p.check_line("SYNC");
     p.check_line("PSYNC ? -1");
     p.check_line("PING");
+}
+
+/// `redis-cli --replica` against `srv`: SYNC (with an empty
+/// rdb-filter-only), then the commands written once it has sent its first
+/// ACK, as it prints them. redis-cli reads a reply to that ACK, which the
+/// master never gives: the stream's first value (the SELECT before the
+/// first write, the keep-alive PING being put off for the test) goes
+/// there, with redis-server too.
+fn replica_log(cli: &str, srv: &Server) -> Option<Vec<String>> {
+    let mut r = srv.raw();
+    assert_eq!(r.cmds("CONFIG SET repl-diskless-sync-delay 0"), b"+OK\r\n");
+    assert_eq!(
+        r.cmds("CONFIG SET repl-ping-replica-period 3600"),
+        b"+OK\r\n"
+    );
+    pipeline(&mut r, &[cmd(&["SET", "before", "sync"])]);
+    let mut sent = false;
+    run_endless(cli, srv.port, &["--replica"], 20, |ls| {
+        if !sent && ls.iter().any(|l| l == "sending REPLCONF ACK 0") {
+            // Until the master has read the ACK.
+            std::thread::sleep(Duration::from_millis(300));
+            pipeline(
+                &mut r,
+                &[
+                    cmd(&["SET", "k", "v"]),
+                    cmd(&["RPUSH", "l", "a b", "c"]),
+                    cmd(&["SELECT", "4"]),
+                    cmd(&["HSET", "h", "f", "v"]),
+                    cmd(&["DEL", "h"]),
+                ],
+            );
+            sent = true;
+        }
+        ls.last().is_some_and(|l| l.starts_with("\"DEL\""))
+    })
+}
+
+#[test]
+fn replica_mode_logs_the_stream() {
+    let Some(cli) = cli() else { return };
+    let ours = Server::start(&[]);
+    let Some(lines) = replica_log(&cli, &ours) else {
+        return;
+    };
+    let want = [
+        "sending REPLCONF capa eof",
+        "sending REPLCONF rdb-filter-only ",
+        "SYNC with master, discarding bytes of bulk transfer until EOF marker...",
+    ];
+    for w in want {
+        assert!(lines.iter().any(|l| l == w), "no {w:?} in {lines:#?}");
+    }
+    let done = lines
+        .iter()
+        .find(|l| l.starts_with("SYNC done after "))
+        .unwrap();
+    assert!(
+        done.ends_with(" bytes. Logging commands from master."),
+        "{done}"
+    );
+    let stream: Vec<&String> = lines.iter().filter(|l| l.starts_with('"')).collect();
+    let expected = [
+        r#""SET","k","v""#,
+        r#""RPUSH","l","a b","c""#,
+        r#""SELECT","4""#,
+        r#""HSET","h","f","v""#,
+        r#""DEL","h""#,
+    ];
+    assert_eq!(stream, expected, "{lines:#?}");
+    if let Some(red) = redis(&[]) {
+        let theirs = replica_log(&cli, &red).unwrap();
+        let theirs: Vec<&String> = theirs.iter().filter(|l| l.starts_with('"')).collect();
+        assert_eq!(theirs, stream);
+    }
+}
+
+#[test]
+fn replica_mode_shows_the_keepalive_ping_as_redis_writes_it() {
+    let Some(cli) = cli() else { return };
+    let ours = Server::start(&[
+        "--repl-ping-replica-period",
+        "1",
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
+    let Some(lines) = run_endless(&cli, ours.port, &["--replica"], 15, |ls| {
+        ls.iter().any(|l| l.starts_with('"'))
+    }) else {
+        return;
+    };
+    // Redis propagates its keep-alive as a lower-case "ping".
+    assert_eq!(
+        lines.iter().find(|l| l.starts_with('"')).unwrap(),
+        "\"ping\"",
+        "{lines:#?}"
+    );
+    if let Some(red) = redis(&[
+        "--repl-ping-replica-period",
+        "1",
+        "--repl-diskless-sync-delay",
+        "0",
+    ]) {
+        let theirs = run_endless(&cli, red.port, &["--replica"], 15, |ls| {
+            ls.iter().any(|l| l.starts_with('"'))
+        })
+        .unwrap();
+        assert_eq!(
+            theirs.iter().find(|l| l.starts_with('"')).unwrap(),
+            "\"ping\"",
+            "{theirs:#?}"
+        );
+    }
 }
