@@ -43,12 +43,31 @@ pub struct ReplConf {
     pub capa_psync2: bool,
     /// `rdb-only 1`: only the RDB, no stream (redis-cli --rdb).
     pub rdb_only: bool,
+    /// `rdb-filter-only`: the RDB leaves the keys out.
+    pub exclude_data: bool,
+    /// `rdb-filter-only` without `functions`: the RDB leaves the function
+    /// libraries out.
+    pub exclude_functions: bool,
 }
+
+impl ReplConf {
+    /// True when the RDB is filtered (REPLCONF rdb-filter-only), which is
+    /// then always sent over the socket, as Redis forces.
+    pub fn filtered(&self) -> bool {
+        self.exclude_data || self.exclude_functions
+    }
+}
+
+/// How often a replica waiting for its RDB to start gets a newline to keep
+/// the link alive (Redis's replicationCron writes one a second to replicas
+/// waiting for a BGSAVE, and to disk-based ones while the file is written).
+const KEEPALIVE: Duration = Duration::from_secs(1);
 
 /// The GETACK request every replica answers with its offset.
 const GETACK: &[u8] = b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n";
-/// The master's keep-alive in the stream.
-const PING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
+/// The master's keep-alive in the stream, in lower case as Redis writes
+/// it (its shared `ping` object).
+const PING: &[u8] = b"*1\r\n$4\r\nping\r\n";
 
 /// Asks every replica for an acknowledgement (WAIT).
 pub fn request_acks(server: &Server) {
@@ -243,16 +262,27 @@ pub async fn serve_replica<R, W>(
     }
     info.state.store(STATE_WAIT_BGSAVE, Ordering::Relaxed);
     r.replicas.lock().push(info.clone());
-    let (diskless, delay) = {
+    let (diskless_conf, delay) = {
         let c = server.config.read();
         (
             c.get_bool("repl-diskless-sync") && conf.capa_eof,
             c.get_u64("repl-diskless-sync-delay"),
         )
     };
-    if diskless && delay > 0 {
+    // A filtered RDB always goes over the socket (Redis's
+    // startBgsaveForReplication); the delay is diskless sync's own.
+    let diskless = diskless_conf || (conf.filtered() && conf.capa_eof);
+    if diskless_conf && delay > 0 {
         tracing::info!("Delay next BGSAVE for diskless SYNC");
-        tokio::time::sleep(Duration::from_secs(delay)).await;
+        let until = tokio::time::Instant::now() + Duration::from_secs(delay);
+        while tokio::time::Instant::now() < until {
+            let tick = (tokio::time::Instant::now() + KEEPALIVE).min(until);
+            tokio::time::sleep_until(tick).await;
+            if tick < until && (wr.write_all(b"\n").await.is_err() || wr.flush().await.is_err()) {
+                leave_unregistered(server, &info);
+                return;
+            }
+        }
     }
     tracing::info!(
         "Starting BGSAVE for SYNC with target: {}",
@@ -261,9 +291,10 @@ pub async fn serve_replica<R, W>(
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
     let (otx, orx) = tokio::sync::oneshot::channel::<(u64, u64)>();
     let srv = server.clone();
+    let filter = (conf.exclude_data, conf.exclude_functions);
     let spawned = std::thread::Builder::new()
         .name("ferrokv-replsync".into())
-        .spawn(move || produce_rdb(&srv, tx, otx));
+        .spawn(move || produce_rdb(&srv, tx, otx, filter));
     if spawned.is_err() {
         leave_unregistered(server, &info);
         return;
@@ -274,9 +305,14 @@ pub async fn serve_replica<R, W>(
     };
     let pos = offset;
     let replid = r.ids.lock().replid.clone();
-    let line = format!("+FULLRESYNC {replid} {offset}\r\n");
     info.state.store(STATE_SEND_BULK, Ordering::Relaxed);
-    let mut ok = send_checked(server, client, wr, line.as_bytes(), pos, &soft_since).await;
+    // A replica that came with the old SYNC gets no +FULLRESYNC line
+    // (Redis's CLIENT_PRE_PSYNC): the payload's header comes first, as
+    // redis-cli --rdb expects.
+    let mut ok = req.replid.is_none() || {
+        let line = format!("+FULLRESYNC {replid} {offset}\r\n");
+        send_checked(server, client, wr, line.as_bytes(), pos, &soft_since).await
+    };
     if ok && diskless {
         let mark = crate::repl::random_id();
         ok = send_checked(
@@ -371,9 +407,23 @@ async fn send_via_file<W: AsyncWrite + Unpin>(
     let res = async {
         let mut f = tokio::fs::File::create(&path).await.ok()?;
         let mut len = 0u64;
-        while let Some(chunk) = rx.recv().await {
-            f.write_all(&chunk).await.ok()?;
-            len += chunk.len() as u64;
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
+        loop {
+            tokio::select! {
+                chunk = rx.recv() => match chunk {
+                    Some(chunk) => {
+                        f.write_all(&chunk).await.ok()?;
+                        len += chunk.len() as u64;
+                    }
+                    None => break,
+                },
+                _ = tick.tick() => {
+                    // Redis's newline to a replica waiting for a disk BGSAVE.
+                    if !send_checked(server, client, wr, b"\n", pos, soft_since).await {
+                        return None;
+                    }
+                }
+            }
         }
         f.flush().await.ok()?;
         drop(f);
@@ -443,6 +493,7 @@ fn produce_rdb(
     server: &Arc<Server>,
     tx: tokio::sync::mpsc::Sender<Vec<u8>>,
     otx: tokio::sync::oneshot::Sender<(u64, u64)>,
+    (exclude_data, exclude_functions): (bool, bool),
 ) {
     let r = &server.repl;
     let paused = server.propagation.pause_writes();
@@ -469,7 +520,11 @@ fn produce_rdb(
         &**server,
         &mut w,
         false,
-        crate::persist::rdb::SaveCtl::default(),
+        crate::persist::rdb::SaveCtl {
+            exclude_data,
+            exclude_functions,
+            ..Default::default()
+        },
         &mut |d, i, b| Some(snap.shard(d, i, b)),
     )
     .and_then(|_| std::io::Write::flush(&mut w));

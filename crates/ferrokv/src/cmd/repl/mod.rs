@@ -153,6 +153,13 @@ fn sync_allowed(ctx: &mut Ctx<'_>) -> bool {
         ctx.error(NOMASTERLINK);
         return false;
     }
+    if let Some(c) = ctx.client.repl_conf.as_deref() {
+        // A filtered RDB is only sent over the socket (`$EOF:` framing).
+        if c.filtered() && !c.capa_eof {
+            ctx.error("ERR Filtered replica requires EOF capability");
+            return false;
+        }
+    }
     true
 }
 
@@ -206,7 +213,7 @@ fn sync(ctx: &mut Ctx<'_>, _: &Args<'_>) {
 }
 
 /// REPLCONF option value ...: listening-port, ip-address, capa, ack,
-/// getack, rdb-only (Redis's replconfCommand). Options for a connection
+/// getack, rdb-only, rdb-filter-only (Redis's replconfCommand). Options for a connection
 /// that is not (yet) a replica are remembered for its PSYNC.
 fn replconf(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if args.len().is_multiple_of(2) {
@@ -256,6 +263,29 @@ fn replconf(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                     return ctx.error("ERR value is out of range, value must between 0 and 1")
                 }
                 None => return ctx.not_int(),
+            }
+        } else if opt.eq_ignore_ascii_case(b"rdb-filter-only") {
+            // What the RDB keeps (redis-cli --functions-rdb): the value
+            // splits as sdssplitargs splits; everything is left out but
+            // the parts it names, "functions" the only one known. As
+            // Redis, a bad value leaves what was set before it.
+            let (mut buf, mut ranges) = (Vec::new(), Vec::new());
+            if crate::resp::parse::split_args(val, &mut buf, &mut ranges).is_err() {
+                return ctx.error("ERR Missing rdb-filter-only values");
+            }
+            pending.exclude_data = true;
+            pending.exclude_functions = true;
+            for &(a, b) in &ranges {
+                let part = &buf[a as usize..b as usize];
+                if part.eq_ignore_ascii_case(b"functions") {
+                    pending.exclude_functions = false;
+                } else {
+                    let msg = format!(
+                        "ERR Unsupported rdb-filter-only option: {}",
+                        String::from_utf8_lossy(part)
+                    );
+                    return ctx.error(&msg);
+                }
             }
         } else {
             let mut msg = b"ERR Unrecognized REPLCONF option: ".to_vec();

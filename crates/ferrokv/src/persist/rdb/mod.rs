@@ -362,6 +362,11 @@ pub struct SaveCtl<'a> {
     pub key_delay_us: u64,
     /// Progress counter (INFO current_save_keys_processed).
     pub progress: Option<&'a AtomicU64>,
+    /// Leave the keys out (a replica's REPLCONF rdb-filter-only).
+    pub exclude_data: bool,
+    /// Leave the function libraries out (rdb-filter-only without
+    /// `functions`).
+    pub exclude_functions: bool,
 }
 
 /// A `Write` adapter that keeps the CRC64 and the byte count.
@@ -494,14 +499,20 @@ pub fn write_snapshot_from<W: Write>(
     }
     put_aux(&mut b, "aof-base", if aof_base { b"1" } else { b"0" });
     // Function libraries come before the keys (rdb.c `rdbSaveFunctions`).
-    for code in server.function_libraries() {
+    let libraries = if ctl.exclude_functions {
+        Vec::new()
+    } else {
+        server.function_libraries()
+    };
+    for code in libraries {
         b.push(RDB_OPCODE_FUNCTION2);
         write::put_string(&mut b, &code, true);
     }
     out.put(&b)?;
     let ks = &server.keyspace();
     let mut keys = 0u64;
-    for dbi in 0..ks.db_count() {
+    let dbs = if ctl.exclude_data { 0 } else { ks.db_count() };
+    for dbi in 0..dbs {
         let db = ks.db(dbi);
         let mut selected = false;
         for si in 0..SHARDS_PER_DB {
@@ -928,6 +939,7 @@ pub fn bgsave(server: &Arc<impl Host>) -> Result<(), &'static str> {
                 cancel: Some(&st.cancel),
                 key_delay_us: delay,
                 progress: Some(&st.save_keys_processed),
+                ..Default::default()
             };
             let r = save_file(&srv, ctl);
             let secs =
