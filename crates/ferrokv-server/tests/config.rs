@@ -316,3 +316,53 @@ fn config_get_set_parity_with_redis() {
     // A bind change moves the listener: new connections reach it.
     let _ = common::Raw::connect(p.ours.port).cmd(&[b"PING"]);
 }
+
+/// CONFIG REWRITE as Redis 7.0's: directives at their default are left out
+/// (io-threads, picked by the server when left at 0, counts as default),
+/// memory directives keep units (`maxmemory 50mb` stays so, CONFIG SET
+/// 60mb is written `60mb`, a value that is not a multiple of a unit in
+/// bytes), and the file restarts to the same values.
+#[test]
+fn config_rewrite_leaves_defaults_out_and_keeps_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.conf");
+    std::fs::write(
+        &path,
+        "maxmemory 50mb\nsave \"\"\nproto-max-bulk-len 512mb\n",
+    )
+    .unwrap();
+    let p = Proc::start(Some(&path), &[]);
+    let mut c = p.client();
+    let _: () = redis::cmd("CONFIG").arg("REWRITE").query(&mut c).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("maxmemory 50mb\n"), "{text}");
+    assert!(text.contains("proto-max-bulk-len 512mb\n"), "{text}");
+    assert!(!text.contains("io-threads"), "{text}");
+    assert!(!text.contains("hz "), "{text}");
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("60mb")
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("client-query-buffer-limit")
+        .arg("1234567")
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("CONFIG").arg("REWRITE").query(&mut c).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("maxmemory 60mb\n"), "{text}");
+    assert!(
+        text.contains("client-query-buffer-limit 1234567\n"),
+        "{text}"
+    );
+    drop(c);
+    drop(p);
+    let p = Proc::start(Some(&path), &[]);
+    let mut c = p.client();
+    assert_eq!(config_get(&mut c, "maxmemory"), "62914560");
+    assert_eq!(config_get(&mut c, "client-query-buffer-limit"), "1234567");
+    assert_eq!(config_get(&mut c, "proto-max-bulk-len"), "536870912");
+}

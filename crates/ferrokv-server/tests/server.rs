@@ -853,3 +853,32 @@ fn idle_poll_spins_only_while_work_keeps_coming() {
     );
     assert!(off <= 5, "polling while off: {off} ticks");
 }
+
+/// A port in use stops the start-up with Redis's message naming the
+/// address, the port and the reason, before the dataset is loaded: with a
+/// corrupt dump.rdb in `dir`, the bind error is what is reported.
+#[test]
+fn port_in_use_is_reported_before_loading() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("dump.rdb"), b"REDIS0010\xffgarbage").unwrap();
+    let err = common::start_fails(
+        &[
+            "--port",
+            &port,
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            dir.path().to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(
+        err.contains(&format!(
+            "Could not create server TCP listening socket 127.0.0.1:{port}: bind: Address already in use"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("RDB") && !err.contains("dump.rdb"), "{err}");
+}

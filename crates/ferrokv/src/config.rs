@@ -1243,6 +1243,10 @@ pub struct Config {
     /// `user <name> <rules...>` lines: [name, rules...] each (loaded by
     /// `acl::startup`).
     pub users: Vec<Vec<String>>,
+    /// Directives whose value the server picked itself because the user
+    /// left them at their default (`io-threads` 0 = one per core but
+    /// one): CONFIG REWRITE treats them as defaults and leaves them out.
+    pub derived: std::collections::BTreeSet<&'static str>,
 }
 
 impl Default for Config {
@@ -1254,6 +1258,7 @@ impl Default for Config {
                 .collect(),
             file: None,
             users: Vec::new(),
+            derived: Default::default(),
         }
     }
 }
@@ -1524,7 +1529,8 @@ impl Config {
         }
         let mut added = false;
         for d in DIRECTIVES {
-            if seen.contains(d.name) || (!force_all && self.get(d.name) == d.default) {
+            let at_default = self.get(d.name) == d.default || self.derived.contains(d.name);
+            if seen.contains(d.name) || (!force_all && at_default) {
                 continue;
             }
             if !added {
@@ -1549,6 +1555,10 @@ impl Config {
             }
             Kind::List if d.name == "client-output-buffer-limit" => render_obl(d, v),
             Kind::List => format!("{} {}", d.name, v),
+            Kind::Memory { .. } => match v.parse::<u64>() {
+                Ok(n) => format!("{} {}", d.name, format_memory(n)),
+                Err(_) => format!("{} {}", d.name, quote_arg(v)),
+            },
             _ => format!("{} {}", d.name, quote_arg(v)),
         }
     }

@@ -98,7 +98,11 @@ pub fn run(mut config: Config) -> std::io::Result<()> {
     }
     let threads = thread_count(&config);
     // CONFIG GET io-threads shows the count in use (the directive's
-    // default, 0, means "pick one").
+    // default, 0, means "pick one"); picked, it stays a default for CONFIG
+    // REWRITE.
+    if config.get_i64("io-threads") <= 0 {
+        config.derived.insert("io-threads");
+    }
     let _ = config.load_str(&format!("io-threads {threads}"));
     // The main runtime accepts connections and runs the cron and signal
     // handling; clients are served by `threads` worker runtimes (one thread
@@ -186,8 +190,13 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         .stats
         .memory_startup
         .store(evict::used_memory(), Ordering::Relaxed);
-    // The dataset is loaded before any listener exists, so no client sees
-    // a partial keyspace; a bad file stops the start-up with its name.
+    // The TCP ports are bound first (a port in use stops the start-up
+    // before a long load), but accepted from only after the dataset is
+    // loaded, so no client sees a partial keyspace; a bad file stops the
+    // start-up with its name.
+    let tls_port = server.config.read().get_i64("tls-port") as u16;
+    let sockets =
+        net::listener::bind_startup(&binds, port, tls_port, backlog, !unixsocket.is_empty())?;
     // The AOF when appendonly is yes (Redis's loadDataFromDisk), else the RDB.
     if !persist::aof::load_at_startup(&server, &mut cmd::replay::AofReplay::new(&server))
         .map_err(std::io::Error::other)?
@@ -195,7 +204,6 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         persist::rdb::load_at_startup(&server).map_err(std::io::Error::other)?;
     }
     persist::aof::start_tick(&server);
-    let tls_port = server.config.read().get_i64("tls-port") as u16;
     if tls_port != 0 {
         let ctx = tls::build(&server.config.read()).map_err(|e| {
             tracing::warn!("{e}");
@@ -205,14 +213,7 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         })?;
         server.tls.install(ctx);
     }
-    let bound_port = net::listener::listen(
-        &server,
-        &binds,
-        port,
-        tls_port,
-        backlog,
-        !unixsocket.is_empty(),
-    )?;
+    let bound_port = net::listener::listen(&server, &binds, sockets, backlog)?;
     server
         .bound_port
         .store(bound_port as u64, Ordering::Relaxed);

@@ -44,7 +44,23 @@ pub fn bind_tcp(addr: &str, port: u16, backlog: u32) -> std::io::Result<Option<T
     match attempt() {
         Ok(l) => Ok(Some(l)),
         Err(_) if optional => Ok(None),
-        Err(e) => Err(e),
+        Err(e) => Err(std::io::Error::new(
+            e.kind(),
+            format!(
+                "Could not create server TCP listening socket {host}:{port}: bind: {}",
+                os_reason(&e)
+            ),
+        )),
+    }
+}
+
+/// An I/O error's text without Rust's " (os error N)" suffix, as
+/// `strerror` gives it ("Address already in use").
+fn os_reason(e: &std::io::Error) -> String {
+    let t = e.to_string();
+    match t.find(" (os error ") {
+        Some(i) => t[..i].to_string(),
+        None => t,
     }
 }
 
@@ -335,19 +351,54 @@ fn spawn_loops(
     Ok(out)
 }
 
-/// Starts the TCP listeners at start-up, on the current (main) runtime:
-/// the plain `port` and, when `tls_port` is not 0, the TLS port (the TLS
-/// context must be installed first). `port 0` disables plain TCP when a
-/// unix socket or a TLS port is configured, as in Redis; otherwise it
-/// binds a free port (ferrokv's convenience for tests). Returns the plain
-/// port actually bound (0 when none). Errors: binding failed.
-pub fn listen(
-    server: &Arc<Server>,
+/// The start-up TCP sockets, bound and listening but not accepting yet
+/// ([`bind_startup`], then [`listen`]).
+pub struct Bound {
+    tcp: Vec<TcpListener>,
+    tls: Vec<TcpListener>,
+    /// The plain port actually bound (0 when none).
+    pub port: u16,
+}
+
+/// Binds the start-up TCP sockets before the dataset is loaded, so a port
+/// in use stops the start-up at once ("Could not create server TCP
+/// listening socket 127.0.0.1:6379: bind: Address already in use", as
+/// Redis's `listenToPort`) instead of after a long load; connections wait
+/// in the backlog until [`listen`] accepts them, so none sees a partial
+/// keyspace. The plain `port` and, when `tls_port` is not 0, the TLS port;
+/// `port 0` disables plain TCP when a unix socket or a TLS port is
+/// configured, as in Redis, otherwise it binds a free port (ferrokv's
+/// convenience for tests). Errors: binding failed.
+pub fn bind_startup(
     binds: &[String],
     port: u16,
     tls_port: u16,
     backlog: u32,
     unixsocket: bool,
+) -> std::io::Result<Bound> {
+    let mut b = Bound {
+        tcp: Vec::new(),
+        tls: Vec::new(),
+        port: 0,
+    };
+    if port != 0 || (!unixsocket && tls_port == 0) {
+        b.tcp = bind_all(binds, port, backlog)?;
+        b.port = b.tcp[0].local_addr().map(|a| a.port()).unwrap_or(port);
+    }
+    if tls_port != 0 {
+        b.tls = bind_all(binds, tls_port, backlog)?;
+    }
+    Ok(b)
+}
+
+/// Starts accepting on the sockets of [`bind_startup`], on the current
+/// (main) runtime (the TLS context must be installed first). Returns the
+/// plain port bound (0 when none).
+pub fn listen(
+    server: &Arc<Server>,
+    binds: &[String],
+    sockets: Bound,
+    backlog: u32,
 ) -> std::io::Result<u16> {
     let main = tokio::runtime::Handle::current();
     let mut state = crate::workers::Listening {
@@ -356,15 +407,12 @@ pub fn listen(
         backlog,
         ..Default::default()
     };
-    let mut bound = 0;
-    if port != 0 || (!unixsocket && tls_port == 0) {
-        let ls = bind_all(binds, port, backlog)?;
-        bound = ls[0].local_addr().map(|a| a.port()).unwrap_or(port);
-        state.tcp = spawn_loops(server, &main, ls, false)?;
+    let bound = sockets.port;
+    if !sockets.tcp.is_empty() {
+        state.tcp = spawn_loops(server, &main, sockets.tcp, false)?;
     }
-    if tls_port != 0 {
-        let ls = bind_all(binds, tls_port, backlog)?;
-        state.tls = spawn_loops(server, &main, ls, true)?;
+    if !sockets.tls.is_empty() {
+        state.tls = spawn_loops(server, &main, sockets.tls, true)?;
     }
     *server.net.listening.lock() = Some(state);
     let weak = Arc::downgrade(server);
