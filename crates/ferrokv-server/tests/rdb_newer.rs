@@ -477,16 +477,36 @@ fn loadable_records() -> Vec<u8> {
     r
 }
 
-/// A type-`ty` record for key `h` with a plausible body of a hash with
-/// field expiration (min expiry, count, ttl/field/value).
+/// A type-`ty` record for key `h` of a hash with field expiration holding
+/// field `f` = `v` without a TTL, in the form of that type (rdb.c): 24: min
+/// expiry, count, ttl/field/value; 22: the same without the min expiry;
+/// 25: min expiry, listpack of field/value/ttl; 23: the listpack alone.
 fn hfe_record(ty: u8) -> Vec<u8> {
     let mut r = vec![ty];
     string(&mut r, b"h");
-    r.extend_from_slice(&4_000_000_000_000u64.to_le_bytes());
+    if matches!(ty, 24 | 25) {
+        r.extend_from_slice(&4_000_000_000_000u64.to_le_bytes());
+    }
+    if matches!(ty, 22 | 24) {
+        len(&mut r, 1);
+        len(&mut r, 0);
+        string(&mut r, b"f");
+        string(&mut r, b"v");
+    } else {
+        string(&mut r, &listpack(&[b"f", b"v", b"0"]));
+    }
+    r
+}
+
+/// Valkey 9.0's type 22 (RDB_TYPE_HASH_2) for key `h`: count, then field,
+/// value, expiry (8 bytes LE, -1 = none).
+fn valkey_hash_2_record() -> Vec<u8> {
+    let mut r = vec![22];
+    string(&mut r, b"h");
     len(&mut r, 1);
-    len(&mut r, 0);
     string(&mut r, b"f");
     string(&mut r, b"v");
+    r.extend_from_slice(&(-1i64).to_le_bytes());
     r
 }
 
@@ -522,34 +542,23 @@ fn hand_built_version_12_and_valkey_9_files() {
         assert_eq!(r.cmds("ZSCORE zs y"), b"$1\r\n2\r\n", "{what}");
         assert_eq!(r.cmds("DBSIZE"), b":3\r\n", "{what}");
     }
-    // Hashes with field expiration: the load stops naming key and type.
-    for (ty, what) in [
-        (24, "hash with field expiration, Redis 7.4+"),
-        (25, "hash with field expiration, Redis 7.4+"),
-        (
-            22,
-            "hash with field expiration, Redis 7.4 release candidate",
-        ),
-        (
-            23,
-            "hash with field expiration, Redis 7.4 release candidate",
-        ),
-    ] {
+    // Hashes with field expiration load (their forms are checked field by
+    // field in hash_ttl_persist.rs): Redis 7.4's 24 and 25, the release
+    // candidates' 22 and 23, Valkey 9.0's 22.
+    for ty in [24u8, 25, 22, 23] {
         let mut recs = loadable_records();
         recs.extend(hfe_record(ty));
-        let err = load_err(&rdb_file(b"REDIS0012", &recs));
-        let want = format!("RDB: key 'h' has type {ty} ({what}), which ferrokv cannot load yet");
-        assert!(err.contains(&want), "type {ty}: {err}");
-        assert!(err.contains("dump.rdb"), "names the file: {err}");
+        let (srv, _dir) = load_ok(&rdb_file(b"REDIS0012", &recs));
+        let mut r = srv.raw();
+        assert_eq!(r.cmds("HGET h f"), b"$1\r\nv\r\n", "type {ty}");
+        assert_eq!(r.cmds("DBSIZE"), b":4\r\n", "type {ty}");
     }
     let mut recs = loadable_records();
-    recs.extend(hfe_record(22));
-    let err = load_err(&rdb_file(b"VALKEY080", &recs));
-    assert!(
-        err.contains(
-            "RDB: key 'h' has type 22 (hash with field expiration, Valkey 9.0+), which ferrokv cannot load yet"
-        ),
-        "{err}"
+    recs.extend(valkey_hash_2_record());
+    let (srv, _dir) = load_ok(&rdb_file(b"VALKEY080", &recs));
+    assert_eq!(
+        srv.raw().cmds("HPEXPIRETIME h FIELDS 1 f"),
+        b"*1\r\n:-1\r\n"
     );
     // Any other unknown type names the key too.
     let mut recs = loadable_records();
@@ -614,17 +623,19 @@ fn restore_accepts_payloads_of_versions_11_12_and_80() {
             "version {v}"
         );
     }
+    // Hashes with field expiration restore (Valkey 9.0's type 22 in a
+    // version-80 payload too).
     let body = &hfe_record(25)[3..];
     let p = payload(25, body, 12);
-    assert_eq!(
-        s(&r.cmd(&[b"RESTORE", b"hk", b"0", &p])),
-        "-ERR RDB: key 'hk' has type 25 (hash with field expiration, Redis 7.4+), which ferrokv cannot load yet\r\n"
-    );
+    assert_eq!(r.cmd(&[b"RESTORE", b"hk", b"0", &p]), b"+OK\r\n");
+    assert_eq!(r.cmds("HGET hk f"), b"$1\r\nv\r\n");
+    let body = &valkey_hash_2_record()[3..];
     let p = payload(22, body, 80);
-    assert!(s(&r.cmd(&[b"RESTORE", b"hk", b"0", &p])).contains("Valkey 9.0+"));
+    assert_eq!(r.cmd(&[b"RESTORE", b"hv", b"0", &p]), b"+OK\r\n");
+    assert_eq!(r.cmds("HGET hv f"), b"$1\r\nv\r\n");
     let p = payload(30, b"\x01x", 12);
     assert_eq!(
-        r.cmd(&[b"RESTORE", b"hk", b"0", &p]),
+        r.cmd(&[b"RESTORE", b"unknown", b"0", &p]),
         b"-ERR Bad data format\r\n"
     );
 }

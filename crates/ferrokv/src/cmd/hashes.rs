@@ -258,7 +258,8 @@ pub(super) fn expire_field(
 }
 
 /// After fields of the hash at `key` were deleted by lazy expiry
-/// (`expired`): deletes the key when no field is left, then notifies
+/// (`expired`): deletes the key when no field is left (else records its
+/// new earliest field TTL in the shard's index), then notifies
 /// `hexpired` (and `del`), touching its watchers, as Redis 7.4 does.
 pub(super) fn lazy_done(
     ctx: &Ctx<'_>,
@@ -270,9 +271,19 @@ pub(super) fn lazy_done(
     if !expired {
         return;
     }
-    let empty = matches!(shard.peek_raw(h, key), Some(e) if matches!(&e.value, Value::Hash(hv) if hv.is_empty()));
+    let (empty, min) = match shard.peek_raw(h, key) {
+        Some(Entry {
+            value: Value::Hash(hv),
+            ..
+        }) => (hv.is_empty(), hv.min_field_ttl()),
+        _ => (false, None),
+    };
     if empty {
         shard.remove(h, key);
+    } else {
+        // The key's earliest field TTL moved (or went): kept exact for
+        // active expiry and for the count that decides the RDB version.
+        shard.note_field_ttls(key, min);
     }
     drop(shard);
     ctx.modified(key, HASH, "hexpired");

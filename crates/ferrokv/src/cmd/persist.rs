@@ -218,10 +218,6 @@ pub(crate) fn restore(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             drop(g);
             return ctx.error("ERR Bad data format");
         }
-        Err(PayloadError::Unsupported(msg)) => {
-            drop(g);
-            return ctx.error(&format!("ERR {msg}"));
-        }
     };
     let deleted = replace && g.remove(h, key).is_some();
     if ttl != 0 && !absttl {

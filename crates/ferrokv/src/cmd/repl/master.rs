@@ -497,10 +497,12 @@ fn produce_rdb(
 ) {
     let r = &server.repl;
     let paused = server.propagation.pause_writes();
+    // Chosen with writes paused: the copy and the header agree on it.
+    let version = crate::persist::rdb::save_version(&**server);
     let snap = crate::persist::snapshot::Snapshot::begin(
         &server.keyspace,
         server.clock.now_ms(),
-        crate::persist::rdb::key_serialiser(&**server),
+        crate::persist::rdb::key_serialiser(&**server, version),
     );
     let offset = r.backlog.end();
     r.backlog.forget_db();
@@ -525,6 +527,7 @@ fn produce_rdb(
             exclude_functions,
             ..Default::default()
         },
+        version,
         &mut |d, i, b| Some(snap.shard(d, i, b)),
     )
     .and_then(|_| std::io::Write::flush(&mut w));

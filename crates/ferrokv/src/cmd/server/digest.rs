@@ -8,7 +8,8 @@
 //! endian), then the value: a string's bytes; a list's elements in order;
 //! a set's members XORed (order-free); per sorted-set member the member
 //! and its score as `%.17g`, XORed; per hash field the field and value,
-//! XORed; per stream entry `ms.seq` then each field and value; and
+//! XORed (with `!!hexpire!!` XORed into a field's part when it has a TTL,
+//! as Redis 7.4); per stream entry `ms.seq` then each field and value; and
 //! `!!expire!!` XORed in when the key has a TTL. The keys' digests are
 //! XORed together per database, after mixing in the database number.
 //! "Mix" is XOR of the SHA-1 of the data followed by the SHA-1 of the
@@ -80,10 +81,16 @@ pub fn value_digest(d: &mut Digest20, e: &Entry, has_ttl: bool) {
             });
         }
         Value::Hash(h) => {
+            let ttls = h.ttls().filter(|t| !t.is_empty());
             for (f, v) in h.iter() {
                 let mut ele = [0u8; 20];
                 mix_digest(&mut ele, f);
                 mix_digest(&mut ele, v);
+                // Redis 7.4's xorObjectDigest: a field with a TTL (expired
+                // or not) has `!!hexpire!!` XORed in; the time is not.
+                if ttls.is_some_and(|t| t.get(f).is_some()) {
+                    xor_digest(&mut ele, b"!!hexpire!!");
+                }
                 xor_digest(d, &ele);
             }
         }

@@ -9,7 +9,7 @@
 
 use super::manifest::{base_name, file_len, paths, write_manifest, FileInfo, Manifest};
 use super::policy;
-use super::rewrite::{base_serialiser, use_preamble, write_base};
+use super::rewrite::{base_form, base_serialiser, write_base};
 use super::STATE_ON;
 use crate::persist::Host;
 use crate::resp::{Args, OwnedArgs};
@@ -145,9 +145,9 @@ pub fn load_at_startup(
         // Redis 7.0 creates the first base at start-up (the dataset loaded
         // from RDB, or empty).
         m.base_seq += 1;
-        let preamble = use_preamble(server);
+        let form = base_form(server);
         let base = FileInfo {
-            name: base_name(&p.fname, m.base_seq, preamble),
+            name: base_name(&p.fname, m.base_seq, form.is_some()),
             seq: m.base_seq,
             kind: b'b',
             ..Default::default()
@@ -159,9 +159,9 @@ pub fn load_at_startup(
             let snap = crate::persist::snapshot::Snapshot::begin(
                 server.keyspace(),
                 server.clock().now_ms(),
-                base_serialiser(server, preamble),
+                base_serialiser(server, form),
             );
-            write_base(server, &mut w, preamble, &snap, &AtomicBool::new(false))?;
+            write_base(server, &mut w, form, &snap, &AtomicBool::new(false))?;
             w.flush()?;
             w.get_ref().sync_all()
         })()

@@ -129,11 +129,11 @@ fn rewrite(server: &Arc<impl Host>) -> std::io::Result<()> {
     }
     // The base is the keyspace as it is now, copied while writers go on
     // (persist/snapshot.rs): writes resume at once.
-    let preamble = use_preamble(server);
+    let form = base_form(server);
     let snap = crate::persist::snapshot::Snapshot::begin(
         server.keyspace(),
         server.clock().now_ms(),
-        base_serialiser(server, preamble),
+        base_serialiser(server, form),
     );
     drop(gate);
     if let Some(f) = old_file {
@@ -146,7 +146,7 @@ fn rewrite(server: &Arc<impl Host>) -> std::io::Result<()> {
         .join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
     let res = (|| {
         let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
-        write_base(server, &mut w, preamble, &snap, &a.rewrite_cancel)?;
+        write_base(server, &mut w, form, &snap, &a.rewrite_cancel)?;
         w.flush()?;
         w.into_inner().map_err(|e| e.into_error())
     })();
@@ -168,7 +168,7 @@ fn rewrite(server: &Arc<impl Host>) -> std::io::Result<()> {
     let mut m = a.manifest.lock().clone();
     m.base_seq += 1;
     let base = FileInfo {
-        name: base_name(&p.fname, m.base_seq, preamble),
+        name: base_name(&p.fname, m.base_seq, form.is_some()),
         seq: m.base_seq,
         kind: b'b',
         ..Default::default()
@@ -250,6 +250,11 @@ fn put_key_commands(
                 .collect();
             batched(buf, b"SADD", k, items.iter().map(|x| vec![x.as_slice()]));
         }
+        Value::Hash(h) if h.ttls().is_some_and(|t| !t.is_empty()) => {
+            if !put_ttl_hash_commands(buf, k, h, now) {
+                return false;
+            }
+        }
         Value::Hash(h) => {
             batched(buf, b"HMSET", k, h.iter().map(|(f, v)| vec![f, v]));
         }
@@ -271,6 +276,49 @@ fn put_key_commands(
     }
     if expire_at != 0 {
         enc(buf, &[b"PEXPIREAT", k, ib.format(expire_at).as_bytes()]);
+    }
+    true
+}
+
+/// A hash with field TTLs in command form: HMSET of its fields not
+/// expired at `now` (batches of [`ITEMS_PER_CMD`]), then `HPEXPIREAT key
+/// ms FIELDS n field...` per expiry time, the fields sharing it grouped
+/// (batches of [`ITEMS_PER_CMD`]). Redis 7.4's rewriteHashObject writes an
+/// HMSET and an HPEXPIREAT per field, expired ones included; this form
+/// loads into the same hash. False, writing nothing, when every field has
+/// expired.
+fn put_ttl_hash_commands(buf: &mut Vec<u8>, k: &[u8], h: &crate::db::HashValue, now: u64) -> bool {
+    let mut live = h.iter_live(now).peekable();
+    if live.peek().is_none() {
+        return false;
+    }
+    batched(buf, b"HMSET", k, live.map(|(f, v)| vec![f, v]));
+    let Some(ttls) = h.ttls() else {
+        return true;
+    };
+    // (time, fields) in time order: FieldTtls iterates earliest first.
+    let mut groups: Vec<(u64, Vec<&[u8]>)> = Vec::new();
+    for (f, at) in ttls.iter() {
+        if at < now {
+            continue;
+        }
+        match groups.last_mut() {
+            Some((t, fs)) if *t == at && fs.len() < ITEMS_PER_CMD => fs.push(f),
+            _ => groups.push((at, vec![f])),
+        }
+    }
+    let mut ib = itoa::Buffer::new();
+    let mut nb = itoa::Buffer::new();
+    for (at, fs) in &groups {
+        let mut argv: Vec<&[u8]> = vec![
+            b"HPEXPIREAT",
+            k,
+            ib.format(*at).as_bytes(),
+            b"FIELDS",
+            nb.format(fs.len()).as_bytes(),
+        ];
+        argv.extend(fs.iter().copied());
+        enc(buf, &argv);
     }
     true
 }
@@ -458,34 +506,42 @@ pub(super) fn use_preamble(server: &impl Host) -> bool {
     server.config().read().get_bool("aof-use-rdb-preamble")
 }
 
-/// The serialiser of a base's shards: RDB form when `preamble`, else
-/// commands.
+/// The form of a new base: Some(RDB version) for an RDB preamble
+/// (`aof-use-rdb-preamble yes`; the version as
+/// [`save_version`](crate::persist::rdb::save_version) chooses it, 12
+/// while a hash has field TTLs), None for commands. Call once per base.
+pub(super) fn base_form(server: &impl Host) -> Option<u16> {
+    use_preamble(server).then(|| crate::persist::rdb::save_version(server))
+}
+
+/// The serialiser of a base's shards: RDB form of version `v` when `form`
+/// is Some(v), else commands.
 pub(super) fn base_serialiser(
     server: &impl Host,
-    preamble: bool,
+    form: Option<u16>,
 ) -> Box<crate::persist::snapshot::Serialise> {
-    if preamble {
-        crate::persist::rdb::key_serialiser(server)
-    } else {
-        Box::new(|k, e, at, now, b| put_key_commands(b, k, e, at, now))
+    match form {
+        Some(v) => crate::persist::rdb::key_serialiser(server, v),
+        None => Box::new(|k, e, at, now, b| put_key_commands(b, k, e, at, now)),
     }
 }
 
-/// Writes a base of the dataset as `snap` copied it: an RDB snapshot (with
-/// the `aof-base` aux field) when `preamble`, else commands.
+/// Writes a base of the dataset as `snap` copied it: an RDB snapshot of
+/// version `v` (with the `aof-base` aux field) when `form` is Some(v),
+/// else commands.
 pub(super) fn write_base(
     server: &impl Host,
     w: &mut impl Write,
-    preamble: bool,
+    form: Option<u16>,
     snap: &crate::persist::snapshot::Snapshot<'_>,
     cancel: &AtomicBool,
 ) -> std::io::Result<()> {
-    if preamble {
+    if let Some(version) = form {
         let ctl = crate::persist::rdb::SaveCtl {
             cancel: Some(cancel),
             ..Default::default()
         };
-        crate::persist::rdb::write_snapshot_from(server, w, true, ctl, &mut |d, i, b| {
+        crate::persist::rdb::write_snapshot_from(server, w, true, ctl, version, &mut |d, i, b| {
             Some(snap.shard(d, i, b))
         })
         .map(|_| ())

@@ -21,21 +21,33 @@
 //! | set | SET, SET_INTSET, SET_LISTPACK (Redis 7.2) |
 //! | sorted set | ZSET_2, ZSET, ZSET_ZIPLIST, ZSET_LISTPACK |
 //! | hash | HASH, HASH_ZIPMAP, HASH_ZIPLIST, HASH_LISTPACK |
+//! | hash with field TTLs | HASH_METADATA (24), HASH_LISTPACK_EX (25), their Redis 7.4 release-candidate forms (22, 23), Valkey 9's HASH_2 (22 in `VALKEY080` files) |
 //! | stream | STREAM_LISTPACKS (Redis 5), _2 (7.0), _3 (7.2) |
 //!
 //! # Versions
 //! Files `REDIS0001` to `REDIS0012` load (11: Redis 7.2, Valkey 7.2 to
 //! 8.x; 12: Redis 7.4 to 8.x), and Valkey 9.0's `VALKEY080`; any other
 //! version is refused with Redis's "Can't handle RDB format version N".
-//! Hashes with field expiration (Redis 7.4's types 22 to 25, Valkey 9.0's
-//! type 22) stop the load with an error naming the key and the type
-//! ([`read::unsupported_type`]), as does any type no version defines;
-//! module values likewise. Opcodes AUX, RESIZEDB, SELECTDB,
+//! A type no version defines stops the load with an error naming the key
+//! and the type; module values likewise. Opcodes AUX, RESIZEDB, SELECTDB,
 //! EXPIRETIME(_MS), IDLE and FREQ are understood; SLOT_INFO (Redis 7.4+
 //! cluster sizing hints) is skipped; FUNCTION2 records load function
 //! libraries (and are written before the keys); MODULE_AUX and Valkey 9's
 //! SLOT_IMPORT (a slot migration in progress) are errors. Keys whose TTL
-//! has passed are skipped (and counted).
+//! has passed are skipped (and counted); so are hash fields whose TTL has
+//! passed, and a hash whose fields all had (counted as an expired key) —
+//! except for an AOF preamble and a replica's full sync, which keep them.
+//!
+//! # Field TTLs and the version written
+//! A hash with field TTLs is written as HASH_LISTPACK_EX (25) when Redis
+//! would hold it as a `listpackex`, else HASH_METADATA (24), which only
+//! RDB version 12 defines. So a save (file, AOF preamble, full sync,
+//! DEBUG RELOAD) that starts while some hash has field TTLs
+//! ([`Keyspace::field_ttl_keys`](crate::db::Keyspace::field_ttl_keys))
+//! writes version max(`rdb-version`, 12), logging it once
+//! ([`save_version`]); DUMP of such a value writes a version-12 payload.
+//! In a file of version 10 or 11 (a hash that got its first field TTL
+//! after the save began), the hash is written without its TTLs.
 //!
 //! # BGSAVE without fork
 //! A background thread walks the databases shard by shard; each shard is
@@ -127,19 +139,20 @@ pub const RDB_TYPE_SET_LISTPACK: u8 = 20;
 /// Value type: stream (Redis 7.2): consumers carry their active time.
 pub const RDB_TYPE_STREAM_LISTPACKS_3: u8 = 21;
 /// Value type: hash with field expiration, metadata form, of the Redis 7.4
-/// release candidates (ferrokv cannot load it yet).
+/// release candidates (absolute TTLs, no min expiry; read, never written).
 pub const RDB_TYPE_HASH_METADATA_PRE_GA: u8 = 22;
 /// Value type: hash with field expiration as a listpack, of the Redis 7.4
-/// release candidates (ferrokv cannot load it yet).
+/// release candidates (no min expiry; read, never written).
 pub const RDB_TYPE_HASH_LISTPACK_EX_PRE_GA: u8 = 23;
-/// Value type: hash with field expiration, metadata form (Redis 7.4+;
-/// ferrokv cannot load it yet).
+/// Value type: hash with field expiration, metadata form (Redis 7.4+, RDB
+/// version 12): min expiry, then TTL (relative), field, value per field.
 pub const RDB_TYPE_HASH_METADATA: u8 = 24;
-/// Value type: hash with field expiration as a listpack (Redis 7.4+;
-/// ferrokv cannot load it yet).
+/// Value type: hash with field expiration as a listpack (Redis 7.4+, RDB
+/// version 12): min expiry, then a listpack of field, value, expiry.
 pub const RDB_TYPE_HASH_LISTPACK_EX: u8 = 25;
 /// Value type 22 in Valkey's own format (version 80+): a hash with field
-/// expiration (Valkey 9.0's `RDB_TYPE_HASH_2`; ferrokv cannot load it yet).
+/// expiration (Valkey 9.0's `RDB_TYPE_HASH_2`: field, value, expiry per
+/// field; read, never written).
 pub const RDB_TYPE_VALKEY_HASH_2: u8 = 22;
 
 /// Opcode of Valkey 9.0 files (version 80+): an atomic slot migration in
@@ -384,6 +397,25 @@ impl<W: Write> CrcWriter<'_, W> {
     }
 }
 
+/// The RDB version of a save starting now (Redis 7.4's rdbSaveRio writes
+/// 12 always): the `rdb-version` directive's, raised to 12 while some hash
+/// has field TTLs (which only version 12 can carry), with a notice in the
+/// log. Call once per save.
+pub fn save_version(server: &impl Host) -> u16 {
+    let v = rdb_version(&server.config().read());
+    let n = server.keyspace().field_ttl_keys();
+    if n > 0 && v < RDB_VERSION_HFE {
+        tracing::info!(
+            "Saving RDB version {RDB_VERSION_HFE} instead of {v} (rdb-version): {n} hash(es) hold field TTLs, which only version {RDB_VERSION_HFE} can carry"
+        );
+        return RDB_VERSION_HFE;
+    }
+    v
+}
+
+/// The first RDB version with hashes with field TTLs (types 24 and 25).
+pub const RDB_VERSION_HFE: u16 = 12;
+
 fn write_opts(server: &impl Host) -> (WriteOpts, bool) {
     let c = server.config().read();
     (
@@ -422,11 +454,16 @@ fn put_shard(b: &mut Vec<u8>, shard: &Shard, opts: &WriteOpts) -> u64 {
     n
 }
 
-/// A serialiser of keys in RDB form with `server`'s options, for a
-/// point-in-time copy (persist/snapshot.rs): writes nothing and returns
-/// false for a key whose TTL has passed at `now`.
-pub fn key_serialiser(server: &impl Host) -> Box<crate::persist::snapshot::Serialise> {
-    let (opts, _) = write_opts(server);
+/// A serialiser of keys in RDB form with `server`'s options and RDB
+/// version `version` (the one [`save_version`] chose for the file the keys
+/// go to), for a point-in-time copy (persist/snapshot.rs): writes nothing
+/// and returns false for a key whose TTL has passed at `now`.
+pub fn key_serialiser(
+    server: &impl Host,
+    version: u16,
+) -> Box<crate::persist::snapshot::Serialise> {
+    let (mut opts, _) = write_opts(server);
+    opts.version = version;
     Box::new(
         move |k: &[u8], e: &Entry, expire_at: u64, now: u64, b: &mut Vec<u8>| {
             if expire_at != 0 && expire_at < now {
@@ -442,16 +479,18 @@ pub fn key_serialiser(server: &impl Host) -> Box<crate::persist::snapshot::Seria
 /// AUX fields, keys, EOF, checksum) and returns (keys written, bytes
 /// written). Each shard is serialised under its lock, then written with
 /// the lock released. Keys whose TTL has passed are left out. `aof_base`
-/// sets the aof-base AUX field (1 for an AOF preamble).
+/// sets the aof-base AUX field (1 for an AOF preamble). The version is
+/// [`save_version`]'s.
 pub fn write_snapshot<W: Write>(
     server: &impl Host,
     w: &mut W,
     aof_base: bool,
     ctl: SaveCtl<'_>,
 ) -> std::io::Result<(u64, u64)> {
-    let (opts, _) = write_opts(server);
+    let (mut opts, _) = write_opts(server);
+    opts.version = save_version(server);
     let ks = &server.keyspace();
-    write_snapshot_from(server, w, aof_base, ctl, &mut |dbi, si, b| {
+    write_snapshot_from(server, w, aof_base, ctl, opts.version, &mut |dbi, si, b| {
         let db = ks.db(dbi);
         if si == 0 && db.is_empty() {
             return None;
@@ -466,15 +505,18 @@ pub type ShardSource<'a> = dyn FnMut(usize, usize, &mut Vec<u8>) -> Option<u64> 
 /// [`write_snapshot`] with the shards' keys from `src`: `src(db, shard,
 /// buf)` appends the shard's serialised keys to `buf` and returns their
 /// number, or None (asked for shard 0) to skip the database. Databases
-/// whose shards hold nothing are left out.
+/// whose shards hold nothing are left out. `version` is the RDB version in
+/// the header (the one the keys were serialised for: [`save_version`]).
 pub fn write_snapshot_from<W: Write>(
     server: &impl Host,
     w: &mut W,
     aof_base: bool,
     ctl: SaveCtl<'_>,
+    version: u16,
     src: &mut ShardSource<'_>,
 ) -> std::io::Result<(u64, u64)> {
-    let (opts, checksum) = write_opts(server);
+    let (mut opts, checksum) = write_opts(server);
+    opts.version = version;
     let mut out = CrcWriter {
         w,
         crc: CRC64.digest(),
@@ -567,8 +609,8 @@ pub struct LoadOpts {
     /// A key that exists already is replaced (DEBUG RELOAD MERGE); without
     /// it a duplicate is an error.
     pub allow_dup: bool,
-    /// Keep keys whose TTL has passed (AOF preamble: the AOF that follows
-    /// decides).
+    /// Keep keys (and hash fields) whose TTL has passed (AOF preamble: the
+    /// AOF that follows decides; a replica's full sync: the master does).
     pub keep_expired: bool,
     /// Skip the checksum comparison.
     pub skip_checksum: bool,
@@ -582,7 +624,8 @@ pub struct LoadStats {
     pub repl: Option<([u8; 40], u64, i64)>,
     /// Keys added.
     pub loaded: u64,
-    /// Keys skipped because their TTL had passed.
+    /// Keys skipped because their TTL had passed (or, for a hash with field
+    /// TTLs, those of all its fields).
     pub expired: u64,
     /// Bytes consumed.
     pub bytes: u64,
@@ -621,6 +664,12 @@ pub fn load<R: Read>(server: &impl Host, r: R, opts: LoadOpts) -> Result<LoadSta
     let lim = LoadLimits::of(server);
     let ks = &server.keyspace();
     let now = now_ms();
+    if !opts.keep_expired {
+        // rdbLoadObject on a master: hash fields already expired are not
+        // loaded (an AOF preamble or a replica keeps them: the commands
+        // after it, or the master, delete them).
+        rd.drop_fields_expired_before = Some(now);
+    }
     let mut st = LoadStats::default();
     let mut db = 0usize;
     let mut expire: u64 = 0;
@@ -776,7 +825,12 @@ pub fn load<R: Read>(server: &impl Host, r: R, opts: LoadOpts) -> Result<LoadSta
             let idl = idle.take();
             let frq = freq.take();
             let Some(value) = value else {
-                tracing::warn!("RDB: empty key '{}' skipped", String::from_utf8_lossy(&key));
+                if rd.take_expired_hash() {
+                    // Every field had expired (RDB_LOAD_ERR_EXPIRED_HASH).
+                    st.expired += 1;
+                } else {
+                    tracing::warn!("RDB: empty key '{}' skipped", String::from_utf8_lossy(&key));
+                }
                 continue;
             };
             if exp != 0 && exp < now && !opts.keep_expired {
@@ -1138,12 +1192,16 @@ pub fn debug_reload(
 // ------------------------------------------------------------ DUMP/RESTORE
 
 /// A DUMP payload for `v` (dumpCommand / createDumpPayload): the value as
-/// RDB (type byte + body), the RDB version `opts.version` (2 bytes LE) and
-/// the CRC64 of everything before it (8 bytes LE).
+/// RDB (type byte + body), the RDB version (2 bytes LE) and the CRC64 of
+/// everything before it (8 bytes LE). The version is `opts.version`,
+/// raised to what the value needs ([`write::min_version`]: 12 for a hash
+/// with field TTLs, so that they are kept).
 pub fn dump_payload(v: &Value, opts: &WriteOpts) -> Vec<u8> {
+    let mut o = *opts;
+    o.version = o.version.max(write::min_version(v));
     let mut b = Vec::new();
-    write::put_value(&mut b, v, opts);
-    seal_payload(&mut b, opts.version);
+    write::put_value(&mut b, v, &o);
+    seal_payload(&mut b, o.version);
     b
 }
 
@@ -1163,9 +1221,6 @@ pub enum PayloadError {
     VersionOrChecksum,
     /// "Bad data format".
     BadFormat,
-    /// A well-formed value of a type ferrokv cannot represent yet (a hash
-    /// with field expiration); the text names the key and the type.
-    Unsupported(String),
 }
 
 /// Checks a DUMP payload's footer (verifyDumpPayload): at least 10 bytes,
@@ -1192,7 +1247,7 @@ pub fn verify_payload(p: &[u8], skip_crc: bool) -> bool {
 }
 
 /// Decodes the value of a verified DUMP payload with the server's encoding
-/// limits.
+/// limits; a hash with field TTLs keeps them, expired ones included.
 pub fn restore_value(server: &impl Host, p: &[u8], key: &[u8]) -> Result<Value, PayloadError> {
     let skip = server
         .rdb()
@@ -1206,9 +1261,8 @@ pub fn restore_value(server: &impl Host, p: &[u8], key: &[u8]) -> Result<Value, 
     let mut rd = Reader::new(&p[..n - 10]);
     rd.dialect = Dialect::of_payload(ver);
     let ty = rd.u8().map_err(|_| PayloadError::BadFormat)?;
-    if let Some(msg) = read::unsupported_type(ty, rd.dialect, key) {
-        return Err(PayloadError::Unsupported(msg));
-    }
+    // Fields already expired are kept (Redis's restoreCommand registers the
+    // hash for active expiry, which deletes them).
     let lim = LoadLimits::of(server);
     match rd.value(ty, key, &lim) {
         Ok(Some(v)) => Ok(v),

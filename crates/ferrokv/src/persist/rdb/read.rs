@@ -61,31 +61,21 @@ pub struct Reader<R> {
     /// Whose numbering of types beyond 21 applies (set from the file's
     /// signature or the payload's version; Redis's by default).
     pub dialect: Dialect,
+    /// When Some(now): fields of a hash with field TTLs whose expiry time
+    /// (ms) is before `now` are dropped as they are read (Redis's loader on
+    /// a master, not for an AOF preamble nor a replica's full sync). None
+    /// (the default) keeps every field.
+    pub drop_fields_expired_before: Option<u64>,
+    /// Set when the last value read was a hash all of whose fields had
+    /// expired (dropped by `drop_fields_expired_before`): the key is then
+    /// skipped as an expired one. Cleared by [`Reader::take_expired_hash`].
+    expired_hash: bool,
 }
 
-/// The error for a value of RDB type `ty` that is well defined but that
-/// ferrokv cannot represent yet: hashes with field expiration (Redis 7.4's
-/// types 22 to 25, Valkey 9.0's type 22). None for every other type.
-/// The text names the key and the type, e.g. `RDB: key 'h' has type 24
-/// (hash with field expiration, Redis 7.4+), which ferrokv cannot load
-/// yet`.
-pub fn unsupported_type(ty: u8, dialect: Dialect, key: &[u8]) -> Option<String> {
-    let what = match (dialect, ty) {
-        (Dialect::Valkey, RDB_TYPE_VALKEY_HASH_2) => "hash with field expiration, Valkey 9.0+",
-        (Dialect::Valkey, _) => return None,
-        (Dialect::Redis, RDB_TYPE_HASH_METADATA_PRE_GA | RDB_TYPE_HASH_LISTPACK_EX_PRE_GA) => {
-            "hash with field expiration, Redis 7.4 release candidate"
-        }
-        (Dialect::Redis, RDB_TYPE_HASH_METADATA | RDB_TYPE_HASH_LISTPACK_EX) => {
-            "hash with field expiration, Redis 7.4+"
-        }
-        (Dialect::Redis, _) => return None,
-    };
-    Some(format!(
-        "RDB: key '{}' has type {ty} ({what}), which ferrokv cannot load yet",
-        String::from_utf8_lossy(key)
-    ))
-}
+/// Largest field expiry time a hash may carry, ms since the epoch
+/// (Redis's `EB_EXPIRE_TIME_MAX`, 2^48 - 1): a larger one in a file is
+/// corruption.
+pub const FIELD_TTL_MAX: u64 = (1 << 48) - 1;
 
 /// Cap on one string (a key, a value or a packed blob): 4 GiB.
 const MAX_STRING: u64 = 1 << 32;
@@ -98,7 +88,16 @@ impl<R: Read> Reader<R> {
             crc: CRC64.digest(),
             pos: 0,
             dialect: Dialect::Redis,
+            drop_fields_expired_before: None,
+            expired_hash: false,
         }
+    }
+
+    /// True (once) when the last value read was a hash whose fields had
+    /// all expired, so that nothing was returned for it (Redis's
+    /// `RDB_LOAD_ERR_EXPIRED_HASH`).
+    pub fn take_expired_hash(&mut self) -> bool {
+        std::mem::take(&mut self.expired_hash)
     }
 
     /// The CRC64 of everything read so far.
@@ -354,6 +353,136 @@ impl<R: Read> Reader<R> {
         Ok(s)
     }
 
+    /// A hash with field expiration (rdbLoadObject's
+    /// `RDB_TYPE_HASH_METADATA*` and `RDB_TYPE_HASH_LISTPACK_EX*` parts,
+    /// Valkey 9's `RDB_TYPE_HASH_2`), of type `ty` in the reader's dialect:
+    ///
+    /// * Redis 24: min expiry (8 bytes LE, ms), count, then per field its
+    ///   TTL (an RDB length: 0 = none, else expiry - min + 1), field, value;
+    /// * Redis 22 (7.4 release candidates): the same without the min expiry,
+    ///   the TTL being the absolute expiry time (0 = none);
+    /// * Redis 25: min expiry (8 bytes LE, unused), then a listpack of
+    ///   field, value, expiry triplets (an integer, absolute ms, 0 = none);
+    /// * Redis 23: the same listpack without the min expiry;
+    /// * Valkey 22: count, then per field: field, value, expiry (8 bytes LE,
+    ///   signed ms, -1 = none).
+    ///
+    /// The hash gets TTL metadata whatever its fields hold (reported as
+    /// `listpackex` within the listpack limits, as Redis loads it). Fields
+    /// expired before [`Reader::drop_fields_expired_before`] are dropped;
+    /// when none is left, Ok(None) with [`Reader::take_expired_hash`] true.
+    /// Errors: a duplicate field, an expiry beyond [`FIELD_TTL_MAX`] (or
+    /// negative), a listpack that is not triplets, a truncated body.
+    fn ttl_hash(
+        &mut self,
+        ty: u8,
+        key: &[u8],
+        lim: &LoadLimits,
+    ) -> Result<Option<Value>, RdbError> {
+        let bad = |r: &Self, what: &str| {
+            r.err(format!("{what} (key '{}')", String::from_utf8_lossy(key)))
+        };
+        let valkey = self.dialect == Dialect::Valkey;
+        let mut fields: Vec<(Vec<u8>, Vec<u8>, u64)> = Vec::new();
+        if !valkey
+            && matches!(
+                ty,
+                RDB_TYPE_HASH_LISTPACK_EX | RDB_TYPE_HASH_LISTPACK_EX_PRE_GA
+            )
+        {
+            if ty == RDB_TYPE_HASH_LISTPACK_EX {
+                // The min expiry: serialised for later use, not needed to
+                // read the (absolute) times of the listpack.
+                let _min: [u8; 8] = self.array()?;
+            }
+            let blob = self.string()?;
+            let elems = listpack_elems(&blob).map_err(|e| bad(self, &e))?;
+            if elems.len() % 3 != 0 {
+                return Err(bad(
+                    self,
+                    "hash listpack with field TTLs is not made of triplets",
+                ));
+            }
+            fields.reserve(elems.len() / 3);
+            for t in elems.chunks_exact(3) {
+                let at = match t[2] {
+                    super::blobs::Elem::Int(v) => Some(v),
+                    super::blobs::Elem::Str(s) => crate::util::parse_i64(s),
+                };
+                let at = match at {
+                    Some(v) if (0..=FIELD_TTL_MAX as i64).contains(&v) => v as u64,
+                    _ => return Err(bad(self, "invalid hash field expiry time")),
+                };
+                fields.push((t[0].to_vec(), t[1].to_vec(), at));
+            }
+        } else {
+            let min = if !valkey && ty == RDB_TYPE_HASH_METADATA {
+                let m = u64::from_le_bytes(self.array()?);
+                if m > FIELD_TTL_MAX {
+                    return Err(bad(self, "invalid hash min expiry time"));
+                }
+                Some(m)
+            } else {
+                None
+            };
+            let n = self.count()?;
+            fields.reserve(n.min(4096));
+            for _ in 0..n {
+                if valkey {
+                    let f = self.string()?;
+                    let v = self.string()?;
+                    let at = i64::from_le_bytes(self.array()?);
+                    let at = match at {
+                        -1 => 0,
+                        x if (0..=FIELD_TTL_MAX as i64).contains(&x) => x as u64,
+                        _ => return Err(bad(self, "invalid hash field expiry time")),
+                    };
+                    fields.push((f, v, at));
+                } else {
+                    let ttl = self.length()?;
+                    let at = match (ttl, min) {
+                        (0, _) => 0,
+                        (t, Some(m)) => t.checked_add(m).map_or(u64::MAX, |x| x - 1),
+                        (t, None) => t,
+                    };
+                    if at > FIELD_TTL_MAX {
+                        return Err(bad(self, "invalid hash field expiry time"));
+                    }
+                    let f = self.string()?;
+                    let v = self.string()?;
+                    fields.push((f, v, at));
+                }
+            }
+        }
+        let mut h = HashValue::new();
+        let mut timed: Vec<(usize, u64)> = Vec::new();
+        let mut dropped = 0usize;
+        let cut = self.drop_fields_expired_before;
+        let mut seen = std::collections::HashSet::with_capacity(fields.len());
+        for (i, (f, v, at)) in fields.iter().enumerate() {
+            if !seen.insert(&f[..]) {
+                return Err(bad(self, "duplicate hash field"));
+            }
+            if *at != 0 && cut.is_some_and(|now| *at < now) {
+                dropped += 1;
+                continue;
+            }
+            h.set(f, v, lim.hash);
+            if *at != 0 {
+                timed.push((i, *at));
+            }
+        }
+        if h.is_empty() {
+            self.expired_hash = dropped > 0;
+            return Ok(None);
+        }
+        h.make_volatile();
+        for (i, at) in timed {
+            h.set_field_ttl(&fields[i].0, at);
+        }
+        Ok(Some(Value::Hash(h)))
+    }
+
     /// Reads one value of RDB type `ty` (rdbLoadObject). Ok(None) for an
     /// empty collection, which Redis also skips. `key` names the key in
     /// errors.
@@ -366,8 +495,20 @@ impl<R: Read> Reader<R> {
         let bad = |r: &Self, what: String| {
             r.err(format!("{what} (key '{}')", String::from_utf8_lossy(key)))
         };
-        if let Some(msg) = unsupported_type(ty, self.dialect, key) {
-            return Err(self.err(msg));
+        self.expired_hash = false;
+        if self.dialect == Dialect::Valkey && ty == RDB_TYPE_VALKEY_HASH_2 {
+            return self.ttl_hash(ty, key, lim);
+        }
+        if self.dialect == Dialect::Redis
+            && matches!(
+                ty,
+                RDB_TYPE_HASH_METADATA_PRE_GA
+                    | RDB_TYPE_HASH_LISTPACK_EX_PRE_GA
+                    | RDB_TYPE_HASH_METADATA
+                    | RDB_TYPE_HASH_LISTPACK_EX
+            )
+        {
+            return self.ttl_hash(ty, key, lim);
         }
         Ok(Some(match ty {
             RDB_TYPE_STRING => Value::Str(StrValue::from_bytes(&self.string()?)),

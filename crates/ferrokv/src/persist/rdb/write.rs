@@ -4,8 +4,11 @@
 //! redis-check-rdb accepts them. With `rdb-version` 11 or 12
 //! ([`WriteOpts::version`]) the same types are written, except streams,
 //! which become `STREAM_LISTPACKS_3` (Redis 7.2's, with each consumer's
-//! active time); ferrokv has no listpack sets and no field TTLs, so the
-//! other types those versions add are never needed:
+//! active time), and, from 12 on, hashes with field TTLs, which become
+//! `HASH_LISTPACK_EX` or `HASH_METADATA` (Redis 7.4's; in versions 10 and
+//! 11 such a hash is written without its TTLs, which is why saves and DUMP
+//! raise the version to 12 while one exists: see mod.rs). ferrokv has no
+//! listpack sets, so that type is never needed:
 //!
 //! | value | RDB type |
 //! |---|---|
@@ -17,6 +20,8 @@
 //! | sorted set, `skiplist` | `ZSET_2` (binary little-endian doubles) |
 //! | hash, `listpack` | `HASH_LISTPACK` (insertion order) |
 //! | hash, `hashtable` | `HASH` |
+//! | hash, `listpackex` (version 12) | `HASH_LISTPACK_EX`: min expiry (8 bytes LE, 0 = none), listpack of field, value, expiry (integer ms, 0 = none) triplets, fields with a TTL first by time, then the others |
+//! | hash with field TTLs, `hashtable` (version 12) | `HASH_METADATA`: min expiry (8 bytes LE), count, then per field its TTL (length: 0 = none, else expiry - min + 1), field, value |
 //! | stream | `STREAM_LISTPACKS_2` (version 10), `STREAM_LISTPACKS_3` (11, 12) |
 
 use super::blobs::{intset_encode, ListpackWriter};
@@ -170,11 +175,28 @@ pub fn rdb_type(v: &Value, version: u16) -> u8 {
         Value::ZSet(z) if z.is_listpack() => RDB_TYPE_ZSET_LISTPACK,
         Value::ZSet(_) => RDB_TYPE_ZSET_2,
         Value::Hash(h) if h.is_listpack() => RDB_TYPE_HASH_LISTPACK,
+        // rdbSaveObjectType: a listpackex always (even with no TTL left);
+        // a hashtable when some field has a TTL.
+        Value::Hash(h) if version >= RDB_VERSION_HFE && h.is_listpackex() => {
+            RDB_TYPE_HASH_LISTPACK_EX
+        }
+        Value::Hash(h) if version >= RDB_VERSION_HFE && h.min_field_ttl().is_some() => {
+            RDB_TYPE_HASH_METADATA
+        }
         Value::Hash(_) => RDB_TYPE_HASH,
         // What Redis 7.0 writes (RDB version 10 has no type 21); 7.2's
         // type keeps the consumers' active time.
         Value::Stream(_) if version >= 11 => RDB_TYPE_STREAM_LISTPACKS_3,
         Value::Stream(_) => RDB_TYPE_STREAM_LISTPACKS_2,
+    }
+}
+
+/// The lowest RDB version that carries `v` whole: 12 for a hash with field
+/// TTLs (types 24 and 25), 10 otherwise.
+pub fn min_version(v: &Value) -> u16 {
+    match v {
+        Value::Hash(h) if h.min_field_ttl().is_some() => RDB_VERSION_HFE,
+        _ => RDB_VERSION,
     }
 }
 
@@ -245,23 +267,74 @@ pub fn put_body(b: &mut Vec<u8>, v: &Value, o: &WriteOpts) {
                 });
             }
         }
-        Value::Hash(h) => {
-            if h.is_listpack() {
-                let mut w = ListpackWriter::new();
-                for (f, v) in h.iter() {
-                    w.push(f);
-                    w.push(v);
-                }
-                put_string(b, &w.finish(), o.compress);
-            } else {
-                put_len(b, h.len() as u64);
-                for (f, v) in h.iter() {
-                    put_string(b, f, o.compress);
-                    put_string(b, v, o.compress);
-                }
+        Value::Hash(h) => match rdb_type(v, o.version) {
+            RDB_TYPE_HASH_LISTPACK_EX => put_listpack_ex(b, h, o),
+            RDB_TYPE_HASH_METADATA => put_hash_metadata(b, h, o),
+            _ => put_hash(b, h, o),
+        },
+        Value::Stream(s) => put_stream(b, s, o),
+    }
+}
+
+/// A hash without field TTLs: one listpack of pairs (`HASH_LISTPACK`) or
+/// count then pairs (`HASH`).
+fn put_hash(b: &mut Vec<u8>, h: &crate::db::HashValue, o: &WriteOpts) {
+    if h.is_listpack() {
+        let mut w = ListpackWriter::new();
+        for (f, v) in h.iter() {
+            w.push(f);
+            w.push(v);
+        }
+        put_string(b, &w.finish(), o.compress);
+    } else {
+        put_len(b, h.len() as u64);
+        for (f, v) in h.iter() {
+            put_string(b, f, o.compress);
+            put_string(b, v, o.compress);
+        }
+    }
+}
+
+/// A `listpackex` hash (rdbSaveObject, `OBJ_ENCODING_LISTPACK_EX`): the
+/// earliest field expiry (8 bytes LE, 0 when no field has a TTL), then the
+/// listpack as Redis keeps it: field, value, expiry (ms, 0 = none)
+/// triplets, the fields with a TTL first in expiry order
+/// (listpackExAddNew's order), then the others.
+fn put_listpack_ex(b: &mut Vec<u8>, h: &crate::db::HashValue, o: &WriteOpts) {
+    b.extend_from_slice(&h.min_field_ttl().unwrap_or(0).to_le_bytes());
+    let mut w = ListpackWriter::new();
+    if let Some(t) = h.ttls() {
+        for (f, at) in t.iter() {
+            if let Some(v) = h.get(f) {
+                w.push(f);
+                w.push(v);
+                w.push_int(at as i64);
             }
         }
-        Value::Stream(s) => put_stream(b, s, o),
+    }
+    for (f, v) in h.iter() {
+        if h.field_ttl(f).is_none() {
+            w.push(f);
+            w.push(v);
+            w.push_int(0);
+        }
+    }
+    put_string(b, &w.finish(), o.compress);
+}
+
+/// A `hashtable` hash with field TTLs (rdbSaveObject's
+/// `RDB_TYPE_HASH_METADATA`): the earliest field expiry (8 bytes LE), the
+/// field count, then per field its TTL as a length (0 = none, otherwise
+/// expiry - earliest + 1), the field and the value.
+fn put_hash_metadata(b: &mut Vec<u8>, h: &crate::db::HashValue, o: &WriteOpts) {
+    let min = h.min_field_ttl().unwrap_or(0);
+    b.extend_from_slice(&min.to_le_bytes());
+    put_len(b, h.len() as u64);
+    for (f, v) in h.iter() {
+        let ttl = h.field_ttl(f).map_or(0, |at| at.saturating_sub(min) + 1);
+        put_len(b, ttl);
+        put_string(b, f, o.compress);
+        put_string(b, v, o.compress);
     }
 }
 
