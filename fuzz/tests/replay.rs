@@ -117,6 +117,8 @@ fn replay(target: &str, f: fn(&[u8]), max_len: usize) {
                 .as_nanos() as u64
         })
         | 1;
+    // Printed first: a failing run panics before the summary line.
+    eprintln!("{target}: FERROKV_SEED={seed}");
     let mut rng = Rng(seed);
     let end = Instant::now() + Duration::from_secs(secs);
     let mut n = 0u64;
