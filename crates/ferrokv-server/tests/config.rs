@@ -224,6 +224,8 @@ fn config_get_set_parity_with_redis() {
         "memcached-port",
         "memcached-unixsocket",
         "memcached-unixsocketperm",
+        "metrics-bind",
+        "metrics-port",
         "rdb-version",
     ];
     let mut ours = names(&mut p.a, "*");

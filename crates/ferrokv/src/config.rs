@@ -776,6 +776,10 @@ pub static DIRECTIVES: &[Directive] = &[
     ),
     d("memcached-unixsocket", Kind::Str, "", false),
     d("memcached-unixsocketperm", Kind::Octal, "0", false),
+    // ferrokv's Prometheus endpoint (net/metrics.rs): `GET /metrics` over
+    // HTTP on this port (0 = off) and address.
+    d("metrics-bind", Kind::Str, "127.0.0.1", false),
+    d("metrics-port", Kind::Int { min: 0, max: 65535 }, "0", false),
     d("unixsocket", Kind::Str, "", false),
     d("unixsocketperm", Kind::Octal, "0", false),
     d(

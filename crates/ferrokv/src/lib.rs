@@ -226,6 +226,7 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         ));
     }
     net::listener::listen_memcached(&server, &binds, backlog)?;
+    net::metrics::listen(&server, backlog)?;
     if !pidfile.is_empty() {
         if let Err(e) = std::fs::write(&pidfile, format!("{}\n", std::process::id())) {
             tracing::warn!("Failed to write PID file: {e}");

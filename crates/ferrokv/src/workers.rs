@@ -112,6 +112,9 @@ pub struct Workers {
     next: std::sync::atomic::AtomicUsize,
     /// `io-idle-poll-us`, read by every worker's poller.
     idle_poll_us: Arc<AtomicU64>,
+    /// Each worker's POSIX thread, whose CPU clock [`Workers::cpu_seconds`]
+    /// reads (the workers run for the life of the process).
+    threads: Vec<libc::pthread_t>,
 }
 
 impl Workers {
@@ -121,6 +124,7 @@ impl Workers {
     pub fn start(n: usize, idle_poll_us: u64) -> std::io::Result<Workers> {
         let poll = Arc::new(AtomicU64::new(idle_poll_us));
         let mut handles = Vec::with_capacity(n.max(1));
+        let mut threads = Vec::with_capacity(n.max(1));
         for i in 0..n.max(1) {
             let (tx, rx) = std::sync::mpsc::channel();
             let poll = poll.clone();
@@ -137,22 +141,55 @@ impl Workers {
                             return;
                         }
                     };
-                    let _ = tx.send(Ok(rt.handle().clone()));
+                    // SAFETY: pthread_self has no preconditions.
+                    let me = unsafe { libc::pthread_self() };
+                    let _ = tx.send(Ok((rt.handle().clone(), me)));
                     // Tasks of this runtime never move to another thread:
                     // a busy script may suspend (script/yielding.rs).
                     crate::script::yielding::enable();
                     rt.block_on(spin::run(poll));
                 })?;
-            let h = rx
+            let (h, t) = rx
                 .recv()
                 .map_err(|_| std::io::Error::other("I/O worker thread exited"))??;
             handles.push(h);
+            threads.push(t);
         }
         Ok(Workers {
             handles,
             next: std::sync::atomic::AtomicUsize::new(0),
             idle_poll_us: poll,
+            threads,
         })
+    }
+
+    /// The CPU time (user + system) each worker thread has used since it
+    /// started, seconds, by worker index (the `ferrokv-io-N` threads), read
+    /// from the thread's CPU clock: nothing is counted on the request
+    /// path. It includes the idle polling after batches ([`spin`]), which
+    /// is CPU the worker spends. None for a thread whose clock cannot be
+    /// read.
+    pub fn cpu_seconds(&self) -> Vec<Option<f64>> {
+        self.threads
+            .iter()
+            .map(|&t| {
+                let mut clock: libc::clockid_t = 0;
+                // SAFETY: `t` names a worker thread, which never exits
+                // while the process runs; `clock` is a live out-pointer.
+                if unsafe { libc::pthread_getcpuclockid(t, &mut clock) } != 0 {
+                    return None;
+                }
+                let mut ts = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                };
+                // SAFETY: clock_gettime fills the timespec it is given.
+                if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+                    return None;
+                }
+                Some(ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9)
+            })
+            .collect()
     }
 
     /// The runtime of the next worker (round-robin).

@@ -148,7 +148,8 @@ pub fn bytes_to_human(n: u64) -> String {
     unreachable!()
 }
 
-fn uname() -> (String, String, String) {
+/// The kernel's (sysname, release, machine), as INFO `os` shows them.
+pub fn uname() -> (String, String, String) {
     // SAFETY: utsname is plain old data; uname fills it with NUL-terminated
     // strings.
     unsafe {
@@ -457,7 +458,9 @@ fn info_replication(ctx: &Ctx<'_>, s: &mut Section) {
     }
 }
 
-fn rusage(who: libc::c_int) -> (f64, f64) {
+/// CPU time of `who` (`RUSAGE_SELF` or `RUSAGE_CHILDREN`) as INFO cpu
+/// reports it: (system, user) seconds.
+pub fn rusage(who: libc::c_int) -> (f64, f64) {
     // SAFETY: getrusage fills a zeroed rusage struct.
     unsafe {
         let mut r: libc::rusage = std::mem::zeroed();
