@@ -135,6 +135,39 @@ pub fn histogram_percentiles(h: &Histogram<u64>) -> Vec<(f64, f64)> {
     out
 }
 
+/// Key points of the HDR axis up to `x_max`: every power of ten (0%, 90%,
+/// 99%, ...), plus 2 (the median) when there are at most four decades
+/// (further out its label would run into 0%'s).
+pub fn percentile_keys(x_max: f64) -> Vec<f64> {
+    let mut keys = vec![1.0];
+    if x_max <= 1e4 {
+        keys.push(2.0);
+    }
+    let mut k = 10.0;
+    while k <= x_max * (1.0 + 1e-9) {
+        keys.push(k);
+        k *= 10.0;
+    }
+    keys
+}
+
+/// Key points of a log axis from `lo` to `hi` (both positive): the powers
+/// of ten between them, with 2 and 5 times each when the range spans at
+/// most two decades (so a narrow range still has several labels).
+pub fn log_keys(lo: f64, hi: f64) -> Vec<f64> {
+    let first = lo.log10().floor() as i32;
+    let last = hi.log10().ceil() as i32;
+    let steps: &[f64] = if last - first <= 2 {
+        &[1.0, 2.0, 5.0]
+    } else {
+        &[1.0]
+    };
+    (first..=last)
+        .flat_map(|e| steps.iter().map(move |m| m * 10f64.powi(e)))
+        .filter(|v| *v >= lo && *v <= hi)
+        .collect()
+}
+
 /// Compact throughput text: `950`, `12.3k`, `1.25M`.
 pub fn short_rps(v: f64) -> String {
     if v >= 1e6 {
@@ -471,31 +504,26 @@ impl Report {
         } else {
             (0.001, 1.0)
         };
-        let mut keys = vec![1.0, 2.0];
-        let mut k = 10.0;
-        while k <= x_max {
-            keys.push(k);
-            k *= 10.0;
-        }
+        let x_keys = percentile_keys(x_max);
+        let y_keys = log_keys(y_min, y_max);
         let mut chart = ChartBuilder::on(area)
             .caption(
                 format!("{workload}: latency by percentile (ms, lower is better)"),
                 ("sans-serif", 17),
             )
             .margin(12)
-            .margin_right(30)
+            .margin_right(40)
             .x_label_area_size(40)
             .y_label_area_size(64)
             .build_cartesian_2d(
-                (1.0..x_max).log_scale().with_key_points(keys),
-                (y_min..y_max).log_scale(),
+                (1.0..x_max).log_scale().with_key_points(x_keys),
+                (y_min..y_max).log_scale().with_key_points(y_keys),
             )
             .map_err(plot_err)?;
         chart
             .configure_mesh()
             .x_label_formatter(&|x| percentile_label(*x))
             .y_label_formatter(&|y| short_ms(*y))
-            .light_line_style(BLACK.mix(0.04))
             .label_style(("sans-serif", 13))
             .x_desc("percentile")
             .y_desc("ms")
@@ -617,6 +645,10 @@ mod tests {
         assert_eq!(percentile_label(10.0), "90%");
         assert_eq!(percentile_label(1000.0), "99.9%");
         assert_eq!(percentile_label(100000.0), "99.999%");
+        assert_eq!(percentile_keys(1000.0), vec![1.0, 2.0, 10.0, 100.0, 1000.0]);
+        assert_eq!(percentile_keys(1e6).len(), 7);
+        assert_eq!(log_keys(0.08, 0.6), vec![0.1, 0.2, 0.5]);
+        assert_eq!(log_keys(0.05, 120.0), vec![0.1, 1.0, 10.0, 100.0]);
         assert_eq!(short_ms(0.30000000000000004), "0.3");
         assert_eq!(short_ms(12.0), "12");
         assert_eq!(short_ms(0.025), "0.025");
@@ -688,7 +720,7 @@ mod tests {
         let texts = &lines;
         assert!(texts.contains(&"SET P16"), "{texts:?}");
         assert!(texts.contains(&"99%"), "{texts:?}");
-        assert!(texts.contains(&"0.3"), "{texts:?}");
+        assert!(texts.contains(&"0.2"), "{texts:?}");
         assert!(Report::default().to_svg().is_err());
         assert!(r.add_json(&serde_json::json!({})).is_err());
     }
