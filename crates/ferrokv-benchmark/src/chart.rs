@@ -71,6 +71,18 @@ pub struct PageLayout {
     pub bars: u32,
     /// Latency charts: rows and columns of the grid under the bars.
     pub grid: (u32, u32),
+    /// Whether the workload names under the bars are turned to read
+    /// upwards (when they are wider than their slots).
+    pub vertical_labels: bool,
+    /// Height of the band under the bars that holds the workload names.
+    pub label_band: u32,
+}
+
+/// Estimated width in pixels of a workload name under the bars (about 9 px
+/// a character at the labels' size; plotters' SVG backend has no font
+/// metrics without its `ttf` feature).
+fn label_width(text: &str) -> u32 {
+    9 * text.chars().count() as u32 + 8
 }
 
 /// Share of a workload's slot the bars of its group fill (the rest is the
@@ -152,12 +164,12 @@ pub fn percentile_keys(x_max: f64) -> Vec<f64> {
 }
 
 /// Key points of a log axis from `lo` to `hi` (both positive): the powers
-/// of ten between them, with 2 and 5 times each when the range spans at
-/// most two decades (so a narrow range still has several labels).
+/// of ten between them, with 2 and 5 times each when `hi / lo` is at most
+/// 1000 (so a narrow range still has several labels).
 pub fn log_keys(lo: f64, hi: f64) -> Vec<f64> {
     let first = lo.log10().floor() as i32;
     let last = hi.log10().ceil() as i32;
-    let steps: &[f64] = if last - first <= 2 {
+    let steps: &[f64] = if hi / lo <= 1000.0 {
         &[1.0, 2.0, 5.0]
     } else {
         &[1.0]
@@ -330,13 +342,23 @@ impl Report {
         let cols = if w <= 1 { 1 } else { 2 };
         let rows = w.div_ceil(cols).max(1);
         let header = if self.subtitle.is_empty() { 70 } else { 90 };
-        let bars = 380;
+        let widest = self.workloads().iter().map(|n| label_width(n)).max();
+        let slot = (width - 120) / w.max(1);
+        let vertical_labels = widest.is_some_and(|l| l > slot);
+        let label_band = if vertical_labels {
+            widest.unwrap_or(0) + 10
+        } else {
+            36
+        };
+        let bars = 344 + label_band;
         PageLayout {
             width,
             height: header + bars + rows * 320,
             header,
             bars,
             grid: (rows, cols),
+            vertical_labels,
+            label_band,
         }
     }
 
@@ -355,7 +377,7 @@ impl Report {
             let (head, rest) = root.split_vertically(layout.header);
             let (bars, curves) = rest.split_vertically(layout.bars);
             self.draw_header(&head)?;
-            self.draw_bars(&bars)?;
+            self.draw_bars(&bars, &layout)?;
             let cells = curves.split_evenly((layout.grid.0 as usize, layout.grid.1 as usize));
             for (wi, cell) in self.workloads().iter().zip(cells.iter()) {
                 self.draw_curves(cell, wi)?;
@@ -414,7 +436,11 @@ impl Report {
         Ok(())
     }
 
-    fn draw_bars(&self, area: &DrawingArea<SVGBackend, Shift>) -> anyhow::Result<()> {
+    fn draw_bars(
+        &self,
+        area: &DrawingArea<SVGBackend, Shift>,
+        layout: &PageLayout,
+    ) -> anyhow::Result<()> {
         let workloads = self.workloads();
         let bars = self.bars();
         let top = bars.iter().map(|b| b.rps).fold(0.0, f64::max).max(1.0) * 1.12;
@@ -430,7 +456,7 @@ impl Report {
             )
             .margin(12)
             .margin_right(30)
-            .x_label_area_size(36)
+            .x_label_area_size(layout.label_band)
             .y_label_area_size(70)
             .build_cartesian_2d((0..n * 1000).with_key_points(centres), 0.0..top)
             .map_err(plot_err)?;
@@ -439,14 +465,30 @@ impl Report {
             .disable_x_mesh()
             .light_line_style(TRANSPARENT)
             .x_label_formatter(&|x| {
+                // Turned names are drawn below, plotters centres its own.
                 let i = (*x / 1000).max(0) as usize;
-                workloads.get(i).map(|w| w.to_string()).unwrap_or_default()
+                match workloads.get(i) {
+                    Some(w) if !layout.vertical_labels => w.to_string(),
+                    _ => String::new(),
+                }
             })
             .y_label_formatter(&|y| short_rps(*y))
             .x_label_style(("sans-serif", 17))
             .y_label_style(("sans-serif", 14))
             .draw()
             .map_err(plot_err)?;
+        if layout.vertical_labels {
+            // Reading upwards, ending just under the axis.
+            let style = TextStyle::from(("sans-serif", 15).into_font())
+                .transform(FontTransform::Rotate270)
+                .pos(Pos::new(HPos::Right, VPos::Center));
+            chart
+                .draw_series(workloads.iter().enumerate().map(|(i, w)| {
+                    EmptyElement::at((i as i64 * 1000 + 500, 0.0))
+                        + Text::new(w.to_string(), (0, 8), style.clone())
+                }))
+                .map_err(plot_err)?;
+        }
         chart
             .draw_series(bars.iter().map(|b| {
                 Rectangle::new(
@@ -629,6 +671,21 @@ mod tests {
         assert_eq!(l.grid, (1, 2));
         assert_eq!((l.width, l.header, l.bars), (1000, 70, 380));
         assert_eq!(l.height, 70 + 380 + 320);
+        assert!(!l.vertical_labels);
+        // Many workloads with long names: wider, names turned upwards in
+        // a band as tall as the longest name.
+        let mut many = Report::default();
+        for i in 0..60 {
+            many.measurements
+                .push(m(&format!("LPUSH collections P{i}"), "a", 1.0));
+        }
+        let l = many.page_layout();
+        // 120 + 60 * (24 + 24) px asked for, at most 2400.
+        assert_eq!(l.width, 2400);
+        assert!(l.vertical_labels);
+        assert_eq!(l.label_band, 9 * 21 + 8 + 10);
+        assert_eq!(l.bars, 344 + l.label_band);
+        assert_eq!(l.grid, (30, 2));
         let mut one = r.clone();
         one.measurements.retain(|m| m.workload == "SET P1");
         assert_eq!(one.page_layout().grid, (1, 1));
@@ -648,6 +705,7 @@ mod tests {
         assert_eq!(percentile_keys(1000.0), vec![1.0, 2.0, 10.0, 100.0, 1000.0]);
         assert_eq!(percentile_keys(1e6).len(), 7);
         assert_eq!(log_keys(0.08, 0.6), vec![0.1, 0.2, 0.5]);
+        assert_eq!(log_keys(0.088, 7.6), vec![0.1, 0.2, 0.5, 1.0, 2.0, 5.0]);
         assert_eq!(log_keys(0.05, 120.0), vec![0.1, 1.0, 10.0, 100.0]);
         assert_eq!(short_ms(0.30000000000000004), "0.3");
         assert_eq!(short_ms(12.0), "12");
