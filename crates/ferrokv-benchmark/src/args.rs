@@ -119,6 +119,7 @@ pub struct Args {
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "ferrokv-benchmark report",
+    bin_name = "ferrokv-benchmark report",
     about = "Draw the --report SVG picture from --json-out-file documents (or bench/compare's compare-report.json)",
     after_help = "Several --input files go into one picture (e.g. a -P 1 and a -P 16 run); each result's workload is its test and pipeline depth (SET P16), its server the --compare name."
 )]
