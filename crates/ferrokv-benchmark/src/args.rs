@@ -10,7 +10,7 @@ use clap::Parser;
     version,
     disable_help_flag = true,
     about = "Load generator for ferrokv, Redis and memcached (redis-benchmark flags plus memtier-style workloads)",
-    after_help = "Tests (-t): ping_inline, ping_mbulk, set, get, incr, lpush, rpush, lpop, rpop, sadd, hset, spop, zadd, zpopmin, lrange_100, lrange_300, lrange_500, lrange_600, mset; `ping` and `lrange` select groups.\nA command after the flags is benchmarked as a custom test, e.g. `ferrokv-benchmark -r 1000 SET key:__rand_int__ v`."
+    after_help = "Subcommand: `ferrokv-benchmark report --input results.json --out report.svg` draws the --report picture from --json-out-file documents (see `ferrokv-benchmark report --help`).\nTests (-t): ping_inline, ping_mbulk, set, get, incr, lpush, rpush, lpop, rpop, sadd, hset, spop, zadd, zpopmin, lrange_100, lrange_300, lrange_500, lrange_600, mset; `ping` and `lrange` select groups.\nA command after the flags is benchmarked as a custom test, e.g. `ferrokv-benchmark -r 1000 SET key:__rand_int__ v`."
 )]
 pub struct Args {
     /// Print help.
@@ -94,9 +94,15 @@ pub struct Args {
     /// Redis Cluster mode: discover slots with CLUSTER SLOTS, route by hash slot, follow MOVED/ASK.
     #[arg(long)]
     pub cluster: bool,
-    /// Run the same workload against several targets (HOST:PORT,HOST:PORT,...), interleaved.
+    /// Run the same workload against several targets (HOST:PORT,HOST:PORT,...), interleaved; NAME=HOST:PORT names a target in the output (e.g. ferrokv=127.0.0.1:6379,redis=127.0.0.1:6380).
     #[arg(long)]
     pub compare: Option<String>,
+    /// Also draw the results as an SVG picture at PATH: throughput per test and target as grouped bars, latency by percentile as HDR curves (default: no picture).
+    #[arg(long, value_name = "PATH")]
+    pub report: Option<String>,
+    /// Title of the --report picture (default: "ferrokv-benchmark").
+    #[arg(long = "report-title", value_name = "TEXT")]
+    pub report_title: Option<String>,
     /// Show the live progress bar (with ops/s) on stderr even when stdout
     /// is not a terminal (it is shown by default on a terminal).
     #[arg(long)]
@@ -107,6 +113,26 @@ pub struct Args {
     /// Custom command to benchmark instead of the named tests.
     #[arg(trailing_var_arg = true, allow_hyphen_values = false)]
     pub command: Vec<String>,
+}
+
+/// `ferrokv-benchmark report`: draws the SVG picture from saved results.
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "ferrokv-benchmark report",
+    bin_name = "ferrokv-benchmark report",
+    about = "Draw the --report SVG picture from --json-out-file documents (or bench/compare's compare-report.json)",
+    after_help = "Several --input files go into one picture (e.g. a -P 1 and a -P 16 run); each result's workload is its test and pipeline depth (SET P16), its server the --compare name."
+)]
+pub struct ReportArgs {
+    /// A results document (repeatable; `-` reads stdin).
+    #[arg(long, required = true, value_name = "PATH")]
+    pub input: Vec<String>,
+    /// Where to write the SVG.
+    #[arg(long, value_name = "PATH")]
+    pub out: String,
+    /// Title of the picture (default: "ferrokv-benchmark").
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
 }
 
 /// Parses `A:B` into two non-negative weights (not both zero).
@@ -156,6 +182,18 @@ mod tests {
         );
         assert_eq!((a.pipeline, a.threads, a.keyspacelen), (4, 2, Some(100)));
         assert!(a.quiet && a.csv);
+        let a = Args::try_parse_from(["x", "--compare", "a=h:1,h:2", "--report", "r.svg"]).unwrap();
+        assert_eq!(
+            (a.compare.as_deref(), a.report.as_deref()),
+            (Some("a=h:1,h:2"), Some("r.svg"))
+        );
+        let r = ReportArgs::try_parse_from(["x", "--input", "a", "--input", "b", "--out", "o"])
+            .unwrap();
+        assert_eq!(
+            (r.input, r.out.as_str()),
+            (vec!["a".into(), "b".into()], "o")
+        );
+        assert!(ReportArgs::try_parse_from(["x", "--out", "o"]).is_err());
         let a = Args::try_parse_from(["x", "-r", "10", "SET", "k", "v"]).unwrap();
         assert_eq!(a.command, vec!["SET", "k", "v"]);
     }

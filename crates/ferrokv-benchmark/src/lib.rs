@@ -8,9 +8,11 @@
 //! Modules: [`args`] (command line), [`keys`] (key generation),
 //! [`workload`] (request templates), [`resp`] and [`memcache`] (protocols),
 //! [`cluster`] (slot routing), [`conn`] (connections), [`runner`] (the load
-//! loop) and [`report`] (output).
+//! loop), [`report`] (text and JSON output) and [`chart`] (the SVG
+//! picture).
 
 pub mod args;
+pub mod chart;
 pub mod cluster;
 pub mod conn;
 pub mod keys;

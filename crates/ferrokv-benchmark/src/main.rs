@@ -1,7 +1,8 @@
 //! `ferrokv-benchmark`: see the library documentation and `--help`.
 
 use clap::Parser;
-use ferrokv_benchmark::args::{parse_ratio, Args};
+use ferrokv_benchmark::args::{parse_ratio, Args, ReportArgs};
+use ferrokv_benchmark::chart;
 use ferrokv_benchmark::cluster;
 use ferrokv_benchmark::conn::{clean_io_error, Addr, SyncConn};
 use ferrokv_benchmark::keys::{KeyPattern, KeySpace};
@@ -17,8 +18,12 @@ use std::time::{Duration, Instant};
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 fn main() {
-    let args = Args::parse();
-    match run(args) {
+    let result = if std::env::args_os().nth(1).is_some_and(|a| a == "report") {
+        draw_report(ReportArgs::parse_from(std::env::args_os().skip(1))).map(|()| 0)
+    } else {
+        run(Args::parse())
+    };
+    match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("{e}");
@@ -92,29 +97,64 @@ fn key_settings(args: &Args) -> anyhow::Result<Option<(KeySpace, KeyChoice)>> {
     )))
 }
 
-fn targets(args: &Args) -> Vec<Addr> {
+/// `ferrokv-benchmark report`: reads each `--input` document and writes
+/// their picture to `--out`.
+fn draw_report(args: ReportArgs) -> anyhow::Result<()> {
+    let mut report = chart::Report {
+        title: args.title.unwrap_or_default(),
+        ..Default::default()
+    };
+    for path in &args.input {
+        let text = if path == "-" {
+            std::io::read_to_string(std::io::stdin())
+        } else {
+            std::fs::read_to_string(path)
+        }
+        .map_err(|e| anyhow::anyhow!("--input {path}: {e}"))?;
+        let doc: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("--input {path}: {e}"))?;
+        report
+            .add_json(&doc)
+            .map_err(|e| anyhow::anyhow!("--input {path}: {e}"))?;
+    }
+    report.write_svg(&args.out)
+}
+
+/// The targets to run against, each with its name: `--compare`'s entries
+/// (`NAME=ADDR` or `ADDR`, where ADDR is HOST:PORT, PORT or a socket path;
+/// the name defaults to the address), or the one -h/-p/-s target.
+fn targets(args: &Args) -> Vec<(String, Addr)> {
+    let named = |addr: Addr| (addr.to_string(), addr);
     if let Some(list) = &args.compare {
         return list
             .split(',')
             .map(str::trim)
             .filter(|s| !s.is_empty())
-            .map(|s| {
-                if s.starts_with('/') {
+            .map(|entry| {
+                let (name, s) = match entry.split_once('=') {
+                    Some((n, a)) => (Some(n.trim()), a.trim()),
+                    None => (None, entry),
+                };
+                let addr = if s.starts_with('/') {
                     Addr::Unix(s.into())
                 } else if s.contains(':') {
                     Addr::Tcp(s.to_string())
                 } else {
                     Addr::Tcp(format!("{}:{s}", args.host))
+                };
+                match name {
+                    Some(n) => (n.to_string(), addr),
+                    None => named(addr),
                 }
             })
             .collect();
     }
     match &args.socket {
-        Some(s) => vec![Addr::Unix(s.into())],
-        None => vec![Addr::Tcp(cluster::join_host_port(
+        Some(s) => vec![named(Addr::Unix(s.into()))],
+        None => vec![named(Addr::Tcp(cluster::join_host_port(
             &args.host,
             args.port as i64,
-        ))],
+        )))],
     }
 }
 
@@ -198,7 +238,7 @@ fn run(args: Args) -> anyhow::Result<i32> {
         anyhow::bail!("--compare: no targets");
     }
     let mut slot_maps = Vec::new();
-    for t in &targets {
+    for (_, t) in &targets {
         slot_maps.push(preflight(t, protocol, &args)?);
     }
     install_ctrl_c();
@@ -219,7 +259,7 @@ fn run(args: Args) -> anyhow::Result<i32> {
     let mut failed = false;
     'outer: for wl in &workloads {
         let mut this: Vec<PhaseResult> = Vec::new();
-        for (t, map) in targets.iter().zip(&slot_maps) {
+        for ((name, t), map) in targets.iter().zip(&slot_maps) {
             let spec = RunSpec {
                 addr: t.clone(),
                 protocol,
@@ -239,13 +279,13 @@ fn run(args: Args) -> anyhow::Result<i32> {
                 seed: seed ^ all.len() as u64,
             };
             let label = if comparing {
-                format!("{}@{}", wl.name, t)
+                format!("{}@{name}", wl.name)
             } else {
                 wl.name.clone()
             };
             let bar = progress_bar(show_progress, &label, &spec, wl.verify);
             let mut last = (Instant::now(), 0u64);
-            let r = run_phase(&spec, wl, |p| {
+            let mut r = run_phase(&spec, wl, |p| {
                 let done = p.done();
                 let now = Instant::now();
                 let dt = now.duration_since(last.0).as_secs_f64();
@@ -258,6 +298,7 @@ fn run(args: Args) -> anyhow::Result<i32> {
                 !INTERRUPTED.load(Ordering::SeqCst)
             });
             bar.finish_and_clear();
+            r.target = name.clone();
             print!(
                 "{}",
                 report::format_phase(&r, &label, fmt, args.clients, args.pipeline)
@@ -281,12 +322,13 @@ fn run(args: Args) -> anyhow::Result<i32> {
         all.append(&mut this);
     }
     let interrupted = all.iter().any(|r| r.interrupted);
-    if let Some(path) = &args.json_out_file {
+    if args.json_out_file.is_some() || args.report.is_some() {
         let doc = serde_json::json!({
             "tool": "ferrokv-benchmark",
             "version": env!("CARGO_PKG_VERSION"),
             "config": {
-                "targets": targets.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+                "targets": targets.iter().map(|(_, t)| t.to_string()).collect::<Vec<_>>(),
+                "names": targets.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
                 "protocol": args.protocol,
                 "clients": args.clients,
                 "threads": args.threads,
@@ -304,8 +346,20 @@ fn run(args: Args) -> anyhow::Result<i32> {
             "interrupted": interrupted,
             "results": all.iter().map(report::phase_json).collect::<Vec<_>>(),
         });
-        std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")
-            .map_err(|e| anyhow::anyhow!("--json-out-file {path}: {e}"))?;
+        if let Some(path) = &args.json_out_file {
+            std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")
+                .map_err(|e| anyhow::anyhow!("--json-out-file {path}: {e}"))?;
+        }
+        if let Some(path) = &args.report {
+            let mut report = chart::Report {
+                title: args.report_title.clone().unwrap_or_default(),
+                ..Default::default()
+            };
+            report.add_json(&doc)?;
+            report
+                .write_svg(path)
+                .map_err(|e| anyhow::anyhow!("--report {path}: {e}"))?;
+        }
     }
     if interrupted {
         eprintln!("Interrupted: partial results above.");

@@ -203,7 +203,9 @@ pub fn format_compare(results: &[&PhaseResult]) -> String {
     s
 }
 
-/// One phase as JSON.
+/// One phase as JSON; `percentiles` is its latency curve as
+/// `[[percentile 0..100, milliseconds], ...]` (see
+/// [`crate::chart::histogram_percentiles`]).
 pub fn phase_json(r: &PhaseResult) -> Value {
     let lat = |h: &Histogram<u64>| {
         let l = Latency::of(h);
@@ -238,6 +240,10 @@ pub fn phase_json(r: &PhaseResult) -> Value {
         "redirects": r.redirects,
         "interrupted": r.interrupted,
         "latency_ms": lat(&r.total),
+        "percentiles": crate::chart::histogram_percentiles(&r.total)
+            .into_iter()
+            .map(|(p, ms)| [p, ms])
+            .collect::<Vec<_>>(),
         "ops": ops,
     })
 }

@@ -566,6 +566,119 @@ fn compare_two_targets() {
     assert!(first_row.contains("1.000"), "{first_row}");
 }
 
+/// Counts of the SVG's elements `tag` whose `attr` is `value`.
+fn svg_count(doc: &roxmltree::Document, tag: &str, attr: &str, value: &str) -> usize {
+    doc.descendants()
+        .filter(|n| n.has_tag_name(tag) && n.attribute(attr) == Some(value))
+        .count()
+}
+
+#[test]
+fn compare_report_draws_bars_and_curves_per_server() {
+    let fk = ferrokv();
+    let Some((r, _)) = redis() else { return };
+    let dir = std::env::temp_dir().join(format!("fkb-report-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg_path = dir.join("report.svg");
+    let json_path = dir.join("results.json");
+    let targets = format!("ferrokv=127.0.0.1:{},redis-7=127.0.0.1:{}", fk.port, r.port);
+    let o = bench(&[
+        "--compare",
+        &targets,
+        "-t",
+        "set,get",
+        "-n",
+        "2000",
+        "-c",
+        "4",
+        "-P",
+        "4",
+        "-q",
+        "--report",
+        svg_path.to_str().unwrap(),
+        "--json-out-file",
+        json_path.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}{}", out(&o), err(&o));
+    // The names stand for the addresses in the text output too.
+    assert!(out(&o).contains("SET@ferrokv: "), "{}", out(&o));
+    assert!(out(&o).contains("GET@redis-7: "), "{}", out(&o));
+
+    let check = |svg: &str, workloads: &[&str]| {
+        let doc = roxmltree::Document::parse(svg).expect("the report is XML");
+        assert_eq!(doc.root_element().tag_name().name(), "svg");
+        let texts: Vec<&str> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .filter_map(|n| n.text())
+            .map(str::trim)
+            .collect();
+        for (i, server) in ["ferrokv", "redis-7"].iter().enumerate() {
+            let color = ferrokv_benchmark::chart::server_color(i);
+            // One bar per workload, one legend dot and one latency curve
+            // per workload, all in the server's colour.
+            assert_eq!(
+                svg_count(&doc, "rect", "fill", &color),
+                workloads.len(),
+                "bars of {server}"
+            );
+            assert_eq!(svg_count(&doc, "circle", "fill", &color), 1);
+            assert_eq!(
+                svg_count(&doc, "polyline", "stroke", &color),
+                workloads.len(),
+                "curves of {server}"
+            );
+            assert!(texts.contains(server), "{server} in {texts:?}");
+        }
+        for w in workloads {
+            assert!(texts.contains(w), "{w} in {texts:?}");
+        }
+        assert!(texts.contains(&"99%"), "{texts:?}");
+    };
+    check(
+        &std::fs::read_to_string(&svg_path).unwrap(),
+        &["SET P4", "GET P4"],
+    );
+
+    // The saved results draw the same picture; two documents add up.
+    let out_path = dir.join("again.svg");
+    let j = json_path.to_str().unwrap();
+    let o = bench(&["report", "--input", j, "--out", out_path.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(
+        std::fs::read_to_string(&out_path).unwrap(),
+        std::fs::read_to_string(&svg_path).unwrap()
+    );
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    doc["config"]["pipeline"] = 16.into();
+    let j16 = dir.join("p16.json");
+    std::fs::write(&j16, doc.to_string()).unwrap();
+    let o = bench(&[
+        "report",
+        "--input",
+        j,
+        "--input",
+        j16.to_str().unwrap(),
+        "--out",
+        out_path.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    check(
+        &std::fs::read_to_string(&out_path).unwrap(),
+        &["SET P4", "GET P4", "SET P16", "GET P16"],
+    );
+    // A missing input is a clean error.
+    let o = bench(&["report", "--input", "/nonexistent.json", "--out", "x.svg"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).contains("--input /nonexistent.json: "),
+        "{}",
+        err(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn unreachable_target_is_a_clean_error() {
     let port = free_port();
