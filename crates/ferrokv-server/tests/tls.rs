@@ -56,9 +56,16 @@ fn openssl(dir: &Path, args: &[&str]) {
 }
 
 /// Signs `name`.csr made from `name`.key with `ca` (ca.crt/ca.key or
-/// rogue.crt/rogue.key) into `name`.crt with extensions `ext`.
+/// rogue.crt/rogue.key) into `name`.crt with extensions `ext` (none when
+/// empty: `openssl x509 -req` then makes an X.509 version 1 certificate).
 fn sign(dir: &Path, name: &str, cn: &str, ca: &str, ext: &str) {
     std::fs::write(dir.join(format!("{name}.ext")), ext).unwrap();
+    let ext_file = format!("{name}.ext");
+    let ext_args: &[&str] = if ext.is_empty() {
+        &[]
+    } else {
+        &["-extfile", &ext_file]
+    };
     openssl(
         dir,
         &[
@@ -88,11 +95,13 @@ fn sign(dir: &Path, name: &str, cn: &str, ca: &str, ext: &str) {
             "-CAkey",
             &format!("{ca}.key"),
             "-CAcreateserial",
-            "-extfile",
-            &format!("{name}.ext"),
             "-out",
             &format!("{name}.crt"),
-        ],
+        ]
+        .iter()
+        .chain(ext_args)
+        .copied()
+        .collect::<Vec<_>>(),
     );
 }
 
@@ -799,4 +808,90 @@ fn redis_benchmark_over_tls() {
     assert!(text.contains("SET: ") && text.contains("GET: "), "{text}");
     let mut raw = t.srv.raw();
     assert_eq!(raw.cmds("EXISTS key:__rand_int__"), b":1\r\n");
+}
+
+/// Signs a copy of `name`.key with ca, without extensions, as
+/// `name`-v1.crt (and checks that it is version 1).
+fn sign_v1(dir: &Path, name: &str, cn: &str) {
+    std::fs::copy(
+        dir.join(format!("{name}.key")),
+        dir.join(format!("{name}-v1.key")),
+    )
+    .unwrap();
+    sign(dir, &format!("{name}-v1"), cn, "ca", "");
+    let text = Command::new("openssl")
+        .args(["x509", "-noout", "-text", "-in"])
+        .arg(dir.join(format!("{name}-v1.crt")))
+        .output()
+        .expect("openssl x509 -text");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("Version: 1 (0x0)"), "{text}");
+}
+
+/// Certificates without v3 extensions (what `openssl x509 -req` makes by
+/// default), which redis-server accepts: as the server's certificate they
+/// work (its key checked against it: "key values mismatch" otherwise, as
+/// Redis says); as a client certificate webpki refuses them, and the log
+/// says why and how to reissue one.
+#[test]
+fn version1_certificates_without_extensions() {
+    if !tools_present(&["openssl", "redis-cli"]) {
+        return;
+    }
+    let c = make_certs();
+    let d = c.dir.path();
+    sign_v1(d, "server", "localhost");
+    sign_v1(d, "client", "Client-v1");
+    let e = start_fails(
+        &c,
+        &[
+            "--tls-cert-file",
+            "server-v1.crt",
+            "--tls-key-file",
+            "client.key",
+            "--tls-ca-cert-file",
+            "ca.crt",
+        ],
+    );
+    assert!(
+        e.contains("Failed to load private key: client.key: key values mismatch"),
+        "{e}"
+    );
+    let tls_port = free_port();
+    let log = c.path("v1.log");
+    let srv = Server::start(&[
+        "--tls-port",
+        &tls_port.to_string(),
+        "--tls-cert-file",
+        &c.path("server-v1.crt"),
+        "--tls-key-file",
+        &c.path("server.key"),
+        "--tls-ca-cert-file",
+        &c.path("ca.crt"),
+        "--logfile",
+        &log,
+    ]);
+    assert_eq!(cli(tls_port, &c, Cert::Good, &["ping"]), "PONG");
+    let out = Command::new("redis-cli")
+        .args(["-p", &tls_port.to_string(), "--tls", "--cacert"])
+        .arg(c.path("ca.crt"))
+        .arg("--cert")
+        .arg(c.path("client-v1.crt"))
+        .arg("--key")
+        .arg(c.path("client.key"))
+        .arg("ping")
+        .stdin(Stdio::null())
+        .output()
+        .expect("redis-cli");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("PONG"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("Client certificate refused: it is an X.509 version 1 certificate") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no explanation logged:\n{text}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(srv);
 }

@@ -5,7 +5,8 @@
 //! plain TCP (net/connection.rs).
 //!
 //! What each directive does here:
-//! - `tls-cert-file`: PEM certificate chain (leaf first); `tls-key-file`: PEM
+//! - `tls-cert-file`: PEM certificate chain (leaf first; an X.509 version 1
+//!   leaf is accepted, as OpenSSL does); `tls-key-file`: PEM
 //!   private key, PKCS#8, PKCS#1 (RSA) or SEC1 (EC). Encrypted keys
 //!   (`tls-key-file-pass`) are refused: rustls has no decryption of PEM keys.
 //! - `tls-ca-cert-file` / `tls-ca-cert-dir`: trusted CAs for client
@@ -181,13 +182,13 @@ pub fn build(config: &Config) -> Result<Arc<TlsContext>, String> {
             client_key,
             config.get("tls-client-key-file-pass"),
         )?;
-        rustls::sign::CertifiedKey::from_der(c, k, &provider)
-            .map_err(|e| format!("Failed to load private key: {client_key}: {e}"))?;
+        certified_key(c, k, &provider, client_key)?;
     }
     let dh = config.get("tls-dh-params-file");
     if !dh.is_empty() {
         std::fs::read(dh).map_err(|e| format!("Failed to load {dh}: {e}"))?;
     }
+    let certified = certified_key(certs, key, &provider, key_file)?;
     let roots = if ca_file.is_empty() && ca_dir.is_empty() {
         None
     } else {
@@ -216,17 +217,19 @@ pub fn build(config: &Config) -> Result<Arc<TlsContext>, String> {
                 } else {
                     b
                 };
-                b.build().map_err(|e| {
+                let inner = b.build().map_err(|e| {
                     format!("Failed to configure CA certificate(s) file/directory: {e}")
-                })?
+                })?;
+                Arc::new(ExplainV1 { inner })
             }
         };
         let mut sc = ServerConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(&versions)
             .map_err(|e| format!("Failed to configure ciphers: {e}"))?
             .with_client_cert_verifier(verifier)
-            .with_single_cert(certs.clone(), key.clone_key())
-            .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
+            .with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(
+                certified.clone(),
+            )));
         sc.ignore_client_order = prefer_server;
         sc.session_storage = cache.clone();
         sc.send_tls13_tickets = if caching { 2 } else { 0 };
@@ -359,6 +362,110 @@ pub fn select_suites(
     }
     v13.append(&mut v12);
     Ok(v13)
+}
+
+/// The certificate chain with its private key, checked to match (Redis:
+/// `SSL_CTX_use_PrivateKey_file`, "Failed to load private key: <file>:
+/// key values mismatch"). A leaf that is an X.509 version 1 certificate
+/// (no extensions: what `openssl x509 -req` makes without `-extfile`),
+/// which OpenSSL and so redis-server accept but webpki cannot parse, is
+/// matched by its SubjectPublicKeyInfo read with `x509-parser`.
+fn certified_key(
+    certs: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    provider: &rustls::crypto::CryptoProvider,
+    key_file: &str,
+) -> Result<Arc<rustls::sign::CertifiedKey>, String> {
+    let key_err = |e: String| format!("Failed to load private key: {key_file}: {e}");
+    let signing = provider
+        .key_provider
+        .load_private_key(key)
+        .map_err(|e| key_err(e.to_string()))?;
+    let ck = rustls::sign::CertifiedKey::new(certs, signing);
+    match ck.keys_match() {
+        Ok(()) => Ok(Arc::new(ck)),
+        Err(rustls::Error::InconsistentKeys(_)) => Err(key_err("key values mismatch".into())),
+        Err(e) => match (v1_spki(&ck.cert[0]), ck.key.public_key()) {
+            (Some(spki), Some(k)) if spki == k.as_ref() => Ok(Arc::new(ck)),
+            (Some(_), Some(_)) => Err(key_err("key values mismatch".into())),
+            _ => Err(key_err(e.to_string())),
+        },
+    }
+}
+
+/// The DER SubjectPublicKeyInfo of `cert` when it is an X.509 version 1
+/// certificate, None otherwise (or when it does not parse).
+fn v1_spki(cert: &CertificateDer<'_>) -> Option<Vec<u8>> {
+    let (_, c) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
+    (c.version() == x509_parser::x509::X509Version::V1)
+        .then(|| c.tbs_certificate.subject_pki.raw.to_vec())
+}
+
+/// The client certificate verifier: webpki's, which refuses X.509
+/// version 1 certificates (OpenSSL, and so redis-server, accepts them).
+/// Such a refusal is logged with its reason and how to reissue the
+/// certificate, since the handshake error alone ("UnsupportedCertVersion")
+/// does not say what to do.
+#[derive(Debug)]
+struct ExplainV1 {
+    inner: Arc<dyn rustls::server::danger::ClientCertVerifier>,
+}
+
+impl rustls::server::danger::ClientCertVerifier for ExplainV1 {
+    fn offer_client_auth(&self) -> bool {
+        self.inner.offer_client_auth()
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        self.inner.client_auth_mandatory()
+    }
+
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        self.inner.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: rustls_pki_types::UnixTime,
+    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+        let r = self
+            .inner
+            .verify_client_cert(end_entity, intermediates, now);
+        if r.is_err() && v1_spki(end_entity).is_some() {
+            tracing::warn!(
+                "Client certificate refused: it is an X.509 version 1 certificate (no \
+                 extensions, as `openssl x509 -req` makes without -extfile), which \
+                 ferrokv's verifier (webpki) does not accept; reissue it as version 3, \
+                 e.g. `openssl x509 -req ... -extfile <(printf \
+                 'basicConstraints=CA:FALSE\\nkeyUsage=digitalSignature\\nextendedKeyUsage=clientAuth')`"
+            );
+        }
+        r
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
 }
 
 /// Loads a certificate chain and its private key. Errors name the file as
