@@ -609,7 +609,7 @@ mod tests {
         let (r, n) = req("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
             .unwrap()
             .unwrap();
-        assert_eq!(n, 35);
+        assert_eq!(n, 34);
         assert_eq!(
             r,
             Request {
