@@ -309,7 +309,7 @@ fn valkey_glide() {
         python(),
         "valkey_glide.py",
         &[],
-        CORE,
+        &with(&["client_cache"]),
     );
 }
 

@@ -1,7 +1,8 @@
 """valkey-glide (Python, asyncio) scenario for tests/clients.rs: auth,
 TTLs, a non-atomic Batch of 1,000 commands, WATCH with an atomic Batch
-(MULTI/EXEC), BLPOP, SCAN of 10,000 keys, pub/sub (subscriptions given at
-connect, as glide does them) across a server restart.
+(MULTI/EXEC), BLPOP, SCAN of 10,000 keys, server-assisted client-side
+caching (CLIENT TRACKING BCAST), pub/sub (subscriptions given at connect,
+as glide does them) across a server restart.
 
 Usage: valkey_glide.py PORT PASSWORD
 """
@@ -17,6 +18,7 @@ from harness import Check, args, arun_all, ensure, expect, restart_server  # noq
 try:
     from glide import (
         Batch,
+        ClientSideCache,
         ExpirySet,
         ExpiryType,
         GlideClient,
@@ -149,6 +151,24 @@ async def s_scan():
             break
     expect(seen, {f"sc:{i}".encode() for i in range(10000)}, "SCAN key set")
     await r.close()
+
+
+async def s_client_cache():
+    cache = ClientSideCache.create(max_cache_kb=1024, entry_ttl_ms=60000, enable_metrics=True, server_assisted=True)
+    r = await client(client_side_cache=cache)
+    other = await client()
+    await other.set("cc:k", "v1")
+    expect(await r.get("cc:k"), b"v1", "first GET")
+    expect(await r.get("cc:k"), b"v1", "second GET")
+    hit_rate = r.get_cache_hit_rate()
+    ensure(hit_rate > 0, f"second GET served from the cache (hit rate {hit_rate})")
+    await other.set("cc:k", "v2")
+    end = time.monotonic() + 3
+    while await r.get("cc:k") != b"v2":
+        ensure(time.monotonic() < end, "invalidation (CLIENT TRACKING BCAST) of the cached GET")
+        await asyncio.sleep(0.05)
+    await r.close()
+    await other.close()
 
 
 async def s_pubsub_restart():
