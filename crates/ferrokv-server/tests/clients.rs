@@ -243,7 +243,7 @@ fn redis_py_sync() {
         python(),
         "redis_py.py",
         &["resp2"],
-        &with(&["lock"]),
+        &with(&["lock", "health_check"]),
     );
 }
 
@@ -254,7 +254,7 @@ fn redis_py_resp3() {
         python(),
         "redis_py.py",
         &["resp3"],
-        &with(&["client_cache"]),
+        &with(&["client_cache", "health_check"]),
     );
 }
 

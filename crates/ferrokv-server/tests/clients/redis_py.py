@@ -1,7 +1,8 @@
 """redis-py (sync client) scenario for tests/clients.rs: auth, TTLs, a
 pipeline of 1,000 commands, WATCH/MULTI/EXEC, BLPOP, SCAN of 10,000
-keys, redis.lock.Lock, pub/sub across a server restart; with mode
-`resp3` all of it over RESP3 (protocol=3) plus client-side caching.
+keys, redis.lock.Lock, health_check_interval (pool and pub/sub), pub/sub
+across a server restart; with mode `resp3` all of it over RESP3
+(protocol=3) plus client-side caching.
 
 Usage: redis_py.py PORT PASSWORD [resp2|resp3]
 """
@@ -262,6 +263,27 @@ def s_cache():
     until(3, lambda: r.get("cc:k") is None, "invalidation after DEL")
 
 
+def s_health_check():
+    # health_check_interval: an idle pooled connection is PINGed before
+    # use; in pub/sub mode the PING carries an argument and its reply must
+    # come back as the ["pong", arg] message the client swallows.
+    r = client(health_check_interval=1)
+    expect(r.set("hc:k", "v"), True, "SET")
+    time.sleep(1.2)
+    expect(r.get("hc:k"), "v", "GET on a connection idle past the interval")
+    p = r.pubsub()
+    p.subscribe("hc:chan")
+    m = p.get_message(timeout=2)
+    expect((m or {}).get("type"), "subscribe", "subscribe confirmation")
+    time.sleep(1.2)
+    expect(r.publish("hc:chan", "after-idle"), 1, "PUBLISH receivers")
+    got = []
+    until(3, lambda: got.append(p.get_message(timeout=0.1)) or any(x and x["type"] == "message" for x in got), "message")
+    msgs = [(x["type"], x["data"]) for x in got if x]
+    expect(msgs, [("message", "after-idle")], "messages after an idle pub/sub connection")
+    p.close()
+
+
 def s_pubsub_restart():
     r = client()
     p = r.pubsub()
@@ -312,4 +334,5 @@ if MODE != "resp3":
     run("lock", s_lock)
 else:
     run("client_cache", s_cache)
+run("health_check", s_health_check)
 run("pubsub_restart", s_pubsub_restart)

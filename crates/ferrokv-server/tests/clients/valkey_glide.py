@@ -159,9 +159,15 @@ async def s_client_cache():
     other = await client()
     await other.set("cc:k", "v1")
     expect(await r.get("cc:k"), b"v1", "first GET")
-    expect(await r.get("cc:k"), b"v1", "second GET")
-    hit_rate = r.get_cache_hit_rate()
-    ensure(hit_rate > 0, f"second GET served from the cache (hit rate {hit_rate})")
+    # glide may drop a fresh entry when a broadcast invalidation arrives
+    # just after it (seen under load with redis-server as with ferrokv):
+    # a repeated GET must be served from the cache within a few tries.
+    for _ in range(20):
+        expect(await r.get("cc:k"), b"v1", "repeated GET")
+        if r.get_cache_hit_rate() > 0:
+            break
+        await asyncio.sleep(0.05)
+    ensure(r.get_cache_hit_rate() > 0, "no GET served from the cache")
     await other.set("cc:k", "v2")
     end = time.monotonic() + 3
     while await r.get("cc:k") != b"v2":
