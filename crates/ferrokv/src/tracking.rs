@@ -33,7 +33,9 @@
 //! tracking client's replies join its outbox, so messages and replies keep
 //! their order. Keys are remembered before the read executes, so a write
 //! racing with the read on another core is never missed: its invalidation
-//! follows the read's reply.
+//! follows the read's reply. BCAST keys are sent at the end of the batch
+//! that modified them, before its replies leave, even when another
+//! thread's flush picked them up ([`flush_bcast`] waits for it).
 
 use crate::clients::ClientHandle;
 use indexmap::IndexMap;
@@ -86,6 +88,13 @@ pub struct Tracking {
     bcast_keys: Mutex<Vec<(Box<[u8]>, u64)>>,
     /// True while `bcast_keys` is not empty (one load per batch).
     bcast_pending: AtomicBool,
+    /// Held by [`flush_bcast`] from taking `bcast_keys` until every
+    /// message is sent: one flush at a time.
+    bcast_flush: Mutex<()>,
+    /// Flushes begun and not finished (counted before `bcast_pending` is
+    /// cleared): a batch that finds no keys pending waits for these, as
+    /// they may be sending its keys.
+    bcast_flushing: AtomicUsize,
 }
 
 impl Default for Tracking {
@@ -101,6 +110,8 @@ impl Default for Tracking {
             rounds: AtomicU32::new(0),
             bcast_keys: Mutex::new(Vec::new()),
             bcast_pending: AtomicBool::new(false),
+            bcast_flush: Mutex::new(()),
+            bcast_flushing: AtomicUsize::new(0),
         }
     }
 }
@@ -603,23 +614,38 @@ pub fn flushed(server: &Env<'_>) {
 /// order), to each client of the prefix (NOLOOP clients without the keys
 /// they modified themselves). Called at the end of each batch of commands
 /// and after active expiry steps.
+///
+/// It returns only once the keys of the caller's batch are in their
+/// receivers' outboxes, even when another thread's flush took them: the
+/// batch's replies are written after this, and a client that reads a key
+/// after seeing the write's reply must get the invalidation first (Redis
+/// sends them in `beforeSleep` before any reply).
 pub fn flush_bcast(server: &Env<'_>) {
     let t = &server.tracking;
-    if !t.bcast_pending.load(Ordering::Acquire) {
+    if !t.bcast_pending.load(Ordering::Acquire) && t.bcast_flushing.load(Ordering::Acquire) == 0 {
         return;
     }
+    t.bcast_flushing.fetch_add(1, Ordering::AcqRel);
+    let one_at_a_time = t.bcast_flush.lock();
     let pending = {
         let mut b = t.bcast_keys.lock();
         t.bcast_pending.store(false, Ordering::Release);
         std::mem::take(&mut *b)
     };
+    send_bcast(server, &pending);
+    drop(one_at_a_time);
+    t.bcast_flushing.fetch_sub(1, Ordering::AcqRel);
+}
+
+/// Sends `pending` (key, writer) to the clients of each matching prefix.
+fn send_bcast(server: &Env<'_>, pending: &[(Box<[u8]>, u64)]) {
     if pending.is_empty() {
         return;
     }
     let g = server.tracking.prefixes.read();
     for (prefix, clients) in g.iter() {
         let mut keys: BTreeMap<&[u8], u64> = BTreeMap::new();
-        for (k, w) in &pending {
+        for (k, w) in pending {
             if k.starts_with(prefix) {
                 keys.insert(k, *w);
             }

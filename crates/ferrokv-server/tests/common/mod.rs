@@ -104,6 +104,8 @@ pub struct Server {
     pub port: u16,
     /// Working directory (`dir`), removed on drop.
     pub dir: tempfile::TempDir,
+    /// The command that started the process (for [`Server::restart`]).
+    cmd: Vec<String>,
 }
 
 impl Server {
@@ -198,8 +200,17 @@ impl Server {
                     cmd.args(["--appendonly", "no"]);
                 }
             }
+            let argv: Vec<String> = std::iter::once(cmd.get_program())
+                .chain(cmd.get_args())
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
             let child = cmd.spawn().expect("spawn server");
-            let mut s = Server { child, port, dir };
+            let mut s = Server {
+                child,
+                port,
+                dir,
+                cmd: argv,
+            };
             if s.wait_ready() {
                 return s;
             }
@@ -234,6 +245,32 @@ impl Server {
             std::thread::sleep(Duration::from_millis(20));
         }
         false
+    }
+
+    /// Kills the process and starts the same command again, on the same
+    /// port and in the same directory, waiting until it answers (as an
+    /// operator restarting the service). Panics when it does not come back.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for _attempt in 0..50 {
+            self.child = Command::new(&self.cmd[0])
+                .args(&self.cmd[1..])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("respawn server");
+            if self.wait_ready() {
+                return;
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!(
+            "server {:?} did not restart on port {}",
+            self.cmd, self.port
+        );
     }
 
     /// A `redis` crate connection.
