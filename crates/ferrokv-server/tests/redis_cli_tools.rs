@@ -735,11 +735,11 @@ fn scan_lists_exactly_the_matching_keys() {
 }
 
 #[test]
-fn pipe_loads_100k_commands() {
+fn pipe_loads_a_million_commands() {
     let Some(cli) = cli() else { return };
     let ours = Server::start(&[]);
     let mut input = Vec::new();
-    for i in 0..100_000u32 {
+    for i in 0..1_000_000u32 {
         let k = format!("k:{i}");
         let parts: Vec<Vec<u8>> = match i % 5 {
             0 => cmd(&["SET", &k, &format!("value-{i}")]),
@@ -765,20 +765,20 @@ fn pipe_loads_100k_commands() {
         out.stdout
     );
     assert!(
-        out.stdout.contains("errors: 0, replies: 100000"),
+        out.stdout.contains("errors: 0, replies: 1000000"),
         "{}",
         out.stdout
     );
     let mut r = ours.raw();
-    assert_eq!(r.cmds("DBSIZE"), b":20004\r\n");
-    assert_eq!(r.cmds("GET k:99995"), b"$11\r\nvalue-99995\r\n");
-    assert_eq!(r.cmds("LLEN plist"), b":20000\r\n");
-    assert_eq!(r.cmds("LINDEX plist -1"), b"$5\r\n99996\r\n");
-    assert_eq!(r.cmds("HLEN phash"), b":20000\r\n");
+    assert_eq!(r.cmds("DBSIZE"), b":200004\r\n");
+    assert_eq!(r.cmds("GET k:999995"), b"$12\r\nvalue-999995\r\n");
+    assert_eq!(r.cmds("LLEN plist"), b":200000\r\n");
+    assert_eq!(r.cmds("LINDEX plist -1"), b"$6\r\n999996\r\n");
+    assert_eq!(r.cmds("HLEN phash"), b":200000\r\n");
     assert_eq!(r.cmds("HGET phash k:7"), b"$1\r\n7\r\n");
-    assert_eq!(r.cmds("SCARD pset"), b":20000\r\n");
-    assert_eq!(r.cmds("ZCARD pzset"), b":20000\r\n");
-    assert_eq!(r.cmds("ZSCORE pzset k:99999"), b"$5\r\n99999\r\n");
+    assert_eq!(r.cmds("SCARD pset"), b":200000\r\n");
+    assert_eq!(r.cmds("ZCARD pzset"), b":200000\r\n");
+    assert_eq!(r.cmds("ZSCORE pzset k:999999"), b"$6\r\n999999\r\n");
 
     // Errors are counted and printed (to stderr) as Redis's are.
     let bad = b"SET a 1\r\nSET n abc\r\nINCR n\r\nLPUSH n x\r\n*2\r\n$4\r\nLLEN\r\n$1\r\nn\r\n";
@@ -1041,5 +1041,231 @@ fn replica_mode_shows_the_keepalive_ping_as_redis_writes_it() {
             "\"ping\"",
             "{theirs:#?}"
         );
+    }
+}
+
+/// Commands read by redis-cli from stdin (one per line, redis-cli's
+/// quoting) covering every reply type: strings with newlines and binary
+/// bytes, integers, doubles, nil, empty and nested arrays, maps and sets in
+/// RESP3, errors.
+const REPLY_KINDS: &str = r#"flushall
+set k "a\nb"
+get k
+incr n
+incrbyfloat f 1.5
+get missing
+rpush l a b "c d"
+lrange l 0 -1
+lrange empty 0 -1
+hset h f1 v1 f2 2
+hgetall h
+hget h nope
+sadd s 3 1 2
+smembers s
+zadd z 1.5 a 2 b
+zrange z 0 -1 withscores
+zscore z a
+zrandmember nokey 2
+lpush k x
+exists k n missing
+type l
+config get maxmemory-policy
+echo ""
+set bin "\x00\xff\t"
+get bin
+strlen bin
+lpos l b
+lmpop 1 l left count 2
+zpopmin z 5
+"#;
+
+/// The output modes of redis-cli (`--raw`, `--no-raw`, `--csv`, `-3`
+/// RESP3, and their mixes) print every reply type byte for byte as they
+/// print redis-server 7.0's.
+#[test]
+fn output_modes_print_as_against_redis() {
+    let Some(cli) = cli() else { return };
+    let ours = Server::start(&[]);
+    let Some(red) = redis(&[]) else { return };
+    let modes: [&[&str]; 7] = [
+        &[],
+        &["--raw"],
+        &["--no-raw"],
+        &["--csv"],
+        &["-3"],
+        &["-3", "--no-raw"],
+        &["-3", "--raw"],
+    ];
+    for mode in modes {
+        let a = run(&cli, red.port, mode, REPLY_KINDS.as_bytes(), 20);
+        let b = run(&cli, ours.port, mode, REPLY_KINDS.as_bytes(), 20);
+        assert_eq!(a.code, Some(0), "{mode:?}: {}", a.stderr);
+        assert_eq!(
+            (b.code, &b.stdout, &b.stderr),
+            (a.code, &a.stdout, &a.stderr),
+            "redis-cli {mode:?}"
+        );
+    }
+}
+
+/// `-x` reads the last argument from stdin (bytes as they are, newlines
+/// included), as with redis-server.
+#[test]
+fn x_takes_the_last_argument_from_stdin() {
+    let Some(cli) = cli() else { return };
+    let ours = Server::start(&[]);
+    let value = b"first line\nsecond\x00\xfe line\n";
+    let out = run(&cli, ours.port, &["-x", "set", "kx"], value, 20);
+    assert_eq!((out.code, out.stdout.as_str()), (Some(0), "OK\n"));
+    let mut r = ours.raw();
+    let mut want = format!("${}\r\n", value.len()).into_bytes();
+    want.extend_from_slice(value);
+    want.extend_from_slice(b"\r\n");
+    assert_eq!(r.cmds("GET kx"), want);
+    let out = run(&cli, ours.port, &["-x", "append", "kx"], b"+", 20);
+    assert_eq!(out.stdout, format!("{}\n", value.len() + 1));
+    if let Some(red) = redis(&[]) {
+        let a = run(&cli, red.port, &["-x", "set", "kx"], value, 20);
+        assert_eq!(a.stdout, "OK\n");
+        let a = run(&cli, red.port, &["-x", "append", "kx"], b"+", 20);
+        assert_eq!(a.stdout, out.stdout);
+        let a = run(&cli, red.port, &["--no-raw", "get", "kx"], b"", 20);
+        let b = run(&cli, ours.port, &["--no-raw", "get", "kx"], b"", 20);
+        assert_eq!(b.stdout, a.stdout);
+    }
+}
+
+/// `--intrinsic-latency` (measured on the client's machine, no server
+/// needed) runs for the given seconds and prints its summary.
+#[test]
+fn intrinsic_latency_runs_and_summarises() {
+    let Some(cli) = cli() else { return };
+    let out = run(&cli, 1, &["--intrinsic-latency", "1"], b"", 20);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stdout.contains("Max latency so far:"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("total runs (avg latency:"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// Waits (up to 10 s) until CLIENT LIST shows a client whose line has
+/// `what` (e.g. `cmd=monitor`).
+fn wait_for_client(r: &mut Raw, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !String::from_utf8_lossy(&r.cmds("CLIENT LIST")).contains(what) {
+        assert!(Instant::now() < deadline, "no client with {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `monitor` and `subscribe` in redis-cli: the stream of commands another
+/// client runs, and the messages published to the channel, printed as with
+/// redis-server 7.0 (MONITOR's timestamps and client ports aside).
+#[test]
+fn monitor_and_subscribe_stream_as_against_redis() {
+    let Some(cli) = cli() else { return };
+    let ours = Server::start(&[]);
+    let red = redis(&[]);
+    let mut seen = Vec::new();
+    for srv in std::iter::once(&ours).chain(red.as_ref()) {
+        let port = srv.port;
+        let driver = std::thread::spawn(move || {
+            let mut r = Raw::connect(port);
+            wait_for_client(&mut r, "cmd=monitor");
+            r.cmd(&[b"SET", b"mk", b"two words"]);
+            r.cmds("HSET mh f 1");
+            r.cmds("PUBLISH ch hello");
+            r.cmd(&[b"PUBLISH", b"ch", b"x y"]);
+            std::thread::sleep(Duration::from_millis(300));
+            r.cmds("PUBLISH ch last");
+        });
+        let mon = run_endless(&cli, port, &["monitor"], 10, |l| {
+            l.iter().any(|x| x.contains("\"last\""))
+        });
+        driver.join().unwrap();
+        let Some(mon) = mon else { return };
+        let lines: Vec<String> = mon
+            .iter()
+            .map(|l| match l.find("] ") {
+                // `1733400000.123456 [0 127.0.0.1:40000] "set" ...`
+                Some(i) if l.starts_with(|c: char| c.is_ascii_digit()) => {
+                    let head = &l[..i];
+                    assert!(head.contains(" [0 127.0.0.1:"), "{l}");
+                    l[i + 2..].to_string()
+                }
+                _ => l.clone(),
+            })
+            .collect();
+        let driver = std::thread::spawn(move || {
+            let mut r = Raw::connect(port);
+            wait_for_client(&mut r, "cmd=subscribe");
+            r.cmds("PUBLISH ch hello");
+            r.cmds("PUBLISH other no");
+            r.cmd(&[b"PUBLISH", b"ch", b"x y"]);
+        });
+        let sub = run_endless(&cli, port, &["subscribe", "ch"], 10, |l| {
+            l.iter().any(|x| x == "x y")
+        });
+        driver.join().unwrap();
+        let Some(sub) = sub else { return };
+        seen.push((lines, sub));
+    }
+    let (mon, sub) = &seen[0];
+    assert_eq!(
+        mon,
+        &[
+            "OK",
+            "\"SET\" \"mk\" \"two words\"",
+            "\"HSET\" \"mh\" \"f\" \"1\"",
+            "\"PUBLISH\" \"ch\" \"hello\"",
+            "\"PUBLISH\" \"ch\" \"x y\"",
+            "\"PUBLISH\" \"ch\" \"last\"",
+        ]
+    );
+    assert_eq!(
+        sub,
+        &[
+            "subscribe",
+            "ch",
+            "1",
+            "message",
+            "ch",
+            "hello",
+            "message",
+            "ch",
+            "x y"
+        ]
+    );
+    if let Some(theirs) = seen.get(1) {
+        assert_eq!(&seen[0], theirs);
+    }
+}
+
+/// Interactive hints: redis-cli at a terminal (a pseudo-terminal driven
+/// by `tests/python/cli_hints.py`) draws, while a command is typed, the
+/// same argument hints as against redis-server 7.0 — built from COMMAND
+/// DOCS' arguments.
+#[test]
+fn interactive_hints_as_against_redis() {
+    let Some(_cli) = cli() else { return };
+    let ours = Server::start(&[]);
+    let Some(got) = common::run_python("cli_hints.py", &[ours.port.to_string()]) else {
+        return;
+    };
+    assert!(
+        got.contains(
+            "'set ' -> key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]"
+        ),
+        "{got}"
+    );
+    assert!(
+        got.contains("'hset k ' -> field value [field value ...]"),
+        "{got}"
+    );
+    if let Some(red) = redis(&[]) {
+        let want = common::run_python("cli_hints.py", &[red.port.to_string()]).unwrap();
+        assert_eq!(got, want);
     }
 }

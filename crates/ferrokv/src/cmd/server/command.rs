@@ -327,7 +327,29 @@ fn command_info(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     }
 }
 
+/// One command's documentation map: Redis 7.0's own (arguments, history
+/// and doc flags included; [`super::command_docs`]) for the commands it
+/// has, with the subcommands ferrokv has; the table's summary, since,
+/// group and complexity for the newer commands.
 fn write_command_docs(ctx: &mut Ctx<'_>, c: &Command) {
+    if let Some(doc) = super::command_docs::docs().get(c.name.as_bytes()) {
+        let has_subs = doc
+            .iter()
+            .any(|(k, _)| matches!(k, super::command_docs::Node::Bulk(b"subcommands")));
+        let n = doc.len() + usize::from(!has_subs && c.is_container());
+        ctx.out.map(n);
+        for (k, v) in doc.iter() {
+            if matches!(k, super::command_docs::Node::Bulk(b"subcommands")) {
+                continue;
+            }
+            super::command_docs::write(ctx.out, k);
+            super::command_docs::write(ctx.out, v);
+        }
+        if c.is_container() {
+            write_subcommand_docs(ctx, c);
+        }
+        return;
+    }
     let o = &mut *ctx.out;
     o.map(if c.is_container() { 5 } else { 4 });
     o.bulk(b"summary");
@@ -339,21 +361,45 @@ fn write_command_docs(ctx: &mut Ctx<'_>, c: &Command) {
     o.bulk(b"complexity");
     o.bulk(c.complexity.as_bytes());
     if c.is_container() {
-        o.bulk(b"subcommands");
-        o.map(c.subcommands.len());
-        for s in c.subcommands {
-            ctx.out.bulk(s.name.as_bytes());
-            write_command_docs(ctx, s);
-        }
+        write_subcommand_docs(ctx, c);
     }
 }
 
-/// COMMAND DOCS [name ...]: a map of name → documentation (summary, since,
-/// group, complexity, subcommands); unknown names are left out. Argument
-/// and history documentation is not kept by ferrokv.
+/// The `subcommands` entry of container `c`'s documentation: each of
+/// ferrokv's subcommands by full name.
+fn write_subcommand_docs(ctx: &mut Ctx<'_>, c: &Command) {
+    ctx.out.bulk(b"subcommands");
+    ctx.out.map(c.subcommands.len());
+    let order = super::command_docs::order(Some(c.name.as_bytes()));
+    for s in in_redis_order(c.subcommands.iter(), &order) {
+        ctx.out.bulk(s.name.as_bytes());
+        write_command_docs(ctx, s);
+    }
+}
+
+/// `cmds` with those named in `order` first, in that order (Redis's
+/// COMMAND DOCS order), then the others in table order.
+fn in_redis_order<'a>(
+    cmds: impl Iterator<Item = &'a Command>,
+    order: &[&[u8]],
+) -> Vec<&'a Command> {
+    let mut v: Vec<&Command> = cmds.collect();
+    v.sort_by_key(|c| {
+        order
+            .iter()
+            .position(|n| *n == c.name.as_bytes())
+            .unwrap_or(usize::MAX)
+    });
+    v
+}
+
+/// COMMAND DOCS [name ...]: a map of name → documentation (Redis 7.0's
+/// for its commands: summary, since, group, complexity, doc flags,
+/// history, arguments, subcommands; see [`write_command_docs`]); unknown
+/// names are left out.
 fn command_docs(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let list: Vec<&Command> = if args.len() == 2 {
-        table().top_level().collect()
+        in_redis_order(table().top_level(), &super::command_docs::order(None))
     } else {
         (2..args.len())
             .filter_map(|i| table().by_full_name(args.get(i)))

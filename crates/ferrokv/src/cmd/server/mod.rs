@@ -15,6 +15,7 @@
 //! faked; the crate's report lists the differences.
 
 pub mod command;
+pub mod command_docs;
 pub mod config;
 pub mod debug;
 pub mod digest;
