@@ -101,6 +101,12 @@ fn allocator_stats() -> String {
     out
 }
 
+/// Starts the log as Redis's `serverLog` writes it: Redis's line format
+/// (`ferrokv::log::RedisFormat`), to standard output when `logfile` is
+/// empty (Redis's default) or appended to `logfile`; `loglevel` debug,
+/// verbose, notice and warning map to tracing's DEBUG, INFO, INFO and WARN
+/// (`RUST_LOG` overrides it). Exits with status 1 when the file cannot be
+/// opened, as Redis does.
 fn init_logging(config: &Config) {
     let level = match config.get("loglevel") {
         "debug" => "debug",
@@ -112,27 +118,29 @@ fn init_logging(config: &Config) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     let logfile = config.get("logfile");
+    let fmt = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .event_format(ferrokv::log::RedisFormat);
     if logfile.is_empty() {
-        tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .with_writer(std::io::stderr)
-            .init();
+        fmt.with_writer(std::io::stdout).init();
     } else {
         match std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(logfile)
         {
-            Ok(f) => tracing_subscriber::fmt()
-                .with_env_filter(filter)
-                .with_ansi(false)
-                .with_writer(std::sync::Mutex::new(f))
-                .init(),
+            Ok(f) => fmt.with_writer(std::sync::Mutex::new(f)).init(),
             Err(e) => {
                 eprintln!("Can't open the log file: {e}");
                 std::process::exit(1);
             }
         }
     }
+    tracing::info!(
+        "ferrokv {} (Redis {} compatible), bits=64, pid={}, just started",
+        ferrokv::VERSION,
+        ferrokv::REDIS_VERSION,
+        std::process::id()
+    );
 }

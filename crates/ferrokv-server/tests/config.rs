@@ -142,15 +142,24 @@ fn startup_log_line_and_pidfile() {
             "--pidfile",
         ])
         .arg(&pidfile)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    // The log goes to standard output in Redis's format (logfile ""):
+    // `<pid>:M <date> * Ready to accept connections`, after the banner with
+    // ` PID: <pid>` that Redis's test suite waits for.
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut ready = String::new();
+    let mut banner_pid = false;
     for l in lines.by_ref() {
         let l = l.unwrap();
-        if l.contains("ready to accept connections") {
+        banner_pid |= l.contains(&format!(" PID: {}", child.id()));
+        if l.contains("Ready to accept connections") {
+            assert!(
+                l.starts_with(&format!("{}:M ", child.id())) && l.contains(" * Ready"),
+                "{l}"
+            );
             ready = l;
             break;
         }
@@ -163,6 +172,10 @@ fn startup_log_line_and_pidfile() {
     ] {
         assert!(ready.contains(&want), "{want} not in {ready}");
     }
+    assert!(
+        !banner_pid,
+        "no banner without always-show-logo or a terminal"
+    );
     let pid = std::fs::read_to_string(&pidfile).unwrap();
     assert_eq!(pid.trim(), child.id().to_string());
     // SIGTERM: clean exit, status 0, pidfile removed.

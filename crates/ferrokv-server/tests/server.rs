@@ -881,4 +881,96 @@ fn port_in_use_is_reported_before_loading() {
         "{err}"
     );
     assert!(!err.contains("RDB") && !err.contains("dump.rdb"), "{err}");
+    // The log line Redis's test suite looks for to retry on another port.
+    assert!(
+        err.contains(&format!(
+            "# Failed listening on port {port} (TCP), aborting."
+        )),
+        "{err}"
+    );
+}
+
+/// The start-up log as Redis writes it (logfile "": standard output):
+/// with `always-show-logo yes` a banner with ` Port: <port>` and
+/// ` PID: <pid>` (what Redis's test suite waits for), then `<pid>:M <dd Mon
+/// yyyy HH:MM:SS.mmm> * Server initialized` and `... * Ready to accept
+/// connections`; a replica's lines carry `S`.
+#[test]
+fn startup_log_is_in_redis_format() {
+    use std::io::{BufRead, BufReader};
+    let port = common::free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ferrokv-server"))
+        .args([
+            "--port",
+            &port.to_string(),
+            "--always-show-logo",
+            "yes",
+            "--loglevel",
+            "verbose",
+        ])
+        .args(["--dir", dir.path().to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for l in lines.by_ref() {
+        let l = l.unwrap();
+        let ready = l.contains("Ready to accept connections");
+        seen.push(l);
+        if ready {
+            break;
+        }
+    }
+    let text = seen.join("\n");
+    assert!(text.contains(&format!(" PID: {pid}")), "{text}");
+    assert!(text.contains(&format!(" Port: {port}")), "{text}");
+    let line_re = |l: &str, what: &str| {
+        // 4242:M 05 Dec 2026 20:33:42.440 * what
+        let prefix = format!("{pid}:M ");
+        let Some(rest) = l.strip_prefix(&prefix) else {
+            return false;
+        };
+        let parts: Vec<&str> = rest.splitn(6, ' ').collect();
+        parts.len() == 6
+            && parts[0].len() == 2
+            && parts[1].len() == 3
+            && parts[2].len() == 4
+            && parts[3].len() == 12
+            && parts[3].as_bytes()[8] == b'.'
+            && parts[4] == "*"
+            && parts[5].starts_with(what)
+    };
+    assert!(
+        seen.iter().any(|l| line_re(l, "Server initialized")),
+        "{text}"
+    );
+    assert!(
+        seen.iter()
+            .any(|l| line_re(l, "Ready to accept connections")),
+        "{text}"
+    );
+    // Keep reading the log in the background; a REPLICAOF turns the role
+    // character into S.
+    let rest = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        for l in lines.map_while(Result::ok) {
+            let done = l.contains("Connecting to MASTER");
+            out.push(l);
+            if done {
+                break;
+            }
+        }
+        out
+    });
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    std::io::Write::write_all(&mut c, b"REPLICAOF 127.0.0.1 1\r\n").unwrap();
+    let out = rest.join().unwrap();
+    let last = out.last().cloned().unwrap_or_default();
+    assert!(last.starts_with(&format!("{pid}:S ")), "{out:?}");
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -20,6 +20,7 @@ pub mod evict;
 pub mod fdlimit;
 pub mod keyspecs;
 pub mod ldouble;
+pub mod log;
 pub mod memory;
 pub mod net;
 pub mod pause;
@@ -195,8 +196,25 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
     // loaded, so no client sees a partial keyspace; a bad file stops the
     // start-up with its name.
     let tls_port = server.config.read().get_i64("tls-port") as u16;
-    let sockets =
-        net::listener::bind_startup(&binds, port, tls_port, backlog, !unixsocket.is_empty())?;
+    let sockets = match net::listener::bind_startup(
+        &binds,
+        port,
+        tls_port,
+        backlog,
+        !unixsocket.is_empty(),
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            // Redis's listenToPort / initListeners: the reason, then the
+            // line Redis's test suite looks for to retry on another port.
+            tracing::warn!("Warning: {e}");
+            tracing::warn!("Failed listening on port {port} (TCP), aborting.");
+            return Err(e);
+        }
+    };
+    let show_logo = server.config.read().get_bool("always-show-logo");
+    log::banner(show_logo, server.cluster.enabled, port);
+    tracing::info!("Server initialized");
     // The AOF when appendonly is yes (Redis's loadDataFromDisk), else the RDB.
     if !persist::aof::load_at_startup(&server, &mut cmd::replay::AofReplay::new(&server))
         .map_err(std::io::Error::other)?
@@ -249,7 +267,7 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         tls_port,
         pid = std::process::id(),
         threads,
-        "ferrokv ready to accept connections"
+        "Ready to accept connections"
     );
     tokio::select! {
         _ = server.shutdown.notified() => tracing::info!("SHUTDOWN requested, exiting"),

@@ -63,7 +63,8 @@ pub fn free_port() -> u16 {
 
 /// Runs `ferrokv-server` with `args` (after a free `--port`), in `cwd`
 /// when given, expecting it to refuse to start: asserts it exits with a
-/// failure status within 20 s and returns its stderr.
+/// failure status within 20 s and returns its stderr followed by its
+/// standard output (the log, when no `logfile` is given).
 pub fn start_fails(args: &[&str], cwd: Option<&std::path::Path>) -> String {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferrokv-server"));
     cmd.args(["--port", &free_port().to_string()]).args(args);
@@ -71,10 +72,16 @@ pub fn start_fails(args: &[&str], cwd: Option<&std::path::Path>) -> String {
         cmd.current_dir(d);
     }
     let mut child = cmd
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn ferrokv-server");
+    let mut stdout = child.stdout.take().unwrap();
+    let log = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         if let Some(st) = child.try_wait().unwrap() {
@@ -94,7 +101,7 @@ pub fn start_fails(args: &[&str], cwd: Option<&std::path::Path>) -> String {
         .unwrap()
         .read_to_string(&mut err)
         .unwrap();
-    err
+    err + &log.join().unwrap_or_default()
 }
 
 /// A running server process, killed on drop.

@@ -154,6 +154,7 @@ impl Backlog {
     /// Marks the server as a replica (true) or a master (false).
     pub fn set_replica_mode(&self, v: bool) {
         self.replica_mode.store(v, Ordering::Release);
+        crate::log::set_replica(v);
     }
 
     /// True while the server is a replica.
