@@ -964,3 +964,38 @@ fn blocked_clients_are_served_after_the_transaction() {
         }
     }
 }
+
+/// A key a transaction made ready but that expired before the transaction
+/// ended (`PEXPIRE k 100` then `DEBUG SLEEP 0.2` inside it) serves no one:
+/// the blocked client stays blocked (`flags=b`), as in Redis 7.0, where
+/// handleClientsBlockedOnKeys reads the clock after EXEC. Compared with
+/// redis-server 7.0.
+#[test]
+fn a_key_expired_by_the_end_of_exec_serves_no_blocked_client() {
+    let args = ["--enable-debug-command", "yes"];
+    let Some(redis) = Server::start_redis(&args) else {
+        return;
+    };
+    let ours = Server::start(&args);
+    let mut got = Vec::new();
+    for s in [&ours, &redis] {
+        let mut c = s.raw();
+        c.cmds("DEBUG SET-ACTIVE-EXPIRE 0");
+        let mut w = s.raw();
+        let id = String::from_utf8_lossy(&w.cmds("CLIENT ID")).to_string();
+        let id = id.trim_start_matches(':').trim().to_string();
+        w.send_cmd(&[b"BRPOP", b"k", b"0"]);
+        c.wait_blocked(1);
+        for l in ["MULTI", "RPUSH k hello", "PEXPIRE k 100", "DEBUG SLEEP 0.2"] {
+            c.cmds(l);
+        }
+        let exec = String::from_utf8_lossy(&c.cmds("EXEC")).to_string();
+        let list = String::from_utf8_lossy(&c.cmds(&format!("CLIENT LIST ID {id}"))).to_string();
+        assert!(list.contains("flags=b"), "{list}");
+        assert_eq!(c.cmds(&format!("CLIENT UNBLOCK {id}")), b":1\r\n");
+        let unblocked = w.reply();
+        let exists = c.cmds("EXISTS k");
+        got.push((exec, unblocked, exists));
+    }
+    assert_eq!(got[0], got[1]);
+}

@@ -108,6 +108,11 @@ pub struct Span {
     db: usize,
     start: usize,
     end: usize,
+    /// The records of one group are one execution unit of Redis's (the
+    /// command's own records, or one blocked client it served): a group
+    /// of more than one record is wrapped in MULTI/EXEC, a unit's groups
+    /// follow each other unwrapped (see [`Records::framed`]).
+    group: u32,
 }
 
 /// The records of one unit, in execution order: each a database index and
@@ -136,6 +141,30 @@ impl<'a> Records<'a> {
         self.spans
             .iter()
             .map(move |s| (s.db, &bytes[s.start..s.end]))
+    }
+
+    /// Each record as (database, RESP bytes, opens MULTI, closes with
+    /// EXEC): a unit's records come in groups — the command's own records,
+    /// then each blocked client it served, each a group of its own, as
+    /// Redis 7.0 propagates a command and then each client served after it
+    /// (`handleClientsBlockedOnKeys` runs `afterCommand` per client) — and
+    /// a group of more than one record is wrapped in MULTI/EXEC (Redis's
+    /// `propagatePendingCommands`). A transaction's or a script's records
+    /// are one group.
+    pub fn framed(&self) -> impl Iterator<Item = (usize, &'a [u8], bool, bool)> + 'a {
+        let bytes = self.bytes;
+        let spans = self.spans;
+        spans.iter().enumerate().map(move |(i, s)| {
+            let first = i == 0 || spans[i - 1].group != s.group;
+            let last = i + 1 == spans.len() || spans[i + 1].group != s.group;
+            let single = first && last;
+            (
+                s.db,
+                &bytes[s.start..s.end],
+                first && !single,
+                last && !single,
+            )
+        })
     }
 }
 
@@ -219,6 +248,8 @@ struct Unit {
     own_at: Option<usize>,
     /// [`dirty`] when the current command started.
     dirty_at: u64,
+    /// Group of the records pushed next ([`next_group`]).
+    group: u32,
     /// Position the current batch's replies wait for.
     need: u64,
     /// Tickets of the shards the current unit locked: (global shard id,
@@ -247,6 +278,7 @@ impl Unit {
             own_set: false,
             own_at: None,
             dirty_at: 0,
+            group: 0,
             need: 0,
             tickets: Vec::new(),
             positions: Vec::new(),
@@ -265,6 +297,7 @@ impl Unit {
             db: 0,
             start,
             end: self.bytes.len(),
+            group: self.group,
         }
     }
 
@@ -279,6 +312,7 @@ impl Unit {
     fn clear(&mut self) {
         self.spans.clear();
         self.tickets.clear();
+        self.group = 0;
         if self.bytes.capacity() > KEEP_BYTES {
             self.bytes = Vec::new();
         } else {
@@ -412,6 +446,22 @@ pub fn ticket(seq: &mut ShardSeq) {
             if u.depth > 0 {
                 u.tickets.push((seq.gid, seq.next));
                 seq.next += 1;
+            }
+        });
+    }
+}
+
+/// Inside a single write command: the records that follow belong to the
+/// next group of its unit (a blocked client the command serves, see
+/// [`Records::framed`]). Nothing elsewhere (a transaction's or a script's
+/// records stay one group). One relaxed load when nothing is recorded.
+#[inline]
+pub fn next_group() {
+    if recording() {
+        UNIT.with(|u| {
+            let mut u = u.borrow_mut();
+            if u.depth == 1 && u.command {
+                u.group += 1;
             }
         });
     }
@@ -699,6 +749,7 @@ impl Stream {
                         db,
                         start,
                         end: u.bytes.len(),
+                        group: 0,
                     });
                 }
             }
@@ -707,10 +758,11 @@ impl Stream {
             }
             let at = u.own_at.take().unwrap_or(u.spans.len());
             if at == u.spans.len() {
-                u.spans.extend(u.own.iter().map(|s| Span { db, ..*s }));
+                u.spans
+                    .extend(u.own.iter().map(|s| Span { db, group: 0, ..*s }));
             } else {
                 u.spans
-                    .splice(at..at, u.own.iter().map(|s| Span { db, ..*s }));
+                    .splice(at..at, u.own.iter().map(|s| Span { db, group: 0, ..*s }));
             }
             u.own.clear();
             u.own_set = false;

@@ -35,6 +35,11 @@ fn cache() -> &'static Mutex<HashMap<String, Cached>> {
     C.get_or_init(Default::default)
 }
 
+/// Connections cached for later MIGRATEs (INFO `migrate_cached_sockets`).
+pub fn cached_sockets() -> usize {
+    cache().lock().len()
+}
+
 /// Closes cached connections idle for longer than the TTL (called from
 /// the server cron, as Redis's migrateCloseTimedoutSockets).
 pub fn close_idle() {

@@ -1364,6 +1364,11 @@ fn run_command(
     let dirty = ctx.dirty;
     let end_us = server.clock.now_us();
     ctx.client.clock_us = end_us;
+    // Blocked clients are served at the time the command ended (Redis's
+    // handleClientsBlockedOnKeys updates the cached time first): a key a
+    // transaction made ready but that expired meanwhile (EXEC with DEBUG
+    // SLEEP) no longer serves its waiters.
+    let now = if now == 0 { 0 } else { end_us / 1000 };
     // Keys created by commands outside the list, sorted-set and stream
     // families (which serve their waiters themselves): RENAME, COPY,
     // MOVE, SWAPDB... may serve blocked clients (db/blocking.rs).

@@ -348,6 +348,9 @@ pub fn serve<'a>(
                 }
                 Ok(_) => {}
             }
+            // The client's records are a group of their own in the
+            // command's unit (no MULTI around the push and the pop).
+            crate::propagate::next_group();
             let mut cx = ServeCx {
                 host,
                 locks: &mut *locks,

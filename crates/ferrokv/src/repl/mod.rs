@@ -293,9 +293,8 @@ impl crate::propagate::Sink for Backlog {
         }
         let mut g = self.inner.lock();
         let start = g.buf.len();
-        let wrap = recs.len() > 1;
         let mut tmp = Vec::new();
-        for (i, (db, r)) in recs.iter().enumerate() {
+        for (db, r, open, close) in recs.framed() {
             if g.db != db as i64 {
                 tmp.clear();
                 let mut b = itoa::Buffer::new();
@@ -303,13 +302,13 @@ impl crate::propagate::Sink for Backlog {
                 g.buf.extend(tmp.iter());
                 g.db = db as i64;
             }
-            if wrap && i == 0 {
+            if open {
                 g.buf.extend(b"*1\r\n$5\r\nMULTI\r\n".iter());
             }
             g.buf.extend(r.iter());
-        }
-        if wrap {
-            g.buf.extend(b"*1\r\n$4\r\nEXEC\r\n".iter());
+            if close {
+                g.buf.extend(b"*1\r\n$4\r\nEXEC\r\n".iter());
+            }
         }
         let added = (g.buf.len() - start) as u64;
         g.end += added;

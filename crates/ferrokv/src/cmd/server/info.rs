@@ -52,6 +52,7 @@ const ALL_SECTIONS: &[&str] = &[
     "modules",
     "commandstats",
     "errorstats",
+    "latencystats",
     "cluster",
     "keyspace",
 ];
@@ -104,6 +105,7 @@ pub fn info_text(ctx: &Ctx<'_>, want: &[&str]) -> String {
             "modules" => s.header("Modules"),
             "commandstats" => info_commandstats(ctx, &mut s),
             "errorstats" => info_errorstats(ctx, &mut s),
+            "latencystats" => info_latencystats(ctx, &mut s),
             "cluster" => {
                 s.header("Cluster");
                 s.kv("cluster_enabled", ctx.server.cluster.enabled as u8);
@@ -438,7 +440,10 @@ fn info_stats(ctx: &Ctx<'_>, s: &mut Section) {
     s.kv("pubsubshard_channels", srv.pubsub.shard_count());
     s.kv("latest_fork_usec", 0);
     s.kv("total_forks", 0);
-    s.kv("migrate_cached_sockets", 0);
+    s.kv(
+        "migrate_cached_sockets",
+        crate::cmd::migrate::cached_sockets(),
+    );
     s.kv("slave_expires_tracked_keys", 0);
     s.kv("tracking_total_keys", srv.tracking.total_keys());
     s.kv("tracking_total_items", srv.tracking.total_items());
@@ -500,6 +505,64 @@ fn info_commandstats(ctx: &Ctx<'_>, s: &mut Section) {
             format!(
                 "calls={calls},usec={usec},usec_per_call={per:.2},rejected_calls={rejected},failed_calls={failed}"
             ),
+        );
+    }
+}
+
+/// INFO latencystats (Redis 7.0's `fillCommandPercentiles` lines):
+/// `latency_percentiles_usec_<command>:p50=<µs>,p99=<µs>,p99.9=<µs>` for
+/// every command (and subcommand, `config|set`) with recorded calls, at the
+/// percentiles of `latency-tracking-info-percentiles` (`p<n>` with the
+/// number as Redis's `%f`-trimmed form). Each value is the upper bound in
+/// microseconds, three decimals, of the histogram bucket holding that
+/// percentile: the same buckets as LATENCY HISTOGRAM (powers of two of
+/// nanoseconds from 1024 ns, see `stats::LATENCY_REPORT_US`), where Redis
+/// reads an HdrHistogram with two significant digits — so ferrokv's values
+/// are coarser (at most twice the true latency), ordered the same way.
+fn info_latencystats(ctx: &Ctx<'_>, s: &mut Section) {
+    s.header("Latencystats");
+    let percentiles: Vec<String> = ctx
+        .server
+        .config
+        .read()
+        .get("latency-tracking-info-percentiles")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let t = table();
+    for id in 0..t.all.len() {
+        let Some(h) = ctx.server.stats.latency(id) else {
+            continue;
+        };
+        let total: u64 = h.iter().sum();
+        let mut line = String::new();
+        for p in &percentiles {
+            let Ok(pv) = p.parse::<f64>() else { continue };
+            // The first bucket whose cumulative count reaches p% of the
+            // calls (hdr_value_at_percentile: at least one call).
+            let want = ((pv / 100.0) * total as f64).ceil().max(1.0) as u64;
+            let mut cumulative = 0;
+            let mut bucket = h.len() - 1;
+            for (k, &n) in h.iter().enumerate() {
+                cumulative += n;
+                if cumulative >= want {
+                    bucket = k;
+                    break;
+                }
+            }
+            let ns = if bucket < crate::stats::LATENCY_REPORT_US.len() {
+                (1u64 << (10 + bucket)) + (1u64 << (bucket + 3)) - 1
+            } else {
+                1_000_000_000
+            };
+            if !line.is_empty() {
+                line.push(',');
+            }
+            line.push_str(&format!("p{p}={:.3}", ns as f64 / 1000.0));
+        }
+        s.kv(
+            &format!("latency_percentiles_usec_{}", t.all[id].name),
+            line,
         );
     }
 }

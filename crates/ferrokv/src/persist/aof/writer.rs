@@ -44,25 +44,24 @@ pub fn before_served_reply(server: &impl Host) {
 
 impl Aof {
     /// Appends units of records (database, RESP bytes) to the buffer,
-    /// emitting SELECT when the database changes and wrapping more than one
-    /// record in MULTI/EXEC. Returns the logical offset after them, for
+    /// emitting SELECT when the database changes and wrapping each group of
+    /// more than one record in MULTI/EXEC (`Records::framed`). Returns the logical offset after them, for
     /// [`Aof::flush_to`]. (The entry point replication will share.)
     pub fn append_units(&self, recs: crate::propagate::Records<'_>) -> u64 {
         let mut b = self.buf.lock();
         let start = b.data.len();
-        let wrap = recs.len() > 1;
-        for (i, (db, r)) in recs.iter().enumerate() {
+        for (db, r, open, close) in recs.framed() {
             if b.db != db as i64 {
                 select_rec(&mut b.data, db);
                 b.db = db as i64;
             }
-            if wrap && i == 0 {
+            if open {
                 enc(&mut b.data, &[b"MULTI"]);
             }
             b.data.extend_from_slice(r);
-        }
-        if wrap {
-            enc(&mut b.data, &[b"EXEC"]);
+            if close {
+                enc(&mut b.data, &[b"EXEC"]);
+            }
         }
         b.end += (b.data.len() - start) as u64;
         b.end
