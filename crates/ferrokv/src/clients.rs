@@ -36,12 +36,48 @@ pub struct ClientInfo {
     pub qbuf_free: usize,
     /// Output buffer length, bytes.
     pub obl: usize,
+    /// Commands queued by MULTI (CLIENT LIST `multi`); None outside MULTI.
+    pub multi: Option<usize>,
+    /// Memory of the queued commands' arguments, bytes (`multi-mem`: for
+    /// each, its arguments' lengths plus 8 bytes per argument, as Redis's
+    /// `mstate.argv_len_sums`).
+    pub multi_mem: usize,
+    /// Arguments of the command the client is blocked in, bytes (`argv-mem`
+    /// of another client: Redis keeps a blocked client's argv).
+    pub argv_mem: usize,
+    /// Reply buffer capacity, bytes (`rbs`).
+    pub rbs: usize,
+    /// Reply bytes of the client's last batch (`rbp`).
+    pub rbp: usize,
     /// Authenticated user name.
     pub user: String,
     /// CLIENT NO-EVICT.
     pub no_evict: bool,
     /// CLIENT NO-TOUCH.
     pub no_touch: bool,
+}
+
+/// The CLIENT LIST fields of the client running CLIENT LIST / CLIENT INFO,
+/// as its own connection knows them while the command runs (Redis's
+/// `catClientInfoString` reads the live client): the query buffer still
+/// holds the bytes of the current read, the current command's arguments
+/// are counted, earlier replies of the same batch are in the reply buffer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LiveFields {
+    /// Bytes of the read buffer, the current command included (`qbuf`).
+    pub qbuf: usize,
+    /// Free space of the read buffer (`qbuf-free`).
+    pub qbuf_free: usize,
+    /// Lengths of the current command's arguments (`argv-mem`).
+    pub argv_mem: usize,
+    /// Queued commands while in MULTI (`multi`).
+    pub multi: Option<usize>,
+    /// `multi-mem` (see [`ClientInfo::multi_mem`]).
+    pub multi_mem: usize,
+    /// Reply bytes not yet written (`obl`).
+    pub obl: usize,
+    /// Reply buffer capacity (`rbs`).
+    pub rbs: usize,
 }
 
 /// One connected client, as seen by other clients.
@@ -302,8 +338,38 @@ impl ClientHandle {
     /// fields in Redis's order (7.0 has no lib-name/lib-ver fields; CLIENT
     /// SETINFO values are kept but, as in 7.0's format, not listed).
     pub fn describe(&self, now_ms: u64) -> String {
+        self.describe_with(now_ms, None)
+    }
+
+    /// [`ClientHandle::describe`], with the fields only the calling
+    /// connection knows exactly taken from `live` when it is this client's
+    /// own line.
+    ///
+    /// `tot-mem` approximates Redis's `getClientMemoryUsage`: read buffer
+    /// and reply buffer capacities, arguments (with 8 bytes per argument
+    /// pointer), queued MULTI commands, the outbox, and a fixed per-client
+    /// overhead of [`CLIENT_OVERHEAD`] bytes (Redis's `client` struct and
+    /// allocator rounding differ).
+    pub fn describe_with(&self, now_ms: u64, live: Option<&LiveFields>) -> String {
         let omem = self.outbox.pending();
         let i = self.info.lock();
+        let l = match live {
+            Some(l) => *l,
+            None => LiveFields {
+                qbuf: i.qbuf,
+                qbuf_free: i.qbuf_free,
+                argv_mem: i.argv_mem,
+                multi: i.multi,
+                multi_mem: i.multi_mem,
+                obl: i.obl,
+                rbs: i.rbs,
+            },
+        };
+        let rbp = if live.is_some() {
+            l.obl.max(i.rbp)
+        } else {
+            i.rbp
+        };
         // Flag letters set by other families (O, P, x, b...), then the ones
         // known here, in Redis's order; N when none.
         let mut flags = i.flags.clone();
@@ -315,6 +381,15 @@ impl ClientHandle {
         flags.insert_str(at, track);
         if self.blocked.lock().is_some() {
             flags.insert(at, 'b');
+        }
+        if l.multi.is_some() && !flags.contains('x') {
+            flags.insert(at, 'x');
+        }
+        if self.subscribed() && !flags.contains('P') {
+            let p = flags
+                .find(|ch: char| !matches!(ch, 'O' | 'S' | 'M'))
+                .unwrap_or(flags.len());
+            flags.insert(p, 'P');
         }
         if self.unix {
             flags.push('U');
@@ -328,8 +403,9 @@ impl ClientHandle {
         if flags.is_empty() {
             flags.push('N');
         }
+        let argv_mem = l.argv_mem;
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -342,14 +418,17 @@ impl ClientHandle {
             self.outbox.sub.load(Ordering::Relaxed),
             self.outbox.psub.load(Ordering::Relaxed),
             self.outbox.ssub.load(Ordering::Relaxed),
-            i.qbuf,
-            i.qbuf_free,
-            i.qbuf + i.qbuf_free,
-            i.qbuf,
-            i.obl,
+            l.multi.map_or(-1, |n| n as i64),
+            l.qbuf,
+            l.qbuf_free,
+            argv_mem,
+            l.multi_mem,
+            l.rbs,
+            rbp,
+            l.obl,
             usize::from(omem > 0),
             omem,
-            i.qbuf + i.qbuf_free + i.obl + omem + 1024,
+            l.qbuf + l.qbuf_free + l.rbs + argv_mem + l.multi_mem + omem + CLIENT_OVERHEAD,
             if i.last_cmd.is_empty() { "NULL" } else { &i.last_cmd },
             if i.user.is_empty() { "default" } else { &i.user },
             redir,
@@ -357,6 +436,11 @@ impl ClientHandle {
         )
     }
 }
+
+/// Fixed per-client memory counted in CLIENT LIST `tot-mem`, bytes (the
+/// connection's state and registry entry; Redis counts its `client`
+/// struct, about 1.9 KB in 7.0).
+pub const CLIENT_OVERHEAD: usize = 1024;
 
 /// All connected clients.
 #[derive(Debug, Default)]

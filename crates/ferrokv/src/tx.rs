@@ -153,6 +153,9 @@ pub struct MultiState {
     pub queued: Vec<(usize, OwnedArgs)>,
     /// Set when a command was rejected while queuing (flagTransaction).
     pub dirty_exec: bool,
+    /// CLIENT LIST `multi-mem` of the queued commands: their arguments'
+    /// lengths plus 8 bytes per argument (Redis's `mstate.argv_len_sums`).
+    pub argv_mem: usize,
 }
 
 /// A watching client's flag, shared with the registry.

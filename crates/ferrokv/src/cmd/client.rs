@@ -92,6 +92,14 @@ pub struct Client {
     /// READONLY was sent: reads of the slots of this replica's master are
     /// served here (cluster mode).
     pub cluster_readonly: bool,
+    /// Bytes in the connection's read buffer when the current batch began
+    /// (unexecuted requests included) and its free space: CLIENT LIST /
+    /// INFO `qbuf` and `qbuf-free` of the client's own line, which in
+    /// Redis still counts the running command. Set once per read.
+    pub qbuf: (usize, usize),
+    /// Capacity of the connection's reply buffer (`rbs`), set once per
+    /// read.
+    pub rbs: usize,
 }
 
 /// A client waiting on keys: its waiter, where the wake-up arrives and the
@@ -136,6 +144,8 @@ impl Client {
             aof_loading: false,
             asking: false,
             cluster_readonly: false,
+            qbuf: (0, 0),
+            rbs: 0,
         }
     }
 

@@ -10,7 +10,7 @@
 
 use super::behaviour;
 use super::{acl, cmd, container, err, flags::*, Command, Ctx};
-use crate::clients::ClientHandle;
+use crate::clients::{ClientHandle, LiveFields};
 use crate::cmd::client::ReplyMode;
 use crate::resp::Args;
 use std::sync::atomic::Ordering;
@@ -471,6 +471,9 @@ fn client_unblock(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     match waiter {
         Some(w) if w.claim() => {
             use crate::db::blocking::Wake;
+            if let Some(note) = w.take_note() {
+                super::slowlog_unblocked(ctx.server, note);
+            }
             w.wake(if error { Wake::Error } else { Wake::Timeout });
             ctx.out.int(1);
         }
@@ -597,11 +600,16 @@ fn unknown_type(ctx: &mut Ctx<'_>, t: &[u8]) {
 /// Brings the calling client's shared info up to date, so that its own
 /// CLIENT LIST / INFO line shows this command and its current state.
 fn sync_self(ctx: &mut Ctx<'_>) {
-    let name = super::table()
-        .all
-        .get(ctx.client.last_cmd)
-        .map(|c| c.name)
-        .unwrap_or("");
+    // Inside a transaction the command shown is EXEC (Redis's lastcmd).
+    let name = if super::tx::in_exec() {
+        "exec"
+    } else {
+        super::table()
+            .all
+            .get(ctx.client.last_cmd)
+            .map(|c| c.name)
+            .unwrap_or("")
+    };
     let mut i = ctx.client.handle.info.lock();
     i.db = ctx.client.db;
     i.resp = if ctx.out.resp3 { 3 } else { 2 };
@@ -611,10 +619,38 @@ fn sync_self(ctx: &mut Ctx<'_>) {
     }
 }
 
+/// The calling client's own CLIENT LIST fields as they are while this
+/// command runs (see [`LiveFields`]).
+fn live_fields(ctx: &Ctx<'_>, args: &Args<'_>) -> LiveFields {
+    let (qbuf, qbuf_free) = ctx.client.qbuf;
+    // Inside EXEC, Redis still has the transaction's state and EXEC's own
+    // arguments ("exec", 4 bytes).
+    let (argv_mem, multi, multi_mem) = match super::tx::exec_shape() {
+        Some((n, mem)) => (4, Some(n), mem),
+        None => (
+            super::args_mem(args),
+            ctx.client.multi.as_ref().map(|m| m.queued.len()),
+            ctx.client.multi.as_ref().map_or(0, |m| m.argv_mem),
+        ),
+    };
+    LiveFields {
+        qbuf,
+        qbuf_free,
+        argv_mem,
+        multi,
+        multi_mem,
+        obl: ctx.out.buf.len(),
+        rbs: ctx.client.rbs.max(ctx.out.buf.capacity()),
+    }
+}
+
 /// CLIENT LIST [TYPE type] | [ID id [id ...]].
 fn client_list(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     sync_self(ctx);
     let now = ctx.now;
+    let live = live_fields(ctx, args);
+    let me = ctx.client.handle.id;
+    let describe = |h: &ClientHandle| h.describe_with(now, (h.id == me).then_some(&live));
     let mut out = String::new();
     let live = |h: &ClientHandle| !h.killed.load(Ordering::Relaxed);
     if args.len() == 4 && args.get(2).eq_ignore_ascii_case(b"type") {
@@ -623,7 +659,7 @@ fn client_list(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         };
         for h in ctx.server.clients.all() {
             if live(&h) && client_type(&h) == t {
-                out.push_str(&h.describe(now));
+                out.push_str(&describe(&h));
                 out.push('\n');
             }
         }
@@ -640,7 +676,7 @@ fn client_list(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 continue;
             }
             if let Some(h) = ctx.server.clients.get(id as u64).filter(|h| live(h)) {
-                out.push_str(&h.describe(now));
+                out.push_str(&describe(&h));
                 out.push('\n');
             }
         }
@@ -649,7 +685,7 @@ fn client_list(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     } else {
         for h in ctx.server.clients.all() {
             if live(&h) {
-                out.push_str(&h.describe(now));
+                out.push_str(&describe(&h));
                 out.push('\n');
             }
         }
@@ -658,9 +694,10 @@ fn client_list(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 }
 
 /// CLIENT INFO: this connection's CLIENT LIST line.
-fn client_info(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
+fn client_info(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     sync_self(ctx);
-    let mut line = ctx.client.handle.describe(ctx.now);
+    let live = live_fields(ctx, args);
+    let mut line = ctx.client.handle.describe_with(ctx.now, Some(&live));
     line.push('\n');
     ctx.out.verbatim(line.as_bytes());
 }

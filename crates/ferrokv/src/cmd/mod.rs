@@ -1131,6 +1131,9 @@ pub fn execute(
             let msg = "ERR Command not allowed inside a transaction";
             reject_in_multi(server, client, out, stats, id, msg, false);
         } else if let Some(m) = client.multi.as_mut() {
+            // Redis's lastcmd names the queued command (CLIENT LIST cmd=).
+            client.last_cmd = id;
+            m.argv_mem += args_mem(args) + 8 * args.len();
             m.queued
                 .push((id, crate::resp::parse::OwnedArgs::from_args(args)));
             out.simple("QUEUED");
@@ -1463,9 +1466,32 @@ fn run_command(
         None if !failed && c.flags & flags::WRITE != 0 => bump(&stats.dirty, 1),
         None => {}
     }
+    if client.blocked.is_some() {
+        // A blocked client keeps its arguments (CLIENT LIST argv-mem).
+        client.handle.info.lock().argv_mem = args_mem(args);
+    }
     let slower = server.live.slowlog_slower_than.load(Ordering::Relaxed);
     if slower >= 0 && us >= slower as u64 && c.flags & flags::SKIP_SLOWLOG == 0 {
-        slowlog_push(server, client, args, us);
+        let entry = slowlog_entry(server, client, args, us);
+        match client.blocked.as_ref() {
+            None => slowlog_insert(server, entry),
+            // A command that blocked is logged once its client is served
+            // (blocking.rs notes), its time not counting the wait, and not
+            // at all when it times out (Redis 7.0's updateStatsOnUnblock).
+            Some(b) => {
+                if let Some(back) = b.waiter.set_note(Box::new(entry)) {
+                    slowlog_insert_note(server, back);
+                }
+            }
+        }
+    }
+    // Clients this command served are logged after it, as Redis's
+    // handleClientsBlockedOnKeys runs after `call` (after EXEC and scripts
+    // as a whole, which hold the serving back).
+    if crate::db::blocking::has_served_notes() && !tx::in_exec() && !scripting::in_script() {
+        for n in crate::db::blocking::take_served_notes() {
+            slowlog_insert_note(server, n);
+        }
     }
     if us >= 1000 {
         // Redis's latency events: "fast-command" for O(1)/O(log N)
@@ -1747,15 +1773,25 @@ pub(crate) fn drop_reply(client: &mut Client, out: &mut Out, reply_start: usize)
     client.streams.retain(|s| s.at <= reply_start);
 }
 
-fn slowlog_push(server: &Server, client: &Client, args: &Args<'_>, us: u64) {
+/// Total length of a request's arguments, bytes (Redis's `argv_len_sum`,
+/// CLIENT LIST `argv-mem`).
+pub(crate) fn args_mem(args: &Args<'_>) -> usize {
+    args.iter().map(|a| a.len()).sum()
+}
+
+/// The SLOWLOG entry of a command (Redis's slowlogCreateEntry): at most
+/// 32 arguments, the last saying how many more there were, each cut to 128
+/// bytes with "... (N more bytes)", secrets as `(redacted)`. Its id and
+/// time are given by [`slowlog_insert`].
+fn slowlog_entry(server: &Server, client: &Client, args: &Args<'_>, us: u64) -> SlowlogEntry {
     const MAX_ARGS: usize = 32;
     const MAX_ARG_LEN: usize = 128;
-    let max = server.live.slowlog_max_len.load(Ordering::Relaxed) as usize;
-    if max == 0 {
-        return;
-    }
     let n = args.len();
-    let keep = n.min(MAX_ARGS);
+    let keep = if server.live.slowlog_max_len.load(Ordering::Relaxed) == 0 {
+        0
+    } else {
+        n.min(MAX_ARGS)
+    };
     let mut v = Vec::with_capacity(keep);
     let secret = secret_args(args);
     for i in 0..keep {
@@ -1776,26 +1812,60 @@ fn slowlog_push(server: &Server, client: &Client, args: &Args<'_>, us: u64) {
             v.push(a.to_vec());
         }
     }
-    let name = client.handle.info.lock().name.clone();
-    let mut sl = server.slowlog.lock();
-    let id = sl.next_id;
-    sl.next_id += 1;
-    sl.entries.push_front(SlowlogEntry {
-        id,
-        time: server.clock.now_ms() / 1000,
+    SlowlogEntry {
+        id: 0,
+        time: 0,
         duration_us: us,
         args: v,
-        addr: client.handle.addr.clone(),
-        name,
-    });
+        // A client without a connection (the scripting engine's) is
+        // "?:0", as Redis's getClientPeerId names it.
+        addr: if client.handle.addr.is_empty() {
+            "?:0".to_string()
+        } else {
+            client.handle.addr.clone()
+        },
+        name: client.handle.info.lock().name.clone(),
+    }
+}
+
+/// Adds `e` as the newest SLOWLOG entry (next id, time now), dropping the
+/// oldest past slowlog-max-len (nothing is kept when it is 0).
+fn slowlog_insert(server: &Server, mut e: SlowlogEntry) {
+    let max = server.live.slowlog_max_len.load(Ordering::Relaxed) as usize;
+    if max == 0 {
+        return;
+    }
+    let mut sl = server.slowlog.lock();
+    e.id = sl.next_id;
+    e.time = server.clock.now_ms() / 1000;
+    sl.next_id += 1;
+    sl.entries.push_front(e);
     while sl.entries.len() > max {
         sl.entries.pop_back();
     }
 }
 
+/// [`slowlog_insert`] of an entry a blocked command left on its waiter.
+pub(crate) fn slowlog_insert_note(server: &Server, note: Box<dyn std::any::Any + Send>) {
+    if let Ok(e) = note.downcast::<SlowlogEntry>() {
+        slowlog_insert(server, *e);
+    }
+}
+
+/// CLIENT UNBLOCK of a client whose blocked command waits to be logged:
+/// Redis 7.0 logs it then, with its arguments already gone (an entry with
+/// an empty argument list, the blocked client's address and name).
+pub(crate) fn slowlog_unblocked(server: &Server, note: Box<dyn std::any::Any + Send>) {
+    if let Ok(mut e) = note.downcast::<SlowlogEntry>() {
+        e.args.clear();
+        slowlog_insert(server, *e);
+    }
+}
+
 /// Positions of the arguments MONITOR and SLOWLOG show as `(redacted)`
 /// (Redis 7.0's `redactClientCommandArgument` callers): every argument of
-/// AUTH; the username and password after HELLO's AUTH; MIGRATE's AUTH
+/// AUTH (when it has at most two); every argument of ACL SETUSER from the
+/// user name on; the username and password after HELLO's AUTH; MIGRATE's AUTH
 /// password and AUTH2 username and password (options before KEYS); the
 /// value of CONFIG SET masterauth / masteruser / requirepass.
 fn secret_args(args: &Args<'_>) -> Vec<usize> {
@@ -1803,7 +1873,17 @@ fn secret_args(args: &Args<'_>) -> Vec<usize> {
     let n = args.len();
     let mut v = Vec::new();
     if name.eq_ignore_ascii_case(b"auth") {
-        v.extend(1..n);
+        // authCommand redacts only once past its syntax check (at most
+        // two arguments): `AUTH a b c` is shown as sent.
+        if n <= 3 {
+            v.extend(1..n);
+        }
+    } else if name.eq_ignore_ascii_case(b"acl") {
+        // ACL SETUSER: every argument from the user name on (aclCommand);
+        // ACL is an admin command, so this only shows in SLOWLOG.
+        if n >= 3 && args.get(1).eq_ignore_ascii_case(b"setuser") {
+            v.extend(2..n);
+        }
     } else if name.eq_ignore_ascii_case(b"hello") {
         let mut j = 2;
         while j < n {

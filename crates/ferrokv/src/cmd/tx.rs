@@ -16,6 +16,15 @@ use crate::resp::Args;
 thread_local! {
     /// True while this thread runs the queue of an EXEC.
     static IN_EXEC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The running EXEC's queue: commands and their `multi-mem`.
+    static EXEC_SHAPE: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// While an EXEC runs on this thread: how many commands it queued and
+/// their `multi-mem` (CLIENT LIST / INFO run inside the transaction show
+/// them, as Redis keeps the MULTI state until EXEC is over).
+pub fn exec_shape() -> Option<(usize, usize)> {
+    in_exec().then(|| EXEC_SHAPE.with(|c| c.get()))
 }
 
 /// True while the current thread runs an EXEC's queued commands (ACL LOG
@@ -153,6 +162,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     // The AOF logs the transaction as one MULTI ... EXEC unit.
     let block = ctx.server.propagation.begin_block();
     IN_EXEC.with(|c| c.set(true));
+    EXEC_SHAPE.with(|c| c.set((m.queued.len(), m.argv_mem)));
     // Blocked clients are served after the whole transaction (cmd/mod.rs
     // `run` serves what was stashed), from the state it left.
     let hold = crate::db::blocking::set_hold(true);

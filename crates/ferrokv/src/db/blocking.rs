@@ -139,6 +139,11 @@ pub struct Waiter {
     pub op: Box<dyn BlockOp>,
     state: AtomicU8,
     tx: Mutex<Option<tokio::sync::oneshot::Sender<Wake>>>,
+    /// What the layers above want done when the waiter is served (the
+    /// slow log entry of the blocked command, which Redis 7.0 logs only
+    /// once the client is served: `updateStatsOnUnblock`). Taken by the
+    /// serving thread into [`take_served_notes`]'s list.
+    note: Mutex<Option<Box<dyn std::any::Any + Send>>>,
 }
 
 impl std::fmt::Debug for Waiter {
@@ -176,6 +181,7 @@ impl Waiter {
             op,
             state: AtomicU8::new(WAITING),
             tx: Mutex::new(Some(tx)),
+            note: Mutex::new(None),
         });
         (w, rx)
     }
@@ -193,6 +199,27 @@ impl Waiter {
                 Err(_) => std::thread::yield_now(),
             }
         }
+    }
+
+    /// Attaches `note`, handed to the serving thread when the waiter is
+    /// served ([`take_served_notes`]). When the waiter was already served
+    /// or claimed, the note is given back instead.
+    pub fn set_note(
+        &self,
+        note: Box<dyn std::any::Any + Send>,
+    ) -> Option<Box<dyn std::any::Any + Send>> {
+        let mut slot = self.note.lock();
+        if self.state.load(Ordering::Acquire) == DONE {
+            return Some(note);
+        }
+        *slot = Some(note);
+        None
+    }
+
+    /// Takes the note attached by [`Waiter::set_note`] (CLIENT UNBLOCK
+    /// logs it itself).
+    pub fn take_note(&self) -> Option<Box<dyn std::any::Any + Send>> {
+        self.note.lock().take()
     }
 
     /// Sends a wake-up (after a successful [`Waiter::claim`] or serve).
@@ -362,6 +389,9 @@ pub fn serve<'a>(
             match w.op.serve(&mut cx, &key) {
                 Attempt::Served(reply) => {
                     w.state.store(DONE, Ordering::Release);
+                    if let Some(n) = w.take_note() {
+                        SERVED_NOTES.with(|v| v.borrow_mut().push(n));
+                    }
                     let sh = locks.shard(db, h);
                     sh.blocked.remove_at(&key, i, &sh.signals.waiters);
                     w.wake(Wake::Served(reply));
@@ -405,6 +435,25 @@ pub fn serve_and_release<'a>(
     if !deferred.is_empty() {
         serve_deferred(host, deferred, now);
     }
+}
+
+thread_local! {
+    /// Notes of the waiters this thread served ([`Waiter::set_note`]),
+    /// oldest first, until the running command takes them.
+    static SERVED_NOTES: std::cell::RefCell<Vec<Box<dyn std::any::Any + Send>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The notes of the waiters served on this thread since the last call,
+/// in serving order (empty, without allocating, when none were).
+pub fn take_served_notes() -> Vec<Box<dyn std::any::Any + Send>> {
+    SERVED_NOTES.with(|v| std::mem::take(&mut *v.borrow_mut()))
+}
+
+/// True when waiters served on this thread left notes.
+#[inline]
+pub fn has_served_notes() -> bool {
+    SERVED_NOTES.with(|v| !v.borrow().is_empty())
 }
 
 thread_local! {

@@ -186,6 +186,8 @@ where
             break;
         }
         let stats: &ThreadStats = &thread_stats;
+        client.qbuf = (rbuf.len() + codec.buffered(), rbuf.capacity() - rbuf.len());
+        client.rbs = out.buf.capacity();
         client.clock_us = server.clock.now_us();
         let now = client.clock_us / 1000;
         last_input_ms = now;
@@ -655,7 +657,25 @@ fn update_info(client: &Client, rbuf: &BytesMut, out: &Out, big: usize) {
     i.db = client.db;
     i.qbuf = rbuf.len() + big;
     i.qbuf_free = rbuf.capacity() - rbuf.len();
-    i.obl = out.buf.len();
+    // The batch's replies are written right after this: other clients see
+    // the reply buffer empty (obl 0, as in Redis once a reply was sent);
+    // rbp keeps the size of the last batch of replies.
+    i.obl = 0;
+    i.rbs = out.buf.capacity();
+    i.rbp = out.buf.len();
+    match client.multi.as_ref() {
+        Some(m) => {
+            i.multi = Some(m.queued.len());
+            i.multi_mem = m.argv_mem;
+        }
+        None => {
+            i.multi = None;
+            i.multi_mem = 0;
+        }
+    }
+    if client.blocked.is_none() {
+        i.argv_mem = 0;
+    }
     if let Some(c) = cmd::table().all.get(client.last_cmd) {
         if i.last_cmd != c.name {
             i.last_cmd.clear();
