@@ -1122,6 +1122,32 @@ impl ListValue {
 
     // -------------------------------------------------- reading
 
+    /// Calls `f` with every element, head first, for whole-list readers
+    /// that hold the list shared (the RDB writer behind SAVE, BGSAVE, DUMP
+    /// and full synchronisation; AOF rewrite; DEBUG DIGEST): a compressed
+    /// node is decompressed into a temporary buffer that is dropped at once,
+    /// so a snapshot does not leave decompressed copies behind, as Redis's
+    /// rdbSaveObject writes compressed nodes without decompressing them.
+    pub fn for_each(&self, mut f: impl FnMut(Elem<'_>)) {
+        let mut tmp: Vec<u8>;
+        for n in &self.nodes {
+            let buf: &[u8] = if n.lzf_raw == 0 {
+                &n.buf
+            } else if let Some(c) = n.cache.get() {
+                c
+            } else {
+                tmp = inflate(&n.buf, n.lzf_raw);
+                &tmp
+            };
+            let mut p = 0;
+            while p < buf.len() {
+                let (e, s) = decode(buf, p);
+                f(e);
+                p += s;
+            }
+        }
+    }
+
     /// Iterates from the head.
     pub fn iter(&self) -> Iter<'_> {
         self.iter_from(0)
@@ -1447,6 +1473,14 @@ mod tests {
         assert_eq!(l.iter().count(), 5000);
         assert!(l.nodes.iter().any(|x| x.cache.get().is_some()));
         l.recompress();
+        assert!(l.nodes.iter().all(|x| x.cache.get().is_none()));
+        // Whole-list readers leave no copies behind.
+        let mut seen = 0;
+        l.for_each(|e| {
+            assert_eq!(e.to_vec(), format!("element-{}", seen % 10).into_bytes());
+            seen += 1;
+        });
+        assert_eq!(seen, 5000);
         assert!(l.nodes.iter().all(|x| x.cache.get().is_none()));
         // Small or incompressible nodes stay raw.
         let mut s = ListValue::with_compress_depth(1);

@@ -125,7 +125,7 @@ fn put_list(b: &mut Vec<u8>, l: &crate::db::list::ListValue, o: &WriteOpts) {
     let threshold = packed_threshold();
     let mut nodes: Vec<(u64, Vec<u8>)> = Vec::new();
     let mut cur = ListpackWriter::new();
-    for e in l.iter() {
+    l.for_each(|e| {
         let len = e.byte_len();
         if len as u64 >= threshold {
             if cur.count() > 0 {
@@ -135,7 +135,7 @@ fn put_list(b: &mut Vec<u8>, l: &crate::db::list::ListValue, o: &WriteOpts) {
                 ));
             }
             nodes.push((QUICKLIST_NODE_CONTAINER_PLAIN, e.to_vec()));
-            continue;
+            return;
         }
         let sz = len + 11;
         if cur.count() > 0 && (cur.count() >= max_count || cur.len_bytes() + sz > max_bytes) {
@@ -145,7 +145,7 @@ fn put_list(b: &mut Vec<u8>, l: &crate::db::list::ListValue, o: &WriteOpts) {
             ));
         }
         e.with_bytes(|s| cur.push(s));
-    }
+    });
     if cur.count() > 0 {
         nodes.push((QUICKLIST_NODE_CONTAINER_PACKED, cur.finish()));
     }
