@@ -1595,6 +1595,9 @@ fn quote_arg(v: &str) -> String {
 pub struct LiveConfig {
     /// list-max-listpack-size (entries when > 0, size class when < 0).
     pub list_max_listpack_size: AtomicI64,
+    /// list-compress-depth: nodes left uncompressed at each end of lists
+    /// created from now on (0 = no compression).
+    pub list_compress_depth: AtomicU64,
     /// hash-max-listpack-entries.
     pub hash_max_listpack_entries: AtomicU64,
     /// hash-max-listpack-value, bytes.

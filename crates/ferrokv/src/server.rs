@@ -327,6 +327,8 @@ impl Server {
         l.maxclients.store(u("maxclients"), Ordering::Relaxed);
         l.list_max_listpack_size
             .store(c.get_i64("list-max-listpack-size"), Ordering::Relaxed);
+        l.list_compress_depth
+            .store(u("list-compress-depth"), Ordering::Relaxed);
         l.hash_max_listpack_entries
             .store(u("hash-max-listpack-entries"), Ordering::Relaxed);
         l.hash_max_listpack_value
@@ -523,6 +525,10 @@ impl crate::db::blocking::Host for Server {
 
     fn list_fill(&self) -> i64 {
         self.live.list_max_listpack_size.load(Ordering::Relaxed)
+    }
+
+    fn list_compress_depth(&self) -> u64 {
+        self.live.list_compress_depth.load(Ordering::Relaxed)
     }
 
     fn record_error(&self, msg: &str) {

@@ -215,6 +215,12 @@ fn fill(server: &Server) -> i64 {
     server.live.list_max_listpack_size.load(Ordering::Relaxed)
 }
 
+/// A new empty list with the server's list-compress-depth.
+#[inline]
+fn new_list(server: &Server) -> ListValue {
+    ListValue::with_compress_depth(server.live.list_compress_depth.load(Ordering::Relaxed))
+}
+
 /// Refreshes an entry's LRU clock (`t` is [`Ctx::touch_time`]).
 #[inline]
 fn touch(e: &mut Entry, t: Option<Access<'_>>) {
@@ -366,7 +372,7 @@ fn push_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, end: End, xx: bool) {
                 drop(locks);
                 return ctx.out.int(0);
             }
-            let mut l = ListValue::new();
+            let mut l = new_list(server);
             for v in args.iter().skip(2) {
                 l.push(end, v, fill);
             }
@@ -501,10 +507,12 @@ fn read_list(
         }
         Some(e) => {
             touch(e, t);
-            match &e.value {
+            match &mut e.value {
                 Value::List(l) => {
                     ctx.hit(key, true);
                     f(ctx, l);
+                    // Redis recompresses each node after reading it.
+                    l.recompress();
                 }
                 _ => {
                     drop(shard);
@@ -905,7 +913,7 @@ fn move_locked(
     from: End,
     to: End,
     now: u64,
-    fill: i64,
+    (fill, depth): (i64, u64),
     t: Option<Access<'_>>,
     ks: &Keyspace,
 ) -> MoveResult {
@@ -937,7 +945,7 @@ fn move_locked(
             list_mut(e).push(to, &v, fill);
         }
         _ => {
-            let mut l = ListValue::new();
+            let mut l = ListValue::with_compress_depth(depth);
             l.push(to, &v, fill);
             shard.insert(
                 hd,
@@ -976,7 +984,10 @@ fn lmove_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) 
         from,
         to,
         ctx.now,
-        fill(server),
+        (
+            fill(server),
+            server.live.list_compress_depth.load(Ordering::Relaxed),
+        ),
         t,
         &server.keyspace,
     ) {
@@ -1275,7 +1286,7 @@ impl BlockOp for MoveOp {
         if !cx.locks.acquire(cx.db, hash_key(&self.dst)) {
             return Attempt::Retry;
         }
-        let fill = cx.host.list_fill();
+        let fill = (cx.host.list_fill(), cx.host.list_compress_depth());
         let mut out = Out {
             buf: Vec::new(),
             resp3: cx.resp3,
@@ -1392,7 +1403,10 @@ fn bmove_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, from: End, to: End, ms: u64
         from,
         to,
         ctx.now,
-        fill(server),
+        (
+            fill(server),
+            server.live.list_compress_depth.load(Ordering::Relaxed),
+        ),
         t,
         &server.keyspace,
     ) {

@@ -988,7 +988,8 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, readonly: bool) {
     };
     let hd = hd.expect("store hash");
     let fill = server.live.list_max_listpack_size.load(AtOrd::Relaxed);
-    let mut list = ListValue::new();
+    let mut list =
+        ListValue::with_compress_depth(server.live.list_compress_depth.load(AtOrd::Relaxed));
     for it in range {
         if getop == 0 {
             list.push(End::Right, &it.obj, fill);

@@ -98,6 +98,8 @@ pub trait Host: Sync {
     fn cut_unit(&self);
     /// `list-max-listpack-size`, for pushes to a destination list.
     fn list_fill(&self) -> i64;
+    /// list-compress-depth for a list the served command creates.
+    fn list_compress_depth(&self) -> u64;
     /// Counts an error reply (INFO errorstats) given to a served client.
     fn record_error(&self, msg: &str);
 }

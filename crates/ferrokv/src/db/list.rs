@@ -11,6 +11,22 @@
 //! node (with an 8 KB safety limit on bytes), -1..-5 are 4/8/16/32/64 KB
 //! byte limits. An element too large for any node gets a node of its own.
 //!
+//! Plain nodes: an element of at least the packed threshold
+//! ([`set_packed_threshold`], DEBUG QUICKLIST-PACKED-THRESHOLD, 1 GB by
+//! default) is stored in a node of its own that nothing else joins, as
+//! 7.0's quicklist "plain" container; the RDB writer saves such nodes as
+//! container PLAIN.
+//!
+//! Compression: a list made while `list-compress-depth` is N > 0 keeps its
+//! nodes beyond the first and last N LZF-compressed, as quicklist.c does:
+//! a node is compressed only when it has at least [`MIN_COMPRESS_BYTES`]
+//! and LZF saves more than [`MIN_COMPRESS_IMPROVE`] bytes; a change
+//! decompresses the node it touches and compresses it again afterwards;
+//! a reader holding the list shared gets a decompressed copy of each
+//! compressed node it visits, dropped by the next change or by
+//! [`ListValue::recompress`] (which the list commands call after reading).
+//! Lists without compression never take those branches beyond one test.
+//!
 //! Entry layout (ours, not listpack's): a tag byte, the payload, then the
 //! entry's size (tag + payload) as a "back length" readable from its end,
 //! so entries can be walked in both directions and popped at either end in
@@ -33,6 +49,8 @@
 //! significant one.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::OnceLock;
 
 /// Byte limit applied to every node whatever the fill (Redis's
 /// SIZE_SAFETY_LIMIT, quicklist.c).
@@ -43,11 +61,8 @@ pub const SIZE_SAFETY_LIMIT: usize = 8192;
 pub const PACKED_THRESHOLD_DEFAULT: u64 = 1 << 30;
 
 /// DEBUG QUICKLIST-PACKED-THRESHOLD's value (quicklist.c
-/// `packed_threshold`, process-wide as there). Redis 7.0 stores an element
-/// at least this large in a "plain" node of its own; ferrokv gives an
-/// element a node of its own when it does not fit the node limit instead
-/// (see the module documentation), so the value is kept and validated but
-/// does not change how lists are laid out.
+/// `packed_threshold`, process-wide as there): an element of at least this
+/// many bytes is stored in a plain node of its own.
 static PACKED_THRESHOLD: std::sync::atomic::AtomicU64 =
     std::sync::atomic::AtomicU64::new(PACKED_THRESHOLD_DEFAULT);
 
@@ -310,32 +325,90 @@ fn decode(buf: &[u8], p: usize) -> (Elem<'_>, usize) {
 
 // ------------------------------------------------------------ nodes
 
-/// One packed node: `count` entries in `buf`.
+/// Smallest node worth compressing (quicklist.c MIN_COMPRESS_BYTES), bytes.
+pub const MIN_COMPRESS_BYTES: usize = 48;
+
+/// A node is kept compressed only when LZF saves more than this many bytes
+/// (quicklist.c MIN_COMPRESS_IMPROVE).
+pub const MIN_COMPRESS_IMPROVE: usize = 8;
+
+/// True when `v` goes into a plain node of its own (quicklist.c
+/// `isLargeElement`: at least [`packed_threshold`] bytes).
+#[inline]
+pub fn is_large(v: &[u8]) -> bool {
+    v.len() as u64 >= packed_threshold()
+}
+
+/// One node: `count` entries in `buf`, or their LZF compression when
+/// `lzf_raw` is non-zero (then the uncompressed size). A plain node holds
+/// one element of at least the packed threshold (quicklist.c
+/// QUICKLIST_NODE_CONTAINER_PLAIN), encoded as any entry.
 #[derive(Debug, Clone, Default)]
 struct Node {
     buf: Vec<u8>,
     count: u32,
+    plain: bool,
+    lzf_raw: usize,
+    /// Decompressed copy made by a reader holding the list shared (`&`);
+    /// dropped by the next write or [`ListValue::recompress`].
+    cache: OnceLock<Box<[u8]>>,
 }
 
 impl Node {
+    fn with_capacity(cap: usize, plain: bool) -> Node {
+        Node {
+            buf: Vec::with_capacity(cap),
+            plain,
+            ..Node::default()
+        }
+    }
+
+    /// The packed entries, decompressed into the shared copy when the node
+    /// is compressed.
+    #[inline]
+    fn data(&self) -> &[u8] {
+        if self.lzf_raw == 0 {
+            &self.buf
+        } else {
+            self.inflated()
+        }
+    }
+
+    #[cold]
+    fn inflated(&self) -> &[u8] {
+        self.cache
+            .get_or_init(|| inflate(&self.buf, self.lzf_raw).into_boxed_slice())
+    }
+
+    /// Bytes of the packed entries, uncompressed (quicklistNode `sz`).
+    #[inline]
+    fn raw_len(&self) -> usize {
+        if self.lzf_raw == 0 {
+            self.buf.len()
+        } else {
+            self.lzf_raw
+        }
+    }
+
     /// Byte offset of entry `i` (0 <= i <= count; count gives the end).
     fn offset_of(&self, i: usize) -> usize {
+        let buf = self.data();
         let count = self.count as usize;
         if i >= count {
-            return self.buf.len();
+            return buf.len();
         }
         if i > count / 2 {
             // Walk back from the end.
-            let mut p = self.buf.len();
+            let mut p = buf.len();
             for _ in 0..count - i {
-                let (s, bl) = read_backlen(&self.buf, p);
+                let (s, bl) = read_backlen(buf, p);
                 p -= s + bl;
             }
             p
         } else {
             let mut p = 0;
             for _ in 0..i {
-                p += decode(&self.buf, p).1;
+                p += decode(buf, p).1;
             }
             p
         }
@@ -343,8 +416,9 @@ impl Node {
 
     /// Offset of the last entry.
     fn last_offset(&self) -> usize {
-        let (s, bl) = read_backlen(&self.buf, self.buf.len());
-        self.buf.len() - s - bl
+        let buf = self.data();
+        let (s, bl) = read_backlen(buf, buf.len());
+        buf.len() - s - bl
     }
 
     /// Grows capacity for `add` more bytes, doubling but never past
@@ -357,6 +431,51 @@ impl Node {
         let cap = (self.buf.capacity() * 2).max(64).min(limit).max(need);
         self.buf.reserve_exact(cap - self.buf.len());
     }
+
+    /// Makes `buf` the raw entries again (quicklist.c
+    /// `__quicklistDecompressNode`). True when it was compressed.
+    fn unpack(&mut self) -> bool {
+        if self.lzf_raw == 0 {
+            return false;
+        }
+        self.buf = match self.cache.take() {
+            Some(b) => b.into_vec(),
+            None => inflate(&self.buf, self.lzf_raw),
+        };
+        self.lzf_raw = 0;
+        true
+    }
+
+    /// Compresses the node as quicklist.c `__quicklistCompressNode`: not
+    /// below [`MIN_COMPRESS_BYTES`], and only when LZF saves more than
+    /// [`MIN_COMPRESS_IMPROVE`] bytes. True when it became compressed. A
+    /// compressed node only loses its decompressed copy.
+    fn pack(&mut self) -> bool {
+        if self.lzf_raw != 0 {
+            self.cache.take();
+            return false;
+        }
+        let sz = self.buf.len();
+        if sz < MIN_COMPRESS_BYTES {
+            return false;
+        }
+        match crate::persist::rdb::lzf::compress(&self.buf, sz) {
+            Some(c) if c.len() + MIN_COMPRESS_IMPROVE < sz => {
+                self.buf = c;
+                self.buf.shrink_to_fit();
+                self.lzf_raw = sz;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Decompresses a node compressed by [`Node::pack`].
+fn inflate(lzf: &[u8], raw: usize) -> Vec<u8> {
+    // The data was compressed by this module from `raw` bytes: failing to
+    // decompress is a broken invariant, not bad input.
+    crate::persist::rdb::lzf::decompress(lzf, raw).expect("list node LZF data is intact")
 }
 
 /// The byte limit and entry limit of a node for a fill value.
@@ -370,11 +489,45 @@ fn limits(fill: i64) -> (usize, usize) {
     }
 }
 
+/// Shape of one node as DEBUG QUICKLIST shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeShape {
+    /// Entries in the node.
+    pub count: usize,
+    /// Uncompressed bytes of the node's entries (quicklistNode `sz`).
+    pub raw_bytes: usize,
+    /// Bytes stored: the LZF size when compressed, else `raw_bytes`.
+    pub stored_bytes: usize,
+    /// Container PLAIN (one large element) rather than PACKED.
+    pub plain: bool,
+    /// Encoding LZF rather than RAW.
+    pub compressed: bool,
+}
+
 /// A list value: packed nodes (see the module documentation).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct ListValue {
     nodes: VecDeque<Node>,
     len: usize,
+    /// list-compress-depth when the list was made (quicklist `compress`):
+    /// nodes beyond this many from either end are kept LZF-compressed.
+    depth: u32,
+    /// Number of compressed nodes.
+    compressed: usize,
+    /// Decompressed copies made by shared readers since the last write.
+    inflated: AtomicUsize,
+}
+
+impl Clone for ListValue {
+    fn clone(&self) -> Self {
+        ListValue {
+            nodes: self.nodes.clone(),
+            len: self.len,
+            depth: self.depth,
+            compressed: self.compressed,
+            inflated: AtomicUsize::new(self.inflated.load(Relaxed)),
+        }
+    }
 }
 
 impl PartialEq for ListValue {
@@ -384,9 +537,24 @@ impl PartialEq for ListValue {
 }
 
 impl ListValue {
-    /// An empty list.
+    /// An empty list without compression.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty list whose inner nodes are compressed beyond `depth` nodes
+    /// from each end (list-compress-depth; 0 = never), as quicklistCreate.
+    pub fn with_compress_depth(depth: u64) -> Self {
+        ListValue {
+            depth: depth.min(u32::MAX as u64) as u32,
+            ..Self::default()
+        }
+    }
+
+    /// The list's compress depth (0 = uncompressed).
+    #[inline]
+    pub fn compress_depth(&self) -> usize {
+        self.depth as usize
     }
 
     /// Number of elements.
@@ -411,17 +579,30 @@ impl ListValue {
         self.nodes.len()
     }
 
-    /// (entries, bytes) of each node, head first (DEBUG QUICKLIST).
-    pub fn node_shapes(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
-        self.nodes.iter().map(|n| (n.count as usize, n.buf.len()))
+    /// Number of LZF-compressed nodes.
+    pub fn compressed_nodes(&self) -> usize {
+        self.compressed
     }
 
-    /// Bytes of packed entries (DEBUG OBJECT ql_uncompressed_size).
+    /// Each node's shape, head first (DEBUG QUICKLIST).
+    pub fn node_shapes(&self) -> impl Iterator<Item = NodeShape> + '_ {
+        self.nodes.iter().map(|n| NodeShape {
+            count: n.count as usize,
+            raw_bytes: n.raw_len(),
+            stored_bytes: n.buf.len(),
+            plain: n.plain,
+            compressed: n.lzf_raw != 0,
+        })
+    }
+
+    /// Bytes of packed entries, uncompressed (DEBUG OBJECT
+    /// ql_uncompressed_size).
     pub fn packed_bytes(&self) -> usize {
-        self.nodes.iter().map(|n| n.buf.len()).sum()
+        self.nodes.iter().map(|n| n.raw_len()).sum()
     }
 
-    /// Approximate heap bytes used.
+    /// Approximate heap bytes used (compressed nodes count their LZF
+    /// size).
     pub fn mem_usage(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.nodes.iter().map(|n| n.buf.capacity()).sum::<usize>()
@@ -446,39 +627,118 @@ impl ListValue {
         fixed + (bytes as f64 / seen as f64 * n as f64) as usize
     }
 
-    /// Pushes `v` at `end`. `fill` is list-max-listpack-size.
+    // -------------------------------------------------- compression
+
+    /// Decompresses node `i` for a change (quicklistDecompressNode).
+    #[inline]
+    fn unpack_node(&mut self, i: usize) {
+        if self.nodes[i].unpack() {
+            self.compressed -= 1;
+        }
+    }
+
+    /// Tries to compress node `i` (quicklistCompressNode).
+    fn pack_node(&mut self, i: usize) {
+        if self.nodes[i].pack() {
+            self.compressed += 1;
+        }
+    }
+
+    /// Drops the decompressed copies that shared readers (iterators,
+    /// [`Self::get`]) made of compressed nodes, as Redis recompresses a
+    /// node after reading it. Cheap when there are none.
+    pub fn recompress(&mut self) {
+        if *self.inflated.get_mut() == 0 {
+            return;
+        }
+        *self.inflated.get_mut() = 0;
+        for n in self.nodes.iter_mut() {
+            n.cache.take();
+        }
+    }
+
+    /// Restores the compression invariant after a change, as quicklist.c
+    /// `__quicklistCompress`: the `depth` nodes at each end are raw, the
+    /// nodes just inside them and the changed nodes `lo..hi` are
+    /// compressed when that pays. With fewer than `2 * depth + 1` nodes
+    /// nothing is compressed.
+    fn settle(&mut self, lo: usize, hi: usize) {
+        let d = self.depth as usize;
+        if d == 0 {
+            return;
+        }
+        self.recompress();
+        let n = self.nodes.len();
+        if n <= 2 * d {
+            if self.compressed > 0 {
+                for i in 0..n {
+                    self.unpack_node(i);
+                }
+            }
+            return;
+        }
+        for i in 0..d {
+            self.unpack_node(i);
+            self.unpack_node(n - 1 - i);
+        }
+        self.pack_node(d);
+        self.pack_node(n - 1 - d);
+        for i in lo.max(d)..hi.min(n - d) {
+            self.pack_node(i);
+        }
+    }
+
+    /// Makes sure a shared reader's copy is counted for [`Self::recompress`].
+    #[inline]
+    fn data_of(&self, ni: usize) -> &[u8] {
+        let n = &self.nodes[ni];
+        if n.lzf_raw != 0 && n.cache.get().is_none() {
+            self.inflated.fetch_add(1, Relaxed);
+        }
+        n.data()
+    }
+
+    // -------------------------------------------------- changes
+
+    /// Pushes `v` at `end`. `fill` is list-max-listpack-size. An element of
+    /// at least the packed threshold gets a plain node of its own, as
+    /// quicklistPushHead/Tail.
     pub fn push(&mut self, end: End, v: &[u8], fill: i64) {
         let size = entry_size(v);
+        let large = is_large(v);
         let (max_bytes, max_count) = limits(fill);
-        let fits = |n: &Node| (n.count as usize) < max_count && n.buf.len() + size <= max_bytes;
-        let need_new = match end {
-            End::Left => self.nodes.front().is_none_or(|n| !fits(n)),
-            End::Right => self.nodes.back().is_none_or(|n| !fits(n)),
+        let fits = |n: &Node| {
+            !n.plain && (n.count as usize) < max_count && n.raw_len() + size <= max_bytes
         };
+        let need_new = large
+            || match end {
+                End::Left => self.nodes.front().is_none_or(|n| !fits(n)),
+                End::Right => self.nodes.back().is_none_or(|n| !fits(n)),
+            };
         if need_new {
             // A list that already fills a node is likely to fill the next
             // one too: allocate it at the node limit at once (no growth by
             // doubling, which leaves freed blocks behind); a small list's
             // first node grows as needed.
-            let cap = if self.nodes.is_empty() || max_count < usize::MAX {
-                size.max(64)
+            let cap = if large || self.nodes.is_empty() || max_count < usize::MAX {
+                size.max(if large { 0 } else { 64 })
             } else {
                 size.max(max_bytes)
             };
-            let node = Node {
-                buf: Vec::with_capacity(cap),
-                count: 0,
-            };
+            let node = Node::with_capacity(cap, large);
             match end {
                 End::Left => self.nodes.push_front(node),
                 End::Right => self.nodes.push_back(node),
             }
         }
-        let node = match end {
-            End::Left => self.nodes.front_mut(),
-            End::Right => self.nodes.back_mut(),
+        let ni = match end {
+            End::Left => 0,
+            End::Right => self.nodes.len() - 1,
+        };
+        if self.compressed != 0 {
+            self.unpack_node(ni);
         }
-        .expect("node present");
+        let node = &mut self.nodes[ni];
         node.reserve(size, max_bytes);
         match end {
             End::Right => encode(v, &mut node.buf),
@@ -490,14 +750,33 @@ impl ListValue {
         }
         node.count += 1;
         self.len += 1;
+        if need_new && self.depth != 0 {
+            self.settle(0, 0);
+        }
+    }
+
+    /// Appends `v` as a plain node whatever its size (the RDB loader's
+    /// quicklistAppendPlainNode for container PLAIN).
+    pub fn push_plain(&mut self, v: &[u8]) {
+        let mut node = Node::with_capacity(entry_size(v), true);
+        encode(v, &mut node.buf);
+        node.count = 1;
+        self.nodes.push_back(node);
+        self.len += 1;
+        self.settle(0, 0);
     }
 
     /// Pops the element at `end`, or None when empty.
     pub fn pop(&mut self, end: End) -> Option<Vec<u8>> {
-        let node = match end {
-            End::Left => self.nodes.front_mut()?,
-            End::Right => self.nodes.back_mut()?,
+        let ni = match end {
+            End::Left if !self.nodes.is_empty() => 0,
+            End::Right if !self.nodes.is_empty() => self.nodes.len() - 1,
+            _ => return None,
         };
+        if self.compressed != 0 {
+            self.unpack_node(ni);
+        }
+        let node = &mut self.nodes[ni];
         let v = match end {
             End::Left => {
                 let (e, s) = decode(&node.buf, 0);
@@ -521,6 +800,9 @@ impl ListValue {
             };
         }
         self.len -= 1;
+        if empty && self.depth != 0 {
+            self.settle(0, 0);
+        }
         Some(v)
     }
 
@@ -566,20 +848,72 @@ impl ListValue {
             return None;
         }
         let (ni, k) = self.locate(i);
-        let n = &self.nodes[ni];
-        Some(decode(&n.buf, n.offset_of(k)).0)
+        let buf = self.data_of(ni);
+        Some(decode(buf, self.nodes[ni].offset_of(k)).0)
     }
 
-    /// Replaces the element at position `i` (< len).
+    /// Replaces the element at position `i` (< len). A large element, or
+    /// one replacing a plain node's, takes the old one's place as a node of
+    /// its own or in a packed neighbour, as quicklistReplaceEntry.
     pub fn set(&mut self, i: usize, v: &[u8], fill: i64) {
         let (ni, k) = self.locate(i);
+        let large = is_large(v);
+        if self.nodes[ni].plain || large {
+            if self.nodes[ni].plain && large {
+                self.unpack_node(ni);
+                let n = &mut self.nodes[ni];
+                n.buf.clear();
+                encode(v, &mut n.buf);
+                n.buf.shrink_to_fit();
+                self.settle(ni, ni + 1);
+            } else {
+                self.remove_at(i);
+                self.insert(i, v, fill);
+            }
+            return;
+        }
+        self.unpack_node(ni);
         let n = &mut self.nodes[ni];
         let p = n.offset_of(k);
         let old = decode(&n.buf, p).1;
         let mut tmp = Vec::with_capacity(entry_size(v));
         encode(v, &mut tmp);
         n.buf.splice(p..p + old, tmp);
+        let before = self.nodes.len();
         self.split_if_needed(ni, fill);
+        let after = self.nodes.len();
+        self.settle(ni, ni + 1 + after - before);
+    }
+
+    /// Removes the element at position `i` (< len).
+    pub fn remove_at(&mut self, i: usize) {
+        let (ni, k) = self.locate(i);
+        self.unpack_node(ni);
+        let n = &mut self.nodes[ni];
+        let p = n.offset_of(k);
+        let s = decode(&n.buf, p).1;
+        n.buf.drain(p..p + s);
+        n.count -= 1;
+        if n.count == 0 {
+            self.nodes.remove(ni);
+        }
+        self.len -= 1;
+        self.settle(ni, ni + 1);
+    }
+
+    /// Splits node `ni` (packed, raw) before its entry `k` (0 < k < count).
+    fn split_at(&mut self, ni: usize, k: usize) {
+        let n = &mut self.nodes[ni];
+        let p = n.offset_of(k);
+        let tail = Node {
+            buf: n.buf[p..].to_vec(),
+            count: n.count - k as u32,
+            ..Node::default()
+        };
+        n.buf.truncate(p);
+        n.buf.shrink_to_fit();
+        n.count = k as u32;
+        self.nodes.insert(ni + 1, tail);
     }
 
     /// Inserts `v` so that it becomes element `i` (0 <= i <= len).
@@ -591,6 +925,41 @@ impl ListValue {
             return self.push(End::Right, v, fill);
         }
         let (ni, k) = self.locate(i);
+        let large = is_large(v);
+        if large || self.nodes[ni].plain {
+            // The new element sits between nodes: split a packed node at
+            // the position, then give a large element its own node, or put
+            // a small one at the end of a packed predecessor that has room
+            // (else in a new packed node), as _quicklistInsert.
+            let mut t = ni;
+            if k > 0 {
+                self.unpack_node(ni);
+                self.split_at(ni, k);
+                t = ni + 1;
+            }
+            let size = entry_size(v);
+            let (max_bytes, max_count) = limits(fill);
+            let prev_fits = !large
+                && t > 0
+                && !self.nodes[t - 1].plain
+                && (self.nodes[t - 1].count as usize) < max_count
+                && self.nodes[t - 1].raw_len() + size <= max_bytes;
+            if prev_fits {
+                self.unpack_node(t - 1);
+                let n = &mut self.nodes[t - 1];
+                encode(v, &mut n.buf);
+                n.count += 1;
+            } else {
+                let mut node = Node::with_capacity(size, large);
+                encode(v, &mut node.buf);
+                node.count = 1;
+                self.nodes.insert(t, node);
+            }
+            self.len += 1;
+            self.settle(ni, t + 2);
+            return;
+        }
+        self.unpack_node(ni);
         let n = &mut self.nodes[ni];
         let p = n.offset_of(k);
         let mut tmp = Vec::with_capacity(entry_size(v));
@@ -598,11 +967,14 @@ impl ListValue {
         n.buf.splice(p..p, tmp);
         n.count += 1;
         self.len += 1;
+        let before = self.nodes.len();
         self.split_if_needed(ni, fill);
+        let after = self.nodes.len();
+        self.settle(ni, ni + 1 + after - before);
     }
 
-    /// Splits node `ni` in halves while it exceeds the fill limits and has
-    /// more than one entry.
+    /// Splits node `ni` (raw) in halves while it exceeds the fill limits
+    /// and has more than one entry.
     fn split_if_needed(&mut self, ni: usize, fill: i64) {
         let (max_bytes, max_count) = limits(fill);
         let n = &self.nodes[ni];
@@ -610,16 +982,7 @@ impl ListValue {
             return;
         }
         let half = n.count as usize / 2;
-        let p = n.offset_of(half);
-        let n = &mut self.nodes[ni];
-        let tail = Node {
-            buf: n.buf[p..].to_vec(),
-            count: n.count - half as u32,
-        };
-        n.buf.truncate(p);
-        n.buf.shrink_to_fit();
-        n.count = half as u32;
-        self.nodes.insert(ni + 1, tail);
+        self.split_at(ni, half);
         self.split_if_needed(ni + 1, fill);
         self.split_if_needed(ni, fill);
     }
@@ -630,18 +993,24 @@ impl ListValue {
         if start >= end {
             self.nodes.clear();
             self.len = 0;
+            self.compressed = 0;
             return;
         }
         // Drop from the tail.
         let mut drop_back = self.len - end;
         while drop_back > 0 {
-            let n = self.nodes.back_mut().expect("node");
-            let c = n.count as usize;
+            let last = self.nodes.len() - 1;
+            let c = self.nodes[last].count as usize;
             if c <= drop_back {
+                if self.nodes[last].lzf_raw != 0 {
+                    self.compressed -= 1;
+                }
                 self.nodes.pop_back();
                 drop_back -= c;
                 self.len -= c;
             } else {
+                self.unpack_node(last);
+                let n = &mut self.nodes[last];
                 let p = n.offset_of(c - drop_back);
                 n.buf.truncate(p);
                 n.count -= drop_back as u32;
@@ -651,13 +1020,17 @@ impl ListValue {
         }
         let mut drop_front = start;
         while drop_front > 0 {
-            let n = self.nodes.front_mut().expect("node");
-            let c = n.count as usize;
+            let c = self.nodes[0].count as usize;
             if c <= drop_front {
+                if self.nodes[0].lzf_raw != 0 {
+                    self.compressed -= 1;
+                }
                 self.nodes.pop_front();
                 drop_front -= c;
                 self.len -= c;
             } else {
+                self.unpack_node(0);
+                let n = &mut self.nodes[0];
                 let p = n.offset_of(drop_front);
                 n.buf.drain(..p);
                 n.count -= drop_front as u32;
@@ -665,11 +1038,13 @@ impl ListValue {
                 drop_front = 0;
             }
         }
+        self.settle(0, 0);
     }
 
     /// Removes up to `limit` elements equal to `v` (all when `limit` is 0),
     /// scanning from the head, or from the tail when `from_tail`. Returns the
-    /// number removed (LREM).
+    /// number removed (LREM). Compressed nodes are read through their
+    /// decompressed copy and only those that lose elements are rewritten.
     pub fn remove_matching(&mut self, v: &[u8], limit: usize, from_tail: bool) -> usize {
         let mut removed = 0;
         let order: Vec<usize> = if from_tail {
@@ -682,17 +1057,18 @@ impl ListValue {
             encode(v, &mut t);
             t
         };
+        let mut changed = false;
         for ni in order {
             if limit != 0 && removed >= limit {
                 break;
             }
-            let n = &self.nodes[ni];
+            let buf = self.data_of(ni);
             // Entry offsets of this node.
-            let mut offs = Vec::with_capacity(n.count as usize);
+            let mut offs = Vec::with_capacity(self.nodes[ni].count as usize);
             let mut p = 0;
-            while p < n.buf.len() {
+            while p < buf.len() {
                 offs.push(p);
-                p += decode(&n.buf, p).1;
+                p += decode(buf, p).1;
             }
             let mut kill = vec![false; offs.len()];
             let mut any = false;
@@ -706,16 +1082,18 @@ impl ListValue {
                     break;
                 }
                 let start = offs[k];
-                let end = offs.get(k + 1).copied().unwrap_or(n.buf.len());
+                let end = offs.get(k + 1).copied().unwrap_or(buf.len());
                 // Encodings are canonical, so byte equality of encodings is
                 // element equality.
-                if n.buf[start..end] == enc[..] {
+                if buf[start..end] == enc[..] {
                     kill[k] = true;
                     removed += 1;
                     any = true;
                 }
             }
             if any {
+                changed = true;
+                self.unpack_node(ni);
                 let n = &mut self.nodes[ni];
                 let mut nb = Vec::with_capacity(n.buf.len());
                 let mut kept = 0u32;
@@ -730,9 +1108,44 @@ impl ListValue {
                 n.count = kept;
             }
         }
-        self.nodes.retain(|n| n.count > 0);
-        self.len -= removed;
+        if changed {
+            self.nodes.retain(|n| n.count > 0);
+            self.len -= removed;
+            // The rewritten nodes are raw; compress every inner one again.
+            let n = self.nodes.len();
+            self.settle(0, n);
+        } else {
+            self.recompress();
+        }
         removed
+    }
+
+    // -------------------------------------------------- reading
+
+    /// Calls `f` with every element, head first, for whole-list readers
+    /// that hold the list shared (the RDB writer behind SAVE, BGSAVE, DUMP
+    /// and full synchronisation; AOF rewrite; DEBUG DIGEST): a compressed
+    /// node is decompressed into a temporary buffer that is dropped at once,
+    /// so a snapshot does not leave decompressed copies behind, as Redis's
+    /// rdbSaveObject writes compressed nodes without decompressing them.
+    pub fn for_each(&self, mut f: impl FnMut(Elem<'_>)) {
+        let mut tmp: Vec<u8>;
+        for n in &self.nodes {
+            let buf: &[u8] = if n.lzf_raw == 0 {
+                &n.buf
+            } else if let Some(c) = n.cache.get() {
+                c
+            } else {
+                tmp = inflate(&n.buf, n.lzf_raw);
+                &tmp
+            };
+            let mut p = 0;
+            while p < buf.len() {
+                let (e, s) = decode(buf, p);
+                f(e);
+                p += s;
+            }
+        }
     }
 
     /// Iterates from the head.
@@ -746,6 +1159,7 @@ impl ListValue {
             return Iter {
                 list: self,
                 node: self.nodes.len(),
+                cur: &[],
                 off: 0,
                 left: 0,
             };
@@ -754,6 +1168,7 @@ impl ListValue {
         Iter {
             list: self,
             node: ni,
+            cur: self.data_of(ni),
             off: self.nodes[ni].offset_of(k),
             left: self.len - i,
         }
@@ -765,17 +1180,19 @@ impl ListValue {
             return RevIter {
                 list: self,
                 node: 0,
+                cur: &[],
                 end: 0,
                 left: 0,
             };
         }
         let (ni, k) = self.locate(i);
-        let n = &self.nodes[ni];
-        let start = n.offset_of(k);
+        let cur = self.data_of(ni);
+        let start = self.nodes[ni].offset_of(k);
         RevIter {
             list: self,
             node: ni,
-            end: start + decode(&n.buf, start).1,
+            cur,
+            end: start + decode(cur, start).1,
             left: i + 1,
         }
     }
@@ -790,6 +1207,7 @@ impl ListValue {
 pub struct Iter<'a> {
     list: &'a ListValue,
     node: usize,
+    cur: &'a [u8],
     off: usize,
     left: usize,
 }
@@ -801,13 +1219,12 @@ impl<'a> Iterator for Iter<'a> {
         if self.left == 0 {
             return None;
         }
-        let mut n = &self.list.nodes[self.node];
-        if self.off >= n.buf.len() {
+        if self.off >= self.cur.len() {
             self.node += 1;
             self.off = 0;
-            n = &self.list.nodes[self.node];
+            self.cur = self.list.data_of(self.node);
         }
-        let (e, s) = decode(&n.buf, self.off);
+        let (e, s) = decode(self.cur, self.off);
         self.off += s;
         self.left -= 1;
         Some(e)
@@ -822,6 +1239,7 @@ impl<'a> Iterator for Iter<'a> {
 pub struct RevIter<'a> {
     list: &'a ListValue,
     node: usize,
+    cur: &'a [u8],
     end: usize,
     left: usize,
 }
@@ -835,12 +1253,12 @@ impl<'a> Iterator for RevIter<'a> {
         }
         if self.end == 0 {
             self.node -= 1;
-            self.end = self.list.nodes[self.node].buf.len();
+            self.cur = self.list.data_of(self.node);
+            self.end = self.cur.len();
         }
-        let n = &self.list.nodes[self.node];
-        let (s, bl) = read_backlen(&n.buf, self.end);
+        let (s, bl) = read_backlen(self.cur, self.end);
         let start = self.end - bl - s;
-        let e = decode(&n.buf, start).0;
+        let e = decode(self.cur, start).0;
         self.end = start;
         self.left -= 1;
         Some(e)
@@ -860,6 +1278,21 @@ mod tests {
         let counted: usize = l.nodes.iter().map(|n| n.count as usize).sum();
         assert_eq!(counted, l.len());
         assert!(l.nodes.iter().all(|n| n.count > 0));
+        // Compression invariant: the counter is right, the `depth` nodes at
+        // each end are raw, nothing is compressed in a short list.
+        let c = l.nodes.iter().filter(|n| n.lzf_raw != 0).count();
+        assert_eq!(c, l.compressed);
+        let d = l.depth as usize;
+        let n = l.nodes.len();
+        if d == 0 || n <= 2 * d {
+            assert_eq!(c, 0);
+        } else {
+            for i in (0..d).chain(n - d..n) {
+                assert_eq!(l.nodes[i].lzf_raw, 0, "node {i} of {n} within depth {d}");
+            }
+        }
+        // Plain nodes hold one element.
+        assert!(l.nodes.iter().all(|n| !n.plain || n.count == 1));
     }
 
     fn sample(r: u64) -> Vec<u8> {
@@ -924,8 +1357,20 @@ mod tests {
             seed ^= seed << 17;
             seed
         };
-        for fill in [-2i64, -1, 1, 3, 128, -5] {
-            let mut l = ListValue::new();
+        for (fill, depth) in [
+            (-2i64, 0u64),
+            (-1, 0),
+            (1, 0),
+            (3, 0),
+            (128, 0),
+            (-5, 0),
+            (-2, 1),
+            (3, 1),
+            (5, 2),
+            (-1, 3),
+            (1, 2),
+        ] {
+            let mut l = ListValue::with_compress_depth(depth);
             let mut m: VecDeque<Vec<u8>> = VecDeque::new();
             for _ in 0..3000 {
                 let r = rnd();
@@ -1009,6 +1454,80 @@ mod tests {
             }
             model_check(&l, &m);
         }
+    }
+
+    #[test]
+    fn compression_shrinks_inner_nodes_and_reads_back() {
+        let mut l = ListValue::with_compress_depth(1);
+        for i in 0..5000 {
+            l.push(End::Right, format!("element-{}", i % 10).as_bytes(), -2);
+        }
+        let n = l.node_count();
+        assert!(n > 3);
+        // Every inner node is repetitive enough to compress.
+        assert_eq!(l.compressed_nodes(), n - 2);
+        assert!(l.mem_usage() < l.packed_bytes() / 2);
+        // Shared readers see every element and leave copies behind that
+        // recompress drops.
+        assert_eq!(l.get(2500).unwrap().to_vec(), b"element-0");
+        assert_eq!(l.iter().count(), 5000);
+        assert!(l.nodes.iter().any(|x| x.cache.get().is_some()));
+        l.recompress();
+        assert!(l.nodes.iter().all(|x| x.cache.get().is_none()));
+        // Whole-list readers leave no copies behind.
+        let mut seen = 0;
+        l.for_each(|e| {
+            assert_eq!(e.to_vec(), format!("element-{}", seen % 10).into_bytes());
+            seen += 1;
+        });
+        assert_eq!(seen, 5000);
+        assert!(l.nodes.iter().all(|x| x.cache.get().is_none()));
+        // Small or incompressible nodes stay raw.
+        let mut s = ListValue::with_compress_depth(1);
+        for i in 0..3u64 {
+            s.push(End::Right, &[b'a' + i as u8; 40], 1);
+        }
+        assert_eq!(s.compressed_nodes(), 0);
+        let mut r = ListValue::with_compress_depth(1);
+        let mut x = 0x12345678u64;
+        for _ in 0..3 {
+            let v: Vec<u8> = (0..200)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            r.push(End::Right, &v, 1);
+        }
+        assert_eq!(r.compressed_nodes(), 0);
+    }
+
+    #[test]
+    fn large_elements_get_plain_nodes() {
+        // Elements of 300 bytes or more are plain (other tests here use
+        // smaller elements, so the process-wide threshold does not change
+        // their layout).
+        assert!(set_packed_threshold(300));
+        let mut l = ListValue::with_compress_depth(1);
+        let big = vec![b'z'; 300];
+        for i in 0..20 {
+            l.push(End::Right, format!("{i}").as_bytes(), -2);
+            l.push(End::Left, &big, -2);
+        }
+        l.insert(5, &big, -2);
+        l.insert(6, b"small", -2);
+        l.set(0, b"now small", -2);
+        l.set(7, &big, -2);
+        let plain = l.nodes.iter().filter(|n| n.plain).count();
+        assert!(l.iter().filter(|e| e.byte_len() >= 300).count() == plain);
+        assert!(l.nodes.iter().all(|n| !n.plain || n.count == 1));
+        assert_eq!(l.get(0).unwrap().to_vec(), b"now small");
+        assert_eq!(l.get(6).unwrap().to_vec(), b"small");
+        assert_eq!(l.get(7).unwrap().to_vec(), big);
+        assert!(set_packed_threshold(0));
+        assert_eq!(packed_threshold(), PACKED_THRESHOLD_DEFAULT);
     }
 
     #[test]

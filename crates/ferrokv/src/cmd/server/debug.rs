@@ -660,8 +660,8 @@ fn debug_listpack(ctx: &mut Ctx<'_>, key: &[u8]) {
 /// standard output as quicklistRepr (count, nodes, fill, then each node's
 /// entry count and bytes; with a non-zero second argument, C `atoi`, each
 /// node's entries too) and replies "+Quicklist structure printed on
-/// stdout". Nodes are ferrokv's packed nodes (always PACKED, RAW: ferrokv
-/// neither compresses nor has plain nodes). Errors: "ERR no such key",
+/// stdout". Nodes are ferrokv's nodes: container PLAIN or PACKED, encoding
+/// LZF or RAW, size the uncompressed bytes. Errors: "ERR no such key",
 /// "ERR Not a quicklist encoded object.".
 fn debug_quicklist(ctx: &mut Ctx<'_>, key: &[u8], full: bool) {
     use crate::db::value::Value;
@@ -681,14 +681,20 @@ fn debug_quicklist(ctx: &mut Ctx<'_>, key: &[u8], full: bool) {
         .list_max_listpack_size
         .load(Ordering::Relaxed);
     let mut text = format!(
-        "{{count : {}}}\n{{len : {}}}\n{{fill : {fill}}}\n{{compress : 0}}\n{{bookmark_count : 0}}\n",
+        "{{count : {}}}\n{{len : {}}}\n{{fill : {fill}}}\n{{compress : {}}}\n{{bookmark_count : 0}}\n",
         l.len(),
-        l.node_count()
+        l.node_count(),
+        l.compress_depth()
     );
     let mut elems = l.iter();
-    for (i, (count, bytes)) in l.node_shapes().enumerate() {
+    for (i, s) in l.node_shapes().enumerate() {
+        let count = s.count;
         text.push_str(&format!(
-            "{{quicklist node({i})\n{{container : PACKED, encoding: RAW, size: {bytes}, count: {count}, recompress: 0, attempted_compress: 0}}\n"
+            "{{quicklist node({i})\n{{container : {}, encoding: {}, size: {}, count: {count}, recompress: 0, attempted_compress: {}}}\n",
+            if s.plain { "PLAIN" } else { "PACKED" },
+            if s.compressed { "LZF" } else { "RAW" },
+            s.raw_bytes,
+            u8::from(s.compressed)
         ));
         if full {
             text.push_str("{ listpack:\n");
@@ -1207,10 +1213,11 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
         // Redis 7.0's quicklist details (debug.c); node sizes are ours.
         let nodes = l.node_count();
         line.push_str(&format!(
-            " ql_nodes:{} ql_avg_node:{:.2} ql_listpack_max:{} ql_compressed:0 ql_uncompressed_size:{}",
+            " ql_nodes:{} ql_avg_node:{:.2} ql_listpack_max:{} ql_compressed:{} ql_uncompressed_size:{}",
             nodes,
             l.len() as f64 / nodes.max(1) as f64,
             ctx.server.live.list_max_listpack_size.load(Ordering::Relaxed),
+            u8::from(l.compress_depth() != 0),
             l.packed_bytes()
         ));
     }

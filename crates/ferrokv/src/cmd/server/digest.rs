@@ -55,9 +55,7 @@ pub fn value_digest(d: &mut Digest20, e: &Entry, has_ttl: bool) {
             mix_digest(d, StrValue::as_bytes(s, &mut t));
         }
         Value::List(l) => {
-            for x in l.iter() {
-                mix_digest(d, &x.to_vec());
-            }
+            l.for_each(|x| x.with_bytes(|b| mix_digest(d, b)));
         }
         Value::Set(s) => {
             for m in s.iter() {

@@ -235,7 +235,8 @@ fn put_key_commands(
             enc(buf, &[b"SET", k, s.as_bytes(&mut t)]);
         }
         Value::List(l) => {
-            let items: Vec<Vec<u8>> = l.iter().map(|x| x.to_vec()).collect();
+            let mut items: Vec<Vec<u8>> = Vec::with_capacity(l.len());
+            l.for_each(|x| items.push(x.to_vec()));
             batched(buf, b"RPUSH", k, items.iter().map(|x| vec![x.as_slice()]));
         }
         Value::Set(s) => {

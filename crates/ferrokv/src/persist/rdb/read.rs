@@ -23,6 +23,8 @@ use std::io::Read;
 pub struct LoadLimits {
     /// list-max-listpack-size.
     pub list_fill: i64,
+    /// list-compress-depth of loaded lists.
+    pub list_compress: u64,
     /// hash-max-listpack-entries / -value.
     pub hash: hash::Limits,
     /// set-max-intset-entries.
@@ -38,6 +40,7 @@ impl LoadLimits {
         let l = &server.live();
         LoadLimits {
             list_fill: l.list_max_listpack_size.load(Relaxed),
+            list_compress: l.list_compress_depth.load(Relaxed),
             hash: hash::Limits {
                 max_entries: l.hash_max_listpack_entries.load(Relaxed),
                 max_value: l.hash_max_listpack_value.load(Relaxed),
@@ -514,7 +517,7 @@ impl<R: Read> Reader<R> {
             RDB_TYPE_STRING => Value::Str(StrValue::from_bytes(&self.string()?)),
             RDB_TYPE_LIST => {
                 let n = self.count()?;
-                let mut l = ListValue::new();
+                let mut l = ListValue::with_compress_depth(lim.list_compress);
                 for _ in 0..n {
                     l.push(End::Right, &self.string()?, lim.list_fill);
                 }
@@ -523,13 +526,13 @@ impl<R: Read> Reader<R> {
             RDB_TYPE_LIST_ZIPLIST => {
                 let blob = self.string()?;
                 let elems = ziplist_elems(&blob).map_err(|e| bad(self, e))?;
-                let mut l = ListValue::new();
+                let mut l = ListValue::with_compress_depth(lim.list_compress);
                 push_elems(&mut l, &elems, lim.list_fill);
                 list(l)
             }
             RDB_TYPE_LIST_QUICKLIST | RDB_TYPE_LIST_QUICKLIST_2 => {
                 let nodes = self.count()?;
-                let mut l = ListValue::new();
+                let mut l = ListValue::with_compress_depth(lim.list_compress);
                 for _ in 0..nodes {
                     let container = if ty == RDB_TYPE_LIST_QUICKLIST_2 {
                         self.length()?
@@ -538,9 +541,8 @@ impl<R: Read> Reader<R> {
                     };
                     let blob = self.string()?;
                     match container {
-                        QUICKLIST_NODE_CONTAINER_PLAIN => {
-                            l.push(End::Right, &blob, lim.list_fill);
-                        }
+                        // A plain node stays one, as quicklistAppendPlainNode.
+                        QUICKLIST_NODE_CONTAINER_PLAIN => l.push_plain(&blob),
                         QUICKLIST_NODE_CONTAINER_PACKED => {
                             let elems = if ty == RDB_TYPE_LIST_QUICKLIST {
                                 ziplist_elems(&blob)

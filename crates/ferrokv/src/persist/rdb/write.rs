@@ -13,7 +13,7 @@
 //! | value | RDB type |
 //! |---|---|
 //! | string | `STRING` (int-encoded when a canonical 32-bit integer, LZF when longer than 20 bytes and compression saves at least 4 bytes) |
-//! | list | `LIST_QUICKLIST_2`, one packed listpack per node, nodes cut by `list-max-listpack-size` |
+//! | list | `LIST_QUICKLIST_2`, one packed listpack per node, nodes cut by `list-max-listpack-size`; elements of at least the packed threshold in PLAIN nodes; inner nodes of a list with a compress depth as LZF blobs |
 //! | set, `intset` | `SET_INTSET` |
 //! | set, `hashtable` | `SET` |
 //! | sorted set, `listpack` | `ZSET_LISTPACK` (member, score pairs in rank order) |
@@ -109,6 +109,65 @@ pub fn put_string(b: &mut Vec<u8>, s: &[u8], compress: bool) {
     }
     put_len(b, s.len() as u64);
     b.extend_from_slice(s);
+}
+
+/// Appends a list as rdbSaveObject does a quicklist (RDB_TYPE_LIST_QUICKLIST_2):
+/// the node count, then each node's container and bytes. Elements of at
+/// least the packed threshold are PLAIN nodes holding the element; runs of
+/// smaller ones are PACKED listpacks cut by `list-max-listpack-size`. When
+/// the list has a compress depth N, the nodes beyond the first and last N
+/// are written as LZF blobs (rdbSaveLzfBlob, whatever `rdbcompression`
+/// says) when quicklist.c would keep them compressed: at least 48 bytes
+/// and more than 8 bytes saved. Other nodes are rdbSaveRawString.
+fn put_list(b: &mut Vec<u8>, l: &crate::db::list::ListValue, o: &WriteOpts) {
+    use crate::db::list::{packed_threshold, MIN_COMPRESS_BYTES, MIN_COMPRESS_IMPROVE};
+    let (max_bytes, max_count) = node_limits(o.list_fill);
+    let threshold = packed_threshold();
+    let mut nodes: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut cur = ListpackWriter::new();
+    l.for_each(|e| {
+        let len = e.byte_len();
+        if len as u64 >= threshold {
+            if cur.count() > 0 {
+                nodes.push((
+                    QUICKLIST_NODE_CONTAINER_PACKED,
+                    std::mem::take(&mut cur).finish(),
+                ));
+            }
+            nodes.push((QUICKLIST_NODE_CONTAINER_PLAIN, e.to_vec()));
+            return;
+        }
+        let sz = len + 11;
+        if cur.count() > 0 && (cur.count() >= max_count || cur.len_bytes() + sz > max_bytes) {
+            nodes.push((
+                QUICKLIST_NODE_CONTAINER_PACKED,
+                std::mem::take(&mut cur).finish(),
+            ));
+        }
+        e.with_bytes(|s| cur.push(s));
+    });
+    if cur.count() > 0 {
+        nodes.push((QUICKLIST_NODE_CONTAINER_PACKED, cur.finish()));
+    }
+    let depth = l.compress_depth();
+    let n = nodes.len();
+    put_len(b, n as u64);
+    for (i, (container, data)) in nodes.iter().enumerate() {
+        put_len(b, *container);
+        let inner = depth > 0 && n > 2 * depth && i >= depth && i < n - depth;
+        if inner && data.len() >= MIN_COMPRESS_BYTES {
+            if let Some(c) = rdb_lzf::compress(data, data.len()) {
+                if c.len() + MIN_COMPRESS_IMPROVE < data.len() {
+                    b.push(0xC0 | RDB_ENC_LZF);
+                    put_len(b, c.len() as u64);
+                    put_len(b, data.len() as u64);
+                    b.extend_from_slice(&c);
+                    continue;
+                }
+            }
+        }
+        put_string(b, data, o.compress);
+    }
 }
 
 /// Appends an integer value as rdbSaveLongLongAsStringObject.
@@ -213,27 +272,7 @@ pub fn put_body(b: &mut Vec<u8>, v: &Value, o: &WriteOpts) {
         Value::Str(s) => {
             put_str_value(b, s, o.compress);
         }
-        Value::List(l) => {
-            let (max_bytes, max_count) = node_limits(o.list_fill);
-            let mut nodes: Vec<Vec<u8>> = Vec::new();
-            let mut cur = ListpackWriter::new();
-            for e in l.iter() {
-                let sz = e.byte_len() + 11;
-                if cur.count() > 0 && (cur.count() >= max_count || cur.len_bytes() + sz > max_bytes)
-                {
-                    nodes.push(std::mem::take(&mut cur).finish());
-                }
-                e.with_bytes(|s| cur.push(s));
-            }
-            if cur.count() > 0 {
-                nodes.push(cur.finish());
-            }
-            put_len(b, nodes.len() as u64);
-            for n in nodes {
-                put_len(b, QUICKLIST_NODE_CONTAINER_PACKED);
-                put_string(b, &n, o.compress);
-            }
-        }
+        Value::List(l) => put_list(b, l, o),
         Value::Set(s) => match &**s {
             SetValue::Int(is) => {
                 let v: Vec<i64> = is.iter().collect();
