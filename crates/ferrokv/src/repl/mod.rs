@@ -337,6 +337,10 @@ pub struct ReplicaInfo {
     pub ack_offset: AtomicU64,
     /// When it last acknowledged (ms since the epoch).
     pub ack_ms: AtomicU64,
+    /// It came with SYNC, not PSYNC (Redis's `CLIENT_PRE_PSYNC`): it sends
+    /// no acknowledgements, so `repl-timeout` does not apply to its
+    /// silence.
+    pub pre_psync: bool,
 }
 
 /// [`ReplicaInfo::state`]: waiting for the snapshot to begin.
@@ -347,6 +351,12 @@ pub const STATE_SEND_BULK: u64 = 1;
 pub const STATE_ONLINE: u64 = 2;
 
 impl ReplicaInfo {
+    /// `ip:listening-port`, as Redis names a replica in its log
+    /// (replicationGetSlaveName).
+    pub fn name(&self) -> String {
+        format!("{}:{}", self.ip.lock(), self.port.load(Ordering::Relaxed))
+    }
+
     /// Redis's `replstateToString`.
     pub fn state_name(&self) -> &'static str {
         match self.state.load(Ordering::Relaxed) {
@@ -464,6 +474,16 @@ pub struct Repl {
     /// A replica is loading its master's RDB into the keyspace: commands
     /// without the `loading` flag get `-LOADING` (INFO `loading:1`).
     pub loading: AtomicBool,
+    /// The snapshot of the last full synchronisation begun (master side),
+    /// which replicas asking at about the same time share: joined while a
+    /// diskless one waits out `repl-diskless-sync-delay`, attached to while
+    /// a disk-backed one is being written (Redis's "Waiting for end of
+    /// BGSAVE for SYNC"). Dangling once every replica it served is done.
+    pub sync_job: Mutex<std::sync::Weak<crate::cmd::repl::master::SyncJob>>,
+    /// `repl-timeout` in seconds (at least 1): a master drops a replica
+    /// silent (no `REPLCONF ACK`) or not reading for that long, a replica
+    /// its master when nothing (data nor PING) arrived for that long.
+    pub timeout_s: AtomicU64,
 }
 
 impl Default for Repl {
@@ -499,6 +519,8 @@ impl Default for Repl {
             ignore_maxmemory: AtomicBool::new(true),
             master_db: AtomicU64::new(0),
             loading: AtomicBool::new(false),
+            sync_job: Mutex::new(std::sync::Weak::new()),
+            timeout_s: AtomicU64::new(60),
         }
     }
 }
