@@ -1186,8 +1186,9 @@ fn replica_drops_a_silent_master_and_resyncs_partially() {
                 r.log_count("MASTER timeout: no data nor PING received...") >= 1
             });
         }
-        // Not before repl-timeout (2 s) of silence.
-        assert!(stopped.elapsed() >= Duration::from_secs(2));
+        // Not before repl-timeout (2 s) of silence, which began up to a
+        // ping period (1 s) before the stop.
+        assert!(stopped.elapsed() >= Duration::from_secs(1));
         m.signal(libc::SIGCONT);
         load(m, 42, 200);
         for r in &replicas {
@@ -1232,6 +1233,12 @@ fn master_drops_a_silent_replica_and_it_resyncs_partially() {
         for r in &replicas {
             assert_converged(m, r);
         }
+        assert_eq!(
+            m.info_u64("connected_slaves"),
+            replicas.len() as u64,
+            "{}",
+            name(m)
+        );
         for r in &replicas {
             r.signal(libc::SIGSTOP);
         }
@@ -1252,10 +1259,10 @@ fn master_drops_a_silent_replica_and_it_resyncs_partially() {
                 name(m)
             );
         }
-        // Not at once (Redis counts in whole seconds: a bit over 1 s can
-        // be enough there).
+        // Not at once (the last ACK may be up to a second older than the
+        // stop, and Redis counts in whole seconds).
         assert!(
-            stopped.elapsed() >= Duration::from_secs(1),
+            stopped.elapsed() >= Duration::from_millis(500),
             "{}: dropped after {:?}",
             name(m),
             stopped.elapsed()
