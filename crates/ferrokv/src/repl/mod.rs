@@ -83,6 +83,21 @@ struct Inner {
     /// reader id: nothing after the smallest is dropped.
     readers: Vec<(u64, u64)>,
     next_reader: u64,
+    /// Bytes held beyond `size` for lagging readers, as last published.
+    excess: u64,
+}
+
+/// See [`not_counted`].
+static EXCESS: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes of the stream buffer held beyond `repl-backlog-size` for replicas
+/// that have not read them yet: their output buffers, which maxmemory does
+/// not count (Redis 7.0's freeMemoryGetNotCountedMemory: the part of the
+/// shared replication buffer exceeding the backlog size), so a slow
+/// replica does not make the master evict its whole dataset or refuse
+/// writes with -OOM.
+pub fn not_counted() -> u64 {
+    EXCESS.load(Ordering::Relaxed)
 }
 
 /// Why a read from the backlog returned no bytes.
@@ -118,6 +133,7 @@ impl Backlog {
         let mut g = self.inner.lock();
         g.buf = VecDeque::new();
         g.db = -1;
+        Self::publish_excess(&mut g);
         self.active.store(false, Ordering::Release);
     }
 
@@ -176,6 +192,7 @@ impl Backlog {
         for r in g.readers.iter_mut() {
             r.1 = end;
         }
+        Self::publish_excess(&mut g);
         self.end.store(end, Ordering::Release);
     }
 
@@ -230,6 +247,17 @@ impl Backlog {
         if keep_from > first {
             let n = ((keep_from - first) as usize).min(g.buf.len());
             g.buf.drain(..n);
+        }
+        Self::publish_excess(g);
+    }
+
+    /// Updates [`not_counted`] (only when it changed: an append within
+    /// the backlog's size writes nothing shared).
+    fn publish_excess(g: &mut Inner) {
+        let excess = g.buf.len().saturating_sub(g.size) as u64;
+        if excess != g.excess {
+            g.excess = excess;
+            EXCESS.store(excess, Ordering::Relaxed);
         }
     }
 
