@@ -221,7 +221,7 @@ impl Eviction {
     /// True when memory is over a set `maxmemory` and the policy may evict.
     pub fn over_limit(&self) -> bool {
         let max = self.maxmemory();
-        max != 0 && self.policy() != Policy::NoEviction && used_memory() > max
+        max != 0 && self.policy() != Policy::NoEviction && used_for_eviction() > max
     }
 
     /// Resets the INFO counter (CONFIG RESETSTAT).
@@ -252,6 +252,12 @@ pub fn used_memory() -> u64 {
     } else {
         crate::memory::rss_bytes()
     }
+}
+
+/// Used memory as maxmemory counts it: [`used_memory`] without the
+/// replicas' output buffers ([`crate::repl::not_counted`]).
+pub fn used_for_eviction() -> u64 {
+    used_memory().saturating_sub(crate::repl::not_counted())
 }
 
 // ------------------------------------------------------------ eviction
@@ -287,7 +293,7 @@ struct State {
 pub fn perform(server: &Env<'_>) -> Outcome {
     let ev = &server.evict;
     let max = ev.maxmemory();
-    if max == 0 || used_memory() <= max {
+    if max == 0 || used_for_eviction() <= max {
         return Outcome::Ok;
     }
     // While clients are paused the dataset stays still: no eviction, and
@@ -304,7 +310,7 @@ pub fn perform(server: &Env<'_>) -> Outcome {
         None => {
             // Another thread is evicting: wait for it, then re-check.
             let g = ev.state.lock();
-            if used_memory() <= max {
+            if used_for_eviction() <= max {
                 return Outcome::Ok;
             }
             g
@@ -319,7 +325,7 @@ pub fn perform(server: &Env<'_>) -> Outcome {
     let limit = ev.time_limit();
     let mut freed = 0u64;
     let mut outcome = Outcome::Ok;
-    while used_memory() > max {
+    while used_for_eviction() > max {
         match next_victim(server, &mut st, policy) {
             Some((db, key)) => {
                 // Each eviction is a unit of its own in the propagation

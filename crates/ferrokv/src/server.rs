@@ -358,6 +358,8 @@ impl Server {
         r.ignore_maxmemory
             .store(c.get_bool("replica-ignore-maxmemory"), Ordering::Relaxed);
         r.backlog.resize(u("repl-backlog-size") as usize);
+        r.timeout_s
+            .store(u("repl-timeout").max(1), Ordering::Relaxed);
         self.net.set_idle_poll_us(u("io-idle-poll-us"));
         self.tracking.set_max_keys(u("tracking-table-max-keys"));
         l.tcp_keepalive.store(u("tcp-keepalive"), Ordering::Relaxed);

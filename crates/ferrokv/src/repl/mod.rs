@@ -83,6 +83,21 @@ struct Inner {
     /// reader id: nothing after the smallest is dropped.
     readers: Vec<(u64, u64)>,
     next_reader: u64,
+    /// Bytes held beyond `size` for lagging readers, as last published.
+    excess: u64,
+}
+
+/// See [`not_counted`].
+static EXCESS: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes of the stream buffer held beyond `repl-backlog-size` for replicas
+/// that have not read them yet: their output buffers, which maxmemory does
+/// not count (Redis 7.0's freeMemoryGetNotCountedMemory: the part of the
+/// shared replication buffer exceeding the backlog size), so a slow
+/// replica does not make the master evict its whole dataset or refuse
+/// writes with -OOM.
+pub fn not_counted() -> u64 {
+    EXCESS.load(Ordering::Relaxed)
 }
 
 /// Why a read from the backlog returned no bytes.
@@ -118,6 +133,7 @@ impl Backlog {
         let mut g = self.inner.lock();
         g.buf = VecDeque::new();
         g.db = -1;
+        Self::publish_excess(&mut g);
         self.active.store(false, Ordering::Release);
     }
 
@@ -177,6 +193,7 @@ impl Backlog {
         for r in g.readers.iter_mut() {
             r.1 = end;
         }
+        Self::publish_excess(&mut g);
         self.end.store(end, Ordering::Release);
     }
 
@@ -231,6 +248,17 @@ impl Backlog {
         if keep_from > first {
             let n = ((keep_from - first) as usize).min(g.buf.len());
             g.buf.drain(..n);
+        }
+        Self::publish_excess(g);
+    }
+
+    /// Updates [`not_counted`] (only when it changed: an append within
+    /// the backlog's size writes nothing shared).
+    fn publish_excess(g: &mut Inner) {
+        let excess = g.buf.len().saturating_sub(g.size) as u64;
+        if excess != g.excess {
+            g.excess = excess;
+            EXCESS.store(excess, Ordering::Relaxed);
         }
     }
 
@@ -337,6 +365,10 @@ pub struct ReplicaInfo {
     pub ack_offset: AtomicU64,
     /// When it last acknowledged (ms since the epoch).
     pub ack_ms: AtomicU64,
+    /// It came with SYNC, not PSYNC (Redis's `CLIENT_PRE_PSYNC`): it sends
+    /// no acknowledgements, so `repl-timeout` does not apply to its
+    /// silence.
+    pub pre_psync: bool,
 }
 
 /// [`ReplicaInfo::state`]: waiting for the snapshot to begin.
@@ -347,6 +379,12 @@ pub const STATE_SEND_BULK: u64 = 1;
 pub const STATE_ONLINE: u64 = 2;
 
 impl ReplicaInfo {
+    /// `ip:listening-port`, as Redis names a replica in its log
+    /// (replicationGetSlaveName).
+    pub fn name(&self) -> String {
+        format!("{}:{}", self.ip.lock(), self.port.load(Ordering::Relaxed))
+    }
+
     /// Redis's `replstateToString`.
     pub fn state_name(&self) -> &'static str {
         match self.state.load(Ordering::Relaxed) {
@@ -464,6 +502,16 @@ pub struct Repl {
     /// A replica is loading its master's RDB into the keyspace: commands
     /// without the `loading` flag get `-LOADING` (INFO `loading:1`).
     pub loading: AtomicBool,
+    /// The snapshot of the last full synchronisation begun (master side),
+    /// which replicas asking at about the same time share: joined while a
+    /// diskless one waits out `repl-diskless-sync-delay`, attached to while
+    /// a disk-backed one is being written (Redis's "Waiting for end of
+    /// BGSAVE for SYNC"). Dangling once every replica it served is done.
+    pub sync_job: Mutex<std::sync::Weak<crate::cmd::repl::master::SyncJob>>,
+    /// `repl-timeout` in seconds (at least 1): a master drops a replica
+    /// silent (no `REPLCONF ACK`) or not reading for that long, a replica
+    /// its master when nothing (data nor PING) arrived for that long.
+    pub timeout_s: AtomicU64,
 }
 
 impl Default for Repl {
@@ -499,6 +547,8 @@ impl Default for Repl {
             ignore_maxmemory: AtomicBool::new(true),
             master_db: AtomicU64::new(0),
             loading: AtomicBool::new(false),
+            sync_job: Mutex::new(std::sync::Weak::new()),
+            timeout_s: AtomicU64::new(60),
         }
     }
 }

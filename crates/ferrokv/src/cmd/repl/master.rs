@@ -115,32 +115,72 @@ pub fn cron(server: &Arc<Server>, tick_s: u64) {
     }
 }
 
-/// Writes `bytes`, giving up when the replica is killed or falls behind
-/// its output limit while the write waits. False when the replica must
-/// go.
+/// Writes `bytes`, giving up when the replica is killed, falls behind
+/// its output limit, stays silent past `repl-timeout` (see [`timed_out`])
+/// or reads nothing for `repl-timeout` seconds while the write waits.
+/// False when the replica must go.
 async fn send_checked<W: AsyncWrite + Unpin>(
     server: &Server,
     client: &Client,
+    info: &ReplicaInfo,
     wr: &mut W,
     bytes: &[u8],
     pos: u64,
     soft_since: &AtomicU64,
 ) -> bool {
     let mut off = 0;
+    let mut progress = tokio::time::Instant::now();
     while off < bytes.len() {
         tokio::select! {
             r = wr.write(&bytes[off..]) => match r {
                 Ok(0) | Err(_) => return false,
-                Ok(n) => off += n,
+                Ok(n) => {
+                    off += n;
+                    progress = tokio::time::Instant::now();
+                }
             },
             () = tokio::time::sleep(Duration::from_millis(100)) => {
-                if over_limit(server, client, pos, soft_since) {
+                if over_limit(server, client, pos, soft_since) || timed_out(server, info) {
+                    return false;
+                }
+                let timeout = server.repl.timeout_s.load(Ordering::Relaxed);
+                if progress.elapsed() > Duration::from_secs(timeout) {
+                    // A replica that reads nothing (Redis: no partial
+                    // write for repl-timeout seconds during a diskless
+                    // transfer, which would hold up the others).
+                    tracing::warn!(
+                        "Disconnecting timedout replica ({}): {}",
+                        if info.state.load(Ordering::Relaxed) == STATE_ONLINE {
+                            "streaming sync"
+                        } else {
+                            "full sync"
+                        },
+                        info.name()
+                    );
                     return false;
                 }
             }
         }
     }
     true
+}
+
+/// True (and logged as Redis's replicationCron does) when an online
+/// replica has not acknowledged for more than `repl-timeout` seconds; a
+/// replica that came with SYNC never acknowledges and is exempt.
+fn timed_out(server: &Server, info: &ReplicaInfo) -> bool {
+    if info.pre_psync || info.state.load(Ordering::Relaxed) != STATE_ONLINE {
+        return false;
+    }
+    let timeout_ms = server.repl.timeout_s.load(Ordering::Relaxed) * 1000;
+    if crate::util::now_ms().saturating_sub(info.ack_ms.load(Ordering::Relaxed)) > timeout_ms {
+        tracing::warn!(
+            "Disconnecting timedout replica (streaming sync): {}",
+            info.name()
+        );
+        return true;
+    }
+    false
 }
 
 /// True when the replica at `pos` is behind by more than its output
@@ -178,6 +218,7 @@ pub async fn serve_replica<R, W>(
     let r = &server.repl;
     let info = Arc::new(ReplicaInfo {
         client_id: client.handle.id,
+        pre_psync: req.replid.is_none(),
         ..Default::default()
     });
     let ip = conf.ip.clone().unwrap_or_else(|| {
@@ -234,7 +275,7 @@ pub async fn serve_replica<R, W>(
         info.state.store(STATE_ONLINE, Ordering::Relaxed);
         info.ack_offset.store(pos, Ordering::Relaxed);
         r.replicas.lock().push(info.clone());
-        if !send_checked(server, client, wr, line.as_bytes(), pos, &soft_since).await {
+        if !send_checked(server, client, &info, wr, line.as_bytes(), pos, &soft_since).await {
             leave(server, &info, id);
             return;
         }
@@ -262,81 +303,71 @@ pub async fn serve_replica<R, W>(
     }
     info.state.store(STATE_WAIT_BGSAVE, Ordering::Relaxed);
     r.replicas.lock().push(info.clone());
-    let (diskless_conf, delay) = {
+    let (diskless_conf, delay, max) = {
         let c = server.config.read();
         (
             c.get_bool("repl-diskless-sync") && conf.capa_eof,
             c.get_u64("repl-diskless-sync-delay"),
+            c.get_u64("repl-diskless-sync-max-replicas"),
         )
     };
     // A filtered RDB always goes over the socket (Redis's
     // startBgsaveForReplication); the delay is diskless sync's own.
     let diskless = diskless_conf || (conf.filtered() && conf.capa_eof);
-    if diskless_conf && delay > 0 {
-        tracing::info!("Delay next BGSAVE for diskless SYNC");
-        let until = tokio::time::Instant::now() + Duration::from_secs(delay);
-        while tokio::time::Instant::now() < until {
-            let tick = (tokio::time::Instant::now() + KEEPALIVE).min(until);
-            tokio::time::sleep_until(tick).await;
-            if tick < until && (wr.write_all(b"\n").await.is_err() || wr.flush().await.is_err()) {
-                leave_unregistered(server, &info);
-                return;
-            }
-        }
-    }
-    tracing::info!(
-        "Starting BGSAVE for SYNC with target: {}",
-        if diskless { "replicas sockets" } else { "disk" }
-    );
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
-    let (otx, orx) = tokio::sync::oneshot::channel::<(u64, u64)>();
-    let srv = server.clone();
+    let delay = if diskless_conf { delay } else { 0 };
     let filter = (conf.exclude_data, conf.exclude_functions);
-    let spawned = std::thread::Builder::new()
-        .name("ferrokv-replsync".into())
-        .spawn(move || produce_rdb(&srv, tx, otx, filter));
-    if spawned.is_err() {
-        leave_unregistered(server, &info);
-        return;
-    }
-    let Ok((offset, id)) = orx.await else {
+    let Some((job, start_rx, mut rx)) = join_sync(server, diskless, filter, delay, max) else {
         leave_unregistered(server, &info);
         return;
     };
+    // Newlines keep the link alive until the snapshot begins (Redis's
+    // replicationCron, for replicas in WAIT_BGSAVE_START).
+    let Some(Ok((offset, guard))) =
+        keepalive_while(server, client, &info, wr, u64::MAX, &soft_since, start_rx).await
+    else {
+        leave_unregistered(server, &info);
+        return;
+    };
+    let id = guard.into_id();
     let pos = offset;
     let replid = r.ids.lock().replid.clone();
-    info.state.store(STATE_SEND_BULK, Ordering::Relaxed);
+    if diskless {
+        info.state.store(STATE_SEND_BULK, Ordering::Relaxed);
+    }
     // A replica that came with the old SYNC gets no +FULLRESYNC line
     // (Redis's CLIENT_PRE_PSYNC): the payload's header comes first, as
     // redis-cli --rdb expects.
     let mut ok = req.replid.is_none() || {
         let line = format!("+FULLRESYNC {replid} {offset}\r\n");
-        send_checked(server, client, wr, line.as_bytes(), pos, &soft_since).await
+        send_checked(server, client, &info, wr, line.as_bytes(), pos, &soft_since).await
     };
     if ok && diskless {
         let mark = crate::repl::random_id();
         ok = send_checked(
             server,
             client,
+            &info,
             wr,
             format!("$EOF:{mark}\r\n").as_bytes(),
             pos,
             &soft_since,
         )
         .await;
+        let rx = rx.as_mut().expect("a diskless member has a chunk channel");
         while ok {
             match rx.recv().await {
                 Some(chunk) => {
-                    ok = send_checked(server, client, wr, &chunk, pos, &soft_since).await;
+                    ok = send_checked(server, client, &info, wr, &chunk, pos, &soft_since).await;
                 }
                 None => break,
             }
         }
-        ok = ok && send_checked(server, client, wr, mark.as_bytes(), pos, &soft_since).await;
+        ok = ok && send_checked(server, client, &info, wr, mark.as_bytes(), pos, &soft_since).await;
     } else if ok {
-        ok = send_via_file(server, client, wr, &mut rx, pos, &soft_since).await;
+        ok = send_file(server, client, wr, &job, &info, pos, &soft_since).await;
     }
     drop(rx);
+    drop(job);
     if !ok {
         tracing::warn!(
             "Replica {} lost during the transfer of the RDB",
@@ -389,83 +420,273 @@ pub async fn serve_replica<R, W>(
     leave(server, &info, id);
 }
 
-/// The disk-backed transfer: the RDB into a file in the working
-/// directory, then `$<len>` and its bytes.
-async fn send_via_file<W: AsyncWrite + Unpin>(
+/// Awaits `fut`, writing a newline to the replica every second meanwhile
+/// (Redis's keep-alive to replicas waiting for their RDB). None when the
+/// replica went (or is over its output limit at `pos`).
+async fn keepalive_while<W: AsyncWrite + Unpin, T>(
     server: &Server,
     client: &Client,
+    info: &ReplicaInfo,
     wr: &mut W,
-    rx: &mut tokio::sync::mpsc::Receiver<Vec<u8>>,
     pos: u64,
     soft_since: &AtomicU64,
-) -> bool {
-    let path = std::path::PathBuf::from(format!(
-        "temp-repl-{}-{}.rdb",
-        std::process::id(),
-        client.handle.id
-    ));
-    let res = async {
-        let mut f = tokio::fs::File::create(&path).await.ok()?;
-        let mut len = 0u64;
-        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
-        loop {
-            tokio::select! {
-                chunk = rx.recv() => match chunk {
-                    Some(chunk) => {
-                        f.write_all(&chunk).await.ok()?;
-                        len += chunk.len() as u64;
-                    }
-                    None => break,
-                },
-                _ = tick.tick() => {
-                    // Redis's newline to a replica waiting for a disk BGSAVE.
-                    if !send_checked(server, client, wr, b"\n", pos, soft_since).await {
-                        return None;
-                    }
+    fut: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    tokio::pin!(fut);
+    loop {
+        tokio::select! {
+            v = &mut fut => return Some(v),
+            () = tokio::time::sleep(KEEPALIVE) => {
+                if !send_checked(server, client, info, wr, b"\n", pos, soft_since).await {
+                    return None;
                 }
             }
         }
-        f.flush().await.ok()?;
-        drop(f);
-        if !send_checked(
-            server,
-            client,
-            wr,
-            format!("${len}\r\n").as_bytes(),
-            pos,
-            soft_since,
-        )
-        .await
-        {
-            return None;
-        }
-        let mut f = tokio::fs::File::open(&path).await.ok()?;
-        let mut buf = vec![0u8; 256 * 1024];
-        loop {
-            let n = f.read(&mut buf).await.ok()?;
-            if n == 0 {
-                break;
-            }
-            if !send_checked(server, client, wr, &buf[..n], pos, soft_since).await {
-                return None;
-            }
-        }
-        Some(())
     }
-    .await;
-    let _ = tokio::fs::remove_file(&path).await;
-    res.is_some()
 }
 
-/// An `io::Write` that hands 256 KiB chunks to the connection.
-struct ChunkWriter {
-    tx: tokio::sync::mpsc::Sender<Vec<u8>>,
+/// The disk-backed transfer: waits for the job's file (newlines meanwhile),
+/// then sends `$<len>` and its bytes.
+async fn send_file<W: AsyncWrite + Unpin>(
+    server: &Server,
+    client: &Client,
+    wr: &mut W,
+    job: &SyncJob,
+    info: &ReplicaInfo,
+    pos: u64,
+    soft_since: &AtomicU64,
+) -> bool {
+    let mut written = job.written.subscribe();
+    let waited = keepalive_while(server, client, info, wr, pos, soft_since, async {
+        written
+            .wait_for(Option::is_some)
+            .await
+            .ok()
+            .and_then(|v| *v)
+    })
+    .await;
+    let (Some(Some(Ok(len))), Some(path)) = (waited, job.file.as_ref()) else {
+        return false;
+    };
+    info.state.store(STATE_SEND_BULK, Ordering::Relaxed);
+    if !send_checked(
+        server,
+        client,
+        info,
+        wr,
+        format!("${len}\r\n").as_bytes(),
+        pos,
+        soft_since,
+    )
+    .await
+    {
+        return false;
+    }
+    let Ok(mut f) = tokio::fs::File::open(path).await else {
+        return false;
+    };
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut sent = 0u64;
+    while sent < len {
+        let n = match f.read(&mut buf).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => n.min((len - sent) as usize),
+        };
+        if !send_checked(server, client, info, wr, &buf[..n], pos, soft_since).await {
+            return false;
+        }
+        sent += n as u64;
+    }
+    true
+}
+
+/// One snapshot serving the full synchronisations of the replicas that
+/// asked for one at about the same time (Redis 7.0's single BGSAVE for
+/// several replicas, replication.c syncCommand / startBgsaveForReplication):
+///
+/// - **diskless** (`repl-diskless-sync yes`): replicas arriving within
+///   `repl-diskless-sync-delay` seconds of the first one join it; the
+///   snapshot starts at the end of the delay, or as soon as
+///   `repl-diskless-sync-max-replicas` (when not 0) have joined, and one
+///   serialisation feeds every member's socket (the slowest sets the
+///   pace, as Redis's RDB pipe). A replica arriving after the start waits
+///   for the next snapshot ("Waiting for next BGSAVE for SYNC").
+/// - **disk-backed**: the RDB is written once into a file; replicas
+///   arriving while it is being written attach to it at the same stream
+///   offset ("Waiting for end of BGSAVE for SYNC"), and every member is
+///   sent the file once it is complete. It counts in INFO `rdb_saves`, as
+///   Redis's BGSAVE for replication does.
+///
+/// Only replicas asking for the same kind of RDB (`rdb-filter-only`)
+/// share one. The file is removed when the last member is done.
+pub struct SyncJob {
+    diskless: bool,
+    filter: (bool, bool),
+    state: parking_lot::Mutex<JobState>,
+    /// Signalled when a member joins (max-replicas may be reached).
+    joined: parking_lot::Condvar,
+    /// The file of a disk-backed job.
+    file: Option<std::path::PathBuf>,
+    /// A disk-backed job's file length once written (Err: failed).
+    written: tokio::sync::watch::Sender<Option<Result<u64, ()>>>,
+}
+
+struct JobState {
+    /// The stream offset of the snapshot, once begun.
+    offset: Option<u64>,
+    /// Members waiting for the snapshot to begin.
+    members: Vec<Member>,
+    /// Keeps the stream after `offset` for late attachers of a disk job.
+    pin: Option<ReaderGuard>,
+    /// No more members (the file is complete, or the job ended).
+    closed: bool,
+}
+
+/// A replica waiting for a job's snapshot to begin.
+struct Member {
+    start: tokio::sync::oneshot::Sender<(u64, ReaderGuard)>,
+    chunks: Option<tokio::sync::mpsc::Sender<Arc<Vec<u8>>>>,
+}
+
+impl Drop for SyncJob {
+    fn drop(&mut self) {
+        if let Some(p) = &self.file {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// A backlog reader, removed when dropped unless taken with
+/// [`ReaderGuard::into_id`].
+struct ReaderGuard {
+    backlog: Arc<crate::repl::Backlog>,
+    id: Option<u64>,
+}
+
+impl ReaderGuard {
+    fn into_id(mut self) -> u64 {
+        self.id.take().unwrap_or(0)
+    }
+}
+
+impl Drop for ReaderGuard {
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            self.backlog.remove_reader(id);
+        }
+    }
+}
+
+/// The job, the receiver of (stream offset, backlog reader) when its
+/// snapshot begins, and for a diskless job the receiver of the RDB's
+/// chunks.
+type Joined = (
+    Arc<SyncJob>,
+    tokio::sync::oneshot::Receiver<(u64, ReaderGuard)>,
+    Option<tokio::sync::mpsc::Receiver<Arc<Vec<u8>>>>,
+);
+
+/// Joins the current snapshot when the replica can share it, or begins a
+/// new one (see [`SyncJob`]).
+fn join_sync(
+    server: &Arc<Server>,
+    diskless: bool,
+    filter: (bool, bool),
+    delay: u64,
+    max: u64,
+) -> Option<Joined> {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let r = &server.repl;
+    let (stx, srx) = tokio::sync::oneshot::channel();
+    let (ctx, crx) = if diskless {
+        let (a, b) = tokio::sync::mpsc::channel(8);
+        (Some(a), Some(b))
+    } else {
+        (None, None)
+    };
+    let mut slot = r.sync_job.lock();
+    if let Some(job) = slot.upgrade() {
+        let mut st = job.state.lock();
+        let same = job.diskless == diskless && job.filter == filter;
+        if same && st.offset.is_none() && !st.closed {
+            if diskless && delay > 0 {
+                tracing::info!("Delay next BGSAVE for diskless SYNC");
+            }
+            st.members.push(Member {
+                start: stx,
+                chunks: ctx,
+            });
+            job.joined.notify_all();
+            drop(st);
+            return Some((job, srx, crx));
+        }
+        if same && !diskless && !st.closed {
+            if let Some(offset) = st.offset {
+                if let Some(id) = r.backlog.add_reader(offset) {
+                    tracing::info!("Waiting for end of BGSAVE for SYNC");
+                    let guard = ReaderGuard {
+                        backlog: r.backlog.clone(),
+                        id: Some(id),
+                    };
+                    let _ = stx.send((offset, guard));
+                    drop(st);
+                    return Some((job, srx, crx));
+                }
+            }
+        }
+        if !st.closed {
+            tracing::info!(
+                "Can't attach the replica to the current BGSAVE. Waiting for next BGSAVE for SYNC"
+            );
+        }
+    }
+    let file = (!diskless).then(|| {
+        std::path::PathBuf::from(format!(
+            "temp-repl-{}-{}.rdb",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ))
+    });
+    let job = Arc::new(SyncJob {
+        diskless,
+        filter,
+        state: parking_lot::Mutex::new(JobState {
+            offset: None,
+            members: vec![Member {
+                start: stx,
+                chunks: ctx,
+            }],
+            pin: None,
+            closed: false,
+        }),
+        joined: parking_lot::Condvar::new(),
+        file,
+        written: tokio::sync::watch::channel(None).0,
+    });
+    if delay > 0 {
+        tracing::info!("Delay next BGSAVE for diskless SYNC");
+    }
+    *slot = Arc::downgrade(&job);
+    drop(slot);
+    let (srv, j) = (server.clone(), job.clone());
+    std::thread::Builder::new()
+        .name("ferrokv-replsync".into())
+        .spawn(move || produce_rdb(&srv, &j, delay, max))
+        .ok()?;
+    Some((job, srx, crx))
+}
+
+/// An `io::Write` that hands 256 KiB chunks to every member of a
+/// diskless job; a member that went is dropped, the write fails when none
+/// is left.
+struct FanOut {
+    txs: Vec<tokio::sync::mpsc::Sender<Arc<Vec<u8>>>>,
     buf: Vec<u8>,
 }
 
 const CHUNK: usize = 256 * 1024;
 
-impl std::io::Write for ChunkWriter {
+impl std::io::Write for FanOut {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
         self.buf.extend_from_slice(b);
         if self.buf.len() >= CHUNK {
@@ -478,24 +699,49 @@ impl std::io::Write for ChunkWriter {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
-        self.tx
-            .blocking_send(chunk)
-            .map_err(|_| std::io::Error::other("replica gone"))
+        let chunk = Arc::new(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK)));
+        self.txs
+            .retain(|tx| tx.blocking_send(chunk.clone()).is_ok());
+        if self.txs.is_empty() {
+            return Err(std::io::Error::other("replicas gone"));
+        }
+        Ok(())
     }
 }
 
-/// The snapshot thread: pauses writes, begins the point-in-time copy,
-/// takes the stream position (a reader of the backlog, registered at
-/// once so the bytes after it stay), reports (offset, reader id), then
-/// serialises the copy as an RDB into `tx`.
-fn produce_rdb(
-    server: &Arc<Server>,
-    tx: tokio::sync::mpsc::Sender<Vec<u8>>,
-    otx: tokio::sync::oneshot::Sender<(u64, u64)>,
-    (exclude_data, exclude_functions): (bool, bool),
-) {
+/// The snapshot thread of a job: waits out the diskless delay (or until
+/// `max` members), pauses writes, begins the point-in-time copy, gives
+/// every member its place in the stream (a backlog reader at the same
+/// offset), then serialises the copy as an RDB to the members' sockets or
+/// into the job's file.
+fn produce_rdb(server: &Arc<Server>, job: &SyncJob, delay: u64, max: u64) {
     let r = &server.repl;
+    let mut st = job.state.lock();
+    if delay > 0 {
+        let until = std::time::Instant::now() + Duration::from_secs(delay);
+        loop {
+            st.members.retain(|m| !m.start.is_closed());
+            if max > 0 && st.members.len() as u64 >= max {
+                break;
+            }
+            if job.joined.wait_until(&mut st, until).timed_out() {
+                break;
+            }
+        }
+    }
+    st.members.retain(|m| !m.start.is_closed());
+    if st.members.is_empty() {
+        st.closed = true;
+        return;
+    }
+    tracing::info!(
+        "Starting BGSAVE for SYNC with target: {}",
+        if job.diskless {
+            "replicas sockets"
+        } else {
+            "disk"
+        }
+    );
     let paused = server.propagation.pause_writes();
     // Chosen with writes paused: the copy and the header agree on it.
     let version = crate::persist::rdb::save_version(&**server);
@@ -506,34 +752,74 @@ fn produce_rdb(
     );
     let offset = r.backlog.end();
     r.backlog.forget_db();
-    let Some(id) = r.backlog.add_reader(offset) else {
-        return;
+    let reader = || {
+        r.backlog.add_reader(offset).map(|id| ReaderGuard {
+            backlog: r.backlog.clone(),
+            id: Some(id),
+        })
     };
+    let mut txs = Vec::new();
+    for m in std::mem::take(&mut st.members) {
+        let Some(g) = reader() else { continue };
+        if m.start.send((offset, g)).is_ok() {
+            txs.extend(m.chunks);
+        }
+    }
+    if !job.diskless {
+        st.pin = reader();
+    }
+    st.offset = Some(offset);
     drop(paused);
-    if otx.send((offset, id)).is_err() {
-        r.backlog.remove_reader(id);
+    drop(st);
+    // rdb-key-save-delay slows every save, a replication one too (Redis's
+    // rdbSaveKeyValuePair; its tests rely on it).
+    let key_delay_us = server.config.read().get_i64("rdb-key-save-delay").max(0) as u64;
+    let ctl = crate::persist::rdb::SaveCtl {
+        key_delay_us,
+        exclude_data: job.filter.0,
+        exclude_functions: job.filter.1,
+        ..Default::default()
+    };
+    let mut src = |d: usize, i: usize, b: &mut Vec<u8>| Some(snap.shard(d, i, b));
+    if job.diskless {
+        let mut w = FanOut {
+            txs,
+            buf: Vec::with_capacity(CHUNK),
+        };
+        let res = crate::persist::rdb::write_snapshot_from(
+            &**server, &mut w, false, ctl, version, &mut src,
+        )
+        .and_then(|_| std::io::Write::flush(&mut w));
+        if let Err(e) = res {
+            tracing::warn!("Background transfer of the RDB to replicas stopped: {e}");
+        }
+        job.state.lock().closed = true;
         return;
     }
-    let mut w = ChunkWriter {
-        tx,
-        buf: Vec::with_capacity(CHUNK),
-    };
-    let res = crate::persist::rdb::write_snapshot_from(
-        &**server,
-        &mut w,
-        false,
-        crate::persist::rdb::SaveCtl {
-            exclude_data,
-            exclude_functions,
-            ..Default::default()
-        },
-        version,
-        &mut |d, i, b| Some(snap.shard(d, i, b)),
-    )
-    .and_then(|_| std::io::Write::flush(&mut w));
-    if let Err(e) = res {
-        tracing::warn!("Background transfer of the RDB to a replica stopped: {e}");
+    let path = job.file.as_ref().expect("a disk-backed job has a file");
+    let res = (|| {
+        let f = std::fs::File::create(path)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        crate::persist::rdb::write_snapshot_from(&**server, &mut w, false, ctl, version, &mut src)?;
+        let f = w.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        Ok::<u64, std::io::Error>(f.metadata()?.len())
+    })();
+    match &res {
+        Ok(_) => {
+            tracing::info!("Background saving terminated with success");
+            crate::persist::Host::rdb(&**server)
+                .saves
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        Err(e) => tracing::warn!("Background RDB save for replication failed: {e}"),
     }
+    {
+        let mut st = job.state.lock();
+        st.closed = true;
+        st.pin = None;
+    }
+    job.written.send_replace(Some(res.map_err(|_| ())));
 }
 
 /// Removes a replica that never got a reader.
@@ -593,7 +879,7 @@ async fn stream<R, W>(
             Ok(p) => {
                 if !buf.is_empty() {
                     backlog.waiting(false);
-                    if !send_checked(server, client, wr, &buf, pos, soft_since).await {
+                    if !send_checked(server, client, info, wr, &buf, pos, soft_since).await {
                         return;
                     }
                     pos = p;
@@ -612,7 +898,10 @@ async fn stream<R, W>(
             backlog.waiting(false);
             return;
         }
-        let timeout_ms = server.config.read().get_u64("repl-timeout") * 1000;
+        if timed_out(server, info) {
+            backlog.waiting(false);
+            return;
+        }
         let woken = tokio::select! {
             () = &mut notified => true,
             res = rd.read_buf(rbuf) => {
@@ -630,15 +919,7 @@ async fn stream<R, W>(
                 }
                 false
             }
-            () = tokio::time::sleep(Duration::from_secs(1)) => {
-                let now = crate::util::now_ms();
-                if now.saturating_sub(info.ack_ms.load(Ordering::Relaxed)) > timeout_ms {
-                    tracing::warn!("Disconnecting timedout replica (streaming sync): {}", client.handle.addr);
-                    backlog.waiting(false);
-                    return;
-                }
-                false
-            }
+            () = tokio::time::sleep(Duration::from_secs(1)) => false,
         };
         backlog.waiting(false);
         if woken {

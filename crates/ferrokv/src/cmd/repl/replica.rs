@@ -153,7 +153,19 @@ fn link_loop(server: &Arc<Server>, gen: u64) {
         match run_link(server, gen, &host, port) {
             Ok(()) => {}
             Err(e) => {
-                tracing::warn!("Replication link with {host}:{port}: {e}");
+                let r = &server.repl;
+                let silent_ms =
+                    crate::util::now_ms().saturating_sub(r.link_last_io_ms.load(Ordering::Relaxed));
+                if r.link_state.load(Ordering::SeqCst) == link::TRANSFER
+                    && silent_ms >= r.timeout_s.load(Ordering::Relaxed) * 1000
+                {
+                    // Redis's replicationCron texts.
+                    tracing::warn!("Timeout receiving bulk data from MASTER... If the problem persists try to set the 'repl-timeout' parameter in redis.conf to a larger value.");
+                } else if e.starts_with("MASTER timeout") || e.starts_with("Timeout connecting") {
+                    tracing::warn!("{e}");
+                } else {
+                    tracing::warn!("Replication link with {host}:{port}: {e}");
+                }
                 if server
                     .repl
                     .master
@@ -196,9 +208,16 @@ fn send_cmd(w: &mut TcpStream, args: &[&[u8]]) -> std::io::Result<()> {
 fn read_line(r: &mut BufReader<TcpStream>) -> Result<String, String> {
     loop {
         let mut line = Vec::new();
-        let n = r
-            .read_until(b'\n', &mut line)
-            .map_err(io_err("reading from master"))?;
+        let n = r.read_until(b'\n', &mut line).map_err(|e| {
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) {
+                "Timeout connecting to the MASTER...".to_string()
+            } else {
+                format!("reading from master: {e}")
+            }
+        })?;
         if n == 0 {
             return Err("connection closed by master".into());
         }
@@ -219,7 +238,13 @@ fn run_link(server: &Arc<Server>, gen: u64, host: &str, port: u16) -> LinkResult
         .map_err(io_err("resolving master"))?
         .next()
         .ok_or("master address not found")?;
-    let sock = TcpStream::connect_timeout(&addr, timeout).map_err(io_err("connecting"))?;
+    let sock = TcpStream::connect_timeout(&addr, timeout).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::TimedOut {
+            "Timeout connecting to the MASTER...".to_string()
+        } else {
+            format!("connecting: {e}")
+        }
+    })?;
     let _ = sock.set_nodelay(true);
     sock.set_read_timeout(Some(timeout))
         .map_err(io_err("socket"))?;
@@ -412,6 +437,8 @@ fn full_sync(
 ) -> LinkResult {
     let r = &server.repl;
     r.link_state.store(link::TRANSFER, Ordering::SeqCst);
+    r.link_last_io_ms
+        .store(crate::util::now_ms(), Ordering::Relaxed);
     let header = read_line(rd)?;
     let Some(spec) = header.strip_prefix('$') else {
         return Err(format!("Bad protocol from MASTER, the first byte is not '$' (we received '{header}'), are you sure the host and port are right?"));
