@@ -374,6 +374,13 @@ impl Raw {
         out
     }
 
+    /// Sends a command and reads its reply; Err (instead of a panic) when
+    /// the write fails or the reply does not come (closed, timed out).
+    pub fn try_cmd(&mut self, args: &[&[u8]]) -> std::io::Result<Vec<u8>> {
+        self.w.write_all(&encode(args))?;
+        self.try_reply()
+    }
+
     /// Reads one reply; Err on timeout/close.
     pub fn try_reply(&mut self) -> std::io::Result<Vec<u8>> {
         let mut out = Vec::new();

@@ -443,11 +443,9 @@ fn reset(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
 /// "-UNBLOCKED client unblocked via CLIENT UNBLOCK" (ERROR). :1 when the
 /// client was blocked, else :0. Errors as Redis 7.0's clientCommand: a
 /// non-integer id is "value is not an integer or out of range", another
-/// reason "CLIENT UNBLOCK reason should be TIMEOUT or ERROR".
+/// reason "CLIENT UNBLOCK reason should be TIMEOUT or ERROR", checked in
+/// Redis's order: the argument count, the reason, then the id.
 fn client_unblock(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let Some(id) = super::arg_i64(ctx, args.get(2)) else {
-        return;
-    };
     let error = if args.len() == 4 {
         let r = args.get(3);
         if r.eq_ignore_ascii_case(b"timeout") {
@@ -460,9 +458,12 @@ fn client_unblock(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     } else if args.len() == 3 {
         false
     } else {
-        return ctx.error(
-            "ERR unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP.",
-        );
+        // The subcommand as the client spelled it, as Redis's
+        // addReplySubcommandSyntaxError does.
+        return ctx.sub_syntax(args, "CLIENT");
+    };
+    let Some(id) = super::arg_i64(ctx, args.get(2)) else {
+        return;
     };
     let target = u64::try_from(id)
         .ok()

@@ -48,14 +48,40 @@ pub fn close_idle() {
         .retain(|_, c| c.last_use.elapsed() <= CACHE_TTL);
 }
 
-fn connect(host: &str, port: &str, timeout: Duration) -> std::io::Result<Cached> {
+/// Why a connection to the target could not be made, as Redis 7.0 tells
+/// them apart.
+enum ConnectError {
+    /// The non-blocking connect() failed at once (unresolvable host, a
+    /// negative port, an unreachable network): "error or timeout
+    /// connecting to the client".
+    Connecting,
+    /// The connection was refused or timed out: Redis's
+    /// connBlockingConnect does not notice, and its first write fails
+    /// ("error or timeout writing to target instance").
+    Writing,
+}
+
+/// Connects to `host`:`port`, the port read as Redis's atoi does (`abc`
+/// is 0, `1.5` is 1, a number beyond an int wraps, then the low 16 bits
+/// are the TCP port, as getaddrinfo's numeric service).
+fn connect(host: &str, port: &[u8], timeout: Duration) -> Result<Cached, ConnectError> {
     use std::net::ToSocketAddrs;
-    let addr = format!("{host}:{port}")
-        .to_socket_addrs()?
-        .next()
-        .ok_or_else(|| std::io::Error::other("no address"))?;
-    let s = TcpStream::connect_timeout(&addr, timeout)?;
-    s.set_nodelay(true)?;
+    let port = super::server::debug::atoi(port);
+    if port < 0 {
+        return Err(ConnectError::Connecting);
+    }
+    let addr = (host, port as u16)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or(ConnectError::Connecting)?;
+    let s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NetworkUnreachable | std::io::ErrorKind::HostUnreachable => {
+            ConnectError::Connecting
+        }
+        _ => ConnectError::Writing,
+    })?;
+    let _ = s.set_nodelay(true);
     Ok(Cached {
         reader: BufReader::new(s),
         last_dbid: -1,
@@ -192,9 +218,14 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         let had_cached = cached.is_some();
         let mut cs = match cached {
             Some(c) => c,
-            None => match connect(&host, &port, timeout) {
+            None => match connect(&host, args.get(2), timeout) {
                 Ok(c) => c,
-                Err(_) => return ctx.error("IOERR error or timeout connecting to the client"),
+                Err(ConnectError::Writing) => {
+                    return ctx.error("IOERR error or timeout writing to target instance")
+                }
+                Err(ConnectError::Connecting) => {
+                    return ctx.error("IOERR error or timeout connecting to the client")
+                }
             },
         };
         let _ = cs.reader.get_ref().set_read_timeout(Some(timeout));

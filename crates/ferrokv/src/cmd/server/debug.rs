@@ -144,8 +144,10 @@ pub fn stops_the_world(args: &Args<'_>) -> bool {
 
 /// C's `atoi`, which debug.c uses for its switches (SET-ACTIVE-EXPIRE,
 /// PAUSE-CRON, ...): leading blanks, an optional sign, then as many digits
-/// as there are; anything else reads as 0 ("on", "x" are 0; "1x" is 1).
-fn atoi(b: &[u8]) -> i64 {
+/// as there are; anything else reads as 0 ("on", "x" are 0; "1x" is 1);
+/// beyond the range of a long it saturates, then keeps the low 32 bits, as
+/// glibc's `(int)strtol` (so 9223372036854775808 is -1). Also MIGRATE's port, which migrate.c reads with atoi.
+pub(crate) fn atoi(b: &[u8]) -> i64 {
     let mut i = 0;
     while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
         i += 1;
@@ -156,11 +158,16 @@ fn atoi(b: &[u8]) -> i64 {
     }
     let mut v: i64 = 0;
     while i < b.len() && b[i].is_ascii_digit() {
-        v = v.wrapping_mul(10).wrapping_add((b[i] - b'0') as i64);
+        let d = (b[i] - b'0') as i64;
+        // glibc's atoi is (int)strtol: strtol saturates at LONG_MIN/MAX.
+        v = if neg {
+            v.saturating_mul(10).saturating_sub(d)
+        } else {
+            v.saturating_mul(10).saturating_add(d)
+        };
         i += 1;
     }
-    // atoi returns an int.
-    let v = if neg { v.wrapping_neg() } else { v };
+    // atoi returns an int: the low 32 bits.
     v as i32 as i64
 }
 
