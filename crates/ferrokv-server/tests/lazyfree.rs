@@ -555,3 +555,51 @@ fn lazy_eviction_frees_evicted_values_in_background() {
         }
     }
 }
+
+/// replica-lazy-flush: a replica's full synchronisation frees its old
+/// dataset on the lazyfree thread, counting its keys, as redis-server 7.0
+/// does (each server replicating from a master of its own kind); without
+/// the directive nothing is counted.
+#[test]
+fn replica_lazy_flush_counts_the_old_keys_as_redis() {
+    let mut results = Vec::new();
+    for redis in [false, true] {
+        let start = |extra: &[&str]| {
+            if redis {
+                Server::start_redis(extra)
+            } else {
+                Some(Server::start(extra))
+            }
+        };
+        let Some(master) = start(&[]) else {
+            eprintln!("redis-server not installed: ferrokv only");
+            break;
+        };
+        let mut m = master.raw();
+        m.cmds("SET from-master 1");
+        let mut counts = Vec::new();
+        for lazy in ["no", "yes"] {
+            let replica = start(&[]).expect("replica");
+            let mut r = replica.raw();
+            for k in 0..100 {
+                r.cmds(&format!("SET old{k} v"));
+            }
+            r.cmds(&format!("CONFIG SET replica-lazy-flush {lazy}"));
+            r.cmds("CONFIG RESETSTAT");
+            r.cmds(&format!("REPLICAOF 127.0.0.1 {}", master.port));
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while r.info_field("replication", "master_link_status") != "up" {
+                assert!(Instant::now() < deadline, "replica never synchronised");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            wait_lazyfree_done(&mut r);
+            assert_eq!(r.cmds("DBSIZE"), b":1\r\n");
+            counts.push(info_u64(&mut r, "lazyfreed_objects"));
+        }
+        results.push(counts);
+    }
+    assert_eq!(results[0], vec![0, 100]);
+    if results.len() == 2 {
+        assert_eq!(results[0], results[1]);
+    }
+}
