@@ -721,3 +721,122 @@ fn disconnect_cleans_up() {
     assert_eq!(w.info_field("stats", "tracking_total_keys"), "0");
     assert_eq!(w.info_field("stats", "tracking_total_items"), "0");
 }
+
+/// The four INFO counters, recorded.
+fn counters(t: &mut T, w: &mut Raw, after: &str) {
+    let v: Vec<String> = [
+        "tracking_clients",
+        "tracking_total_keys",
+        "tracking_total_items",
+        "tracking_total_prefixes",
+    ]
+    .iter()
+    .map(|f| format!("{f}={}", w.info_field("everything", f)))
+    .collect();
+    t.rec(&format!("counters after {after}"), v.join(" ").into_bytes());
+}
+
+/// INFO's tracking counters through a client's life, as Redis 7.0 counts
+/// them: keys stay in the table after their client turns tracking off or
+/// disconnects (until invalidated), a key read by two clients is one key
+/// and two items, OPTIN / OPTOUT with CLIENT CACHING, NOLOOP, reads inside
+/// MULTI and inside scripts (remembered for the script's caller; EVAL_RO's
+/// declared keys are not), BCAST prefixes shared between clients and
+/// released, tracking-table-max-keys, and flushes.
+fn info_counts_lifecycle(port: u16, t: &mut T) {
+    let (_rd, id) = redirection(t, port);
+    let mut a = Raw::connect(port);
+    let mut b = Raw::connect(port);
+    let mut c = Raw::connect(port);
+    let mut w = Raw::connect(port);
+    let on = format!("CLIENT TRACKING on REDIRECT {id}");
+    let steps: Vec<(&str, String)> = vec![
+        ("a", on.clone()),
+        ("a", "GET k1".into()),
+        ("a", "MGET k1 k2 k3".into()),
+        ("b", on.clone()),
+        ("b", "GET k1".into()),
+        ("w", "SET k2 x".into()),
+        ("a", "CLIENT TRACKING off".into()),
+        ("w", "SET k4 x".into()),
+        ("b", "GET k4".into()),
+        ("w", "SET k1 y".into()),
+        ("c", format!("{on} BCAST PREFIX a PREFIX b")),
+        ("b", format!("{on} BCAST PREFIX a")),
+        ("b", "CLIENT TRACKING off".into()),
+        ("b", format!("{on} BCAST PREFIX c")),
+        ("c", "CLIENT TRACKING off".into()),
+        ("a", format!("{on} OPTIN")),
+        ("a", "GET o1".into()),
+        ("a", "CLIENT CACHING yes".into()),
+        ("a", "GET o2".into()),
+        ("a", "CLIENT TRACKING off".into()),
+        ("a", format!("{on} OPTOUT")),
+        ("a", "GET o3".into()),
+        ("a", "CLIENT CACHING no".into()),
+        ("a", "GET o4".into()),
+        ("a", "CLIENT TRACKING off".into()),
+        ("a", on.clone()),
+        ("a", "EXISTS e1".into()),
+        ("a", "TYPE e2".into()),
+        ("a", "STRLEN e3".into()),
+        ("a", "CLIENT TRACKING off".into()),
+        ("a", format!("{on} NOLOOP")),
+        ("a", "GET n1".into()),
+        ("a", "SET n1 v".into()),
+        ("w", "SET o2 x".into()),
+        ("w", "DEL o3".into()),
+        ("a", "MULTI".into()),
+        ("a", "GET q1".into()),
+        ("a", "GET q2".into()),
+        ("a", "EXEC".into()),
+        ("a", "EVAL \"return redis.call('get','q3')\" 1 q3".into()),
+        ("a", "EVAL_RO \"return 1\" 1 q4".into()),
+        ("a", "EVAL_RO \"return redis.call('get','q5')\" 1 q5".into()),
+        ("w", "SET q3 x".into()),
+        ("w", "CONFIG SET tracking-table-max-keys 3".into()),
+        ("a", "MGET m1 m2 m3 m4 m5".into()),
+        ("w", "SET m9 1".into()),
+        ("w", "CONFIG SET tracking-table-max-keys 0".into()),
+        ("a", "MGET z1 z2 z3".into()),
+        ("w", "FLUSHALL".into()),
+        ("a", "MGET y1 y2".into()),
+        ("w", "FLUSHDB ASYNC".into()),
+        ("a", "GET w1".into()),
+        ("w", "SELECT 1".into()),
+        ("w", "SET w1 x".into()),
+        ("a", "QUIT".into()),
+        ("w", "SET x 1".into()),
+        ("b", "QUIT".into()),
+    ];
+    for (who, line) in &steps {
+        let conn = match *who {
+            "a" => &mut a,
+            "b" => &mut b,
+            "c" => &mut c,
+            _ => &mut w,
+        };
+        // Split on spaces; a double-quoted part is one argument.
+        let mut args: Vec<String> = Vec::new();
+        for (i, part) in line.split('"').enumerate() {
+            if i % 2 == 1 {
+                args.push(part.to_string());
+            } else {
+                args.extend(part.split_whitespace().map(String::from));
+            }
+        }
+        let refs: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        let r = conn.cmd(&refs);
+        t.rec(&format!("{who}: {line}"), r);
+        if line == "QUIT" {
+            // The server notices the disconnect on its own time.
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        counters(t, &mut w, &format!("{who}: {line}"));
+    }
+}
+
+#[test]
+fn info_counts_through_a_clients_life_differential() {
+    differential(info_counts_lifecycle);
+}

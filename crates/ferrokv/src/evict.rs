@@ -338,7 +338,17 @@ pub fn perform(server: &Env<'_>) -> Outcome {
                 server.propagation.cut();
             }
             None => {
+                // Nothing left to evict: values may still be on their way
+                // out through the lazyfree thread; wait for it a little
+                // (as long as one time budget), as Redis's
+                // performEvictions waits on BIO_LAZY_FREE.
                 outcome = Outcome::Fail;
+                if crate::db::lazyfree::pending() > 0 {
+                    std::thread::sleep(limit.unwrap_or(Duration::from_millis(1)));
+                    if used_memory() <= max {
+                        outcome = Outcome::Ok;
+                    }
+                }
                 break;
             }
         }
@@ -498,7 +508,9 @@ fn evict_key(server: &Env<'_>, db: usize, key: &[u8], volatile: bool) -> bool {
         crate::propagate::deleted(db, key);
     }
     drop(sh);
-    drop(old);
+    if let Some(e) = old {
+        crate::db::lazyfree::free_entry(e, crate::db::lazyfree::Reason::Eviction);
+    }
     server.keyspace.events().evicted(db, key);
     server.evict.evicted.fetch_add(1, Ordering::Relaxed);
     true

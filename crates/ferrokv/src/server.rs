@@ -346,6 +346,13 @@ impl Server {
         l.zset_max_listpack_value
             .store(u("zset-max-listpack-value"), Ordering::Relaxed);
         l.timeout.store(u("timeout"), Ordering::Relaxed);
+        crate::db::lazyfree::configure(
+            c.get_bool("lazyfree-lazy-eviction"),
+            c.get_bool("lazyfree-lazy-expire"),
+            c.get_bool("lazyfree-lazy-server-del"),
+            c.get_bool("lazyfree-lazy-user-del"),
+            c.get_bool("lazyfree-lazy-user-flush"),
+        );
         let r = &self.repl;
         r.min_to_write
             .store(u("min-replicas-to-write"), Ordering::Relaxed);

@@ -588,8 +588,11 @@ fn invalidate(server: &Env<'_>, key: &[u8], bcast: bool, expired: bool) {
 }
 
 /// trackingInvalidateKeysOnFlush: FLUSHDB / FLUSHALL. Every tracking client
-/// gets a null (all keys); the table is emptied.
-pub fn flushed(server: &Env<'_>) {
+/// gets a null (all keys); the table is emptied. With `lazy` (an ASYNC
+/// flush) a table whose radix tree would have more than 64 nodes is freed
+/// on the lazyfree thread, its keys counted by INFO `lazyfreed_objects`
+/// (Redis's freeTrackingRadixTreeAsync).
+pub fn flushed(server: &Env<'_>, lazy: bool) {
     let t = &server.tracking;
     if t.clients.load(Ordering::Acquire) > 0 {
         for h in server.clients.all() {
@@ -598,15 +601,34 @@ pub fn flushed(server: &Env<'_>) {
             }
         }
     }
+    let mut old = Vec::new();
+    let mut keys = 0;
     for s in t.table.iter() {
         let mut g = s.lock();
         let n = g.len() as u64;
         let items: u64 = g.values().map(|v| v.len() as u64).sum();
-        *g = Table::default();
+        let taken = std::mem::take(&mut *g);
+        drop(g);
         t.keys.fetch_sub(n, Ordering::AcqRel);
         t.items.fetch_sub(items, Ordering::AcqRel);
+        keys += taken.len();
+        if !taken.is_empty() {
+            old.push(taken);
+        }
     }
     maybe_idle(server);
+    if lazy && !old.is_empty() {
+        // More than 64 keys make more than 64 nodes; below that the
+        // tree's shape decides.
+        let big = keys > crate::db::lazyfree::LAZYFREE_THRESHOLD || {
+            let mut ks: Vec<&[u8]> = old.iter().flat_map(|t| t.keys().map(|k| &**k)).collect();
+            ks.sort_unstable();
+            crate::db::lazyfree::rax_node_count(&ks) > crate::db::lazyfree::LAZYFREE_THRESHOLD
+        };
+        if big {
+            crate::db::lazyfree::free_databases(old, keys);
+        }
+    }
 }
 
 /// trackingBroadcastInvalidationMessages: sends this thread's BCAST keys

@@ -1331,7 +1331,7 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, v: Variant) {
             }
             drop(locks);
         }
-        drop(old);
+        crate::db::lazyfree::free_old(old, crate::db::lazyfree::Reason::ServerDel);
         ctx.dirty = Some(if n > 0 { n as u64 } else { existed as u64 });
         ctx.out.int(n as i64);
         return;

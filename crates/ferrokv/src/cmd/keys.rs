@@ -25,7 +25,7 @@ use super::behaviour;
 use super::keyspecs;
 use super::{acl, cmd, container, err, flags::*, Command, Ctx};
 use crate::db::keyspace::{SHARDS, SHARD_BITS};
-use crate::db::{hash_key, Entry, Shard, StrValue, Value};
+use crate::db::{hash_key, lazyfree, Entry, Shard, StrValue, Value};
 use crate::events::{GENERIC, NEW};
 use crate::resp::Args;
 use crate::server::Server;
@@ -390,35 +390,26 @@ fn remove_keys(ctx: &mut Ctx<'_>, args: &Args<'_>) -> (i64, Vec<Entry>) {
 }
 
 /// DEL key [key ...]: integer, the number of keys removed (atomic across
-/// shards; a repeated key counts once).
+/// shards; a repeated key counts once). With `lazyfree-lazy-user-del` the
+/// large values are freed in the background, as UNLINK does.
 fn del(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let (n, freed) = remove_keys(ctx, args);
-    drop(freed);
+    for e in freed {
+        lazyfree::free_entry(e, lazyfree::Reason::UserDel);
+    }
     ctx.out.int(n);
 }
 
-/// UNLINK key [key ...]: as DEL, but the values are freed on another thread
-/// (Redis's lazyfree), so a huge value does not delay the reply.
+/// UNLINK key [key ...]: as DEL, but a value of more than 64 allocations
+/// is freed on the background thread (Redis's lazyfree), so a huge value
+/// does not delay the reply (INFO `lazyfree_pending_objects` counts it
+/// until it is freed).
 fn unlink(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let (n, freed) = remove_keys(ctx, args);
-    free_later(freed);
+    for e in freed {
+        lazyfree::free_entry(e, lazyfree::Reason::Unlink);
+    }
     ctx.out.int(n);
-}
-
-/// Drops `v` on a background thread when it is worth it.
-fn free_later<T: Send + 'static>(v: Vec<T>) {
-    if v.len() < 64 {
-        drop(v);
-        return;
-    }
-    if std::thread::Builder::new()
-        .name("ferrokv-lazyfree".into())
-        .spawn(move || drop(v))
-        .is_err()
-    {
-        // Thread creation failed: the vector was moved into the closure
-        // and dropped with it; nothing else to do.
-    }
 }
 
 // ------------------------------------------------------- EXISTS / TOUCH
@@ -572,7 +563,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, relative: bool, ms: bool) 
         argv.extend((3..args.len()).map(|i| args.get(i)));
         crate::propagate::rewrite(&argv);
     }
-    drop(old);
+    lazyfree::free_old(old, lazyfree::Reason::Expire);
     ctx.out.int(1);
 }
 
@@ -712,7 +703,7 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, nx: bool) {
     };
     let old = locks.shard(db, hd).insert_with_expire(hd, dst, e, at);
     drop(locks);
-    drop(old);
+    lazyfree::free_old(old, lazyfree::Reason::ServerDel);
     ctx.notify(dst, NEW, "new");
     ctx.touch_key(src);
     ctx.touch_key(dst);
@@ -785,7 +776,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     }
     let old = shard.insert_with_expire(hd, dst, copy, copy_at);
     drop(locks);
-    drop(old);
+    lazyfree::free_old(old, lazyfree::Reason::ServerDel);
     ctx.events().notify(dst_db, dst, NEW, "new");
     ctx.events().modified(dst_db, dst, GENERIC, "copy_to");
     ctx.out.int(1);
@@ -1054,17 +1045,15 @@ fn dbsize(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     ctx.out.int(n as i64);
 }
 
-/// Parses FLUSHDB / FLUSHALL's optional SYNC|ASYNC; Some(async?) or a
-/// syntax error.
-fn flush_mode(ctx: &mut Ctx<'_>, args: &Args<'_>) -> Option<bool> {
+/// Parses FLUSHDB / FLUSHALL's optional SYNC|ASYNC (Redis's
+/// `getFlushCommandFlags`): Some(async?), None for a syntax error. Without
+/// the option `lazyfree-lazy-user-flush` decides.
+fn flush_mode(args: &Args<'_>) -> Option<bool> {
     match args.len() {
-        1 => Some(false),
+        1 => Some(lazyfree::lazy_user_flush()),
         2 if args.get(1).eq_ignore_ascii_case(b"sync") => Some(false),
         2 if args.get(1).eq_ignore_ascii_case(b"async") => Some(true),
-        _ => {
-            ctx.syntax();
-            None
-        }
+        _ => None,
     }
 }
 
@@ -1072,8 +1061,8 @@ fn flush_mode(ctx: &mut Ctx<'_>, args: &Args<'_>) -> Option<bool> {
 /// database atomically (all its shards locked at once). ASYNC frees the
 /// memory on a background thread.
 fn flushdb(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let Some(lazy) = flush_mode(ctx, args) else {
-        return;
+    let Some(lazy) = flush_mode(args) else {
+        return ctx.syntax();
     };
     let mut taken = Vec::new();
     {
@@ -1092,12 +1081,13 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     // forceCommandPropagation), so replicas flush too.
     crate::propagate::mark_dirty();
     if lazy {
-        free_later(taken);
+        let keys = taken.iter().map(|s| s.len()).sum();
+        lazyfree::free_databases(taken, keys);
     } else {
         drop(taken);
     }
     if ctx.events().tracking() {
-        crate::tracking::flushed(&srv(ctx).tracking_env());
+        crate::tracking::flushed(&srv(ctx).tracking_env(), lazy);
     }
     ctx.out.ok();
 }
@@ -1105,8 +1095,8 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// FLUSHALL [ASYNC|SYNC]: +OK after removing every key of every database
 /// atomically (all shards of all databases locked in the global order).
 fn flushall(ctx: &mut Ctx<'_>, args: &Args<'_>) {
-    let Some(lazy) = flush_mode(ctx, args) else {
-        return;
+    let Some(lazy) = flush_mode(args) else {
+        return ctx.syntax();
     };
     // A running BGSAVE is stopped before the keyspace is emptied: it reads
     // the live keyspace (no fork), and would otherwise finish at once over
@@ -1138,12 +1128,13 @@ fn flushall(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     ctx.dirty = Some(if saved { 1 } else { removed + 1 });
     crate::propagate::mark_dirty();
     if lazy {
-        free_later(taken);
+        let keys = taken.iter().map(|s| s.len()).sum();
+        lazyfree::free_databases(taken, keys);
     } else {
         drop(taken);
     }
     if ctx.events().tracking() {
-        crate::tracking::flushed(&srv(ctx).tracking_env());
+        crate::tracking::flushed(&srv(ctx).tracking_env(), lazy);
     }
     ctx.out.ok();
 }

@@ -861,7 +861,7 @@ pub fn store_or_delete(
         }
     };
     drop(locks);
-    drop(old);
+    crate::db::lazyfree::free_old(old, crate::db::lazyfree::Reason::ServerDel);
     if stored {
         if !existed {
             ctx.notify(dst, crate::events::NEW, "new");
@@ -1510,12 +1510,18 @@ fn run_command(
 /// tracking-table-max-keys (Redis's processCommand) and, for a read-only
 /// command of a tracking client, remembers its keys (Redis's call(); done
 /// before the read so that a concurrent write's invalidation is not lost).
+/// The read-only script commands (EVAL_RO, EVALSHA_RO, FCALL_RO) are
+/// skipped, as Redis skips them: the keys their commands read are
+/// remembered instead (scripting.rs).
 fn track_before(server: &Arc<Server>, client: &Client, c: &Command, args: &Args<'_>) {
     crate::tracking::set_current(client.handle.id);
     if server.tracking.client_count() > 0 {
         crate::tracking::limit_used_slots(&server.tracking_env());
     }
-    if client.tracking && c.flags & flags::READONLY != 0 {
+    if client.tracking
+        && c.flags & flags::READONLY != 0
+        && !matches!(c.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
+    {
         crate::tracking::remember(
             &server.tracking_env(),
             &client.handle,

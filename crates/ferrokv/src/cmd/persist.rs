@@ -255,8 +255,9 @@ pub(crate) fn restore(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     } else if let Some(s) = idle {
         e.lru = crate::db::lru::clock_idle(ctx.now, s.max(0) as u64);
     }
-    g.insert_with_expire(h, key, e, ttl as u64);
+    let old = g.insert_with_expire(h, key, e, ttl as u64);
     drop(g);
+    crate::db::lazyfree::free_old(old, crate::db::lazyfree::Reason::ServerDel);
     // cluster.c restoreCommand: dbAdd ("new", also after REPLACE's
     // delete), then "restore".
     ctx.notify(key, crate::events::NEW, "new");

@@ -604,6 +604,7 @@ pub(crate) fn run_in(
             eval_mode: spec.eval_mode,
             name: spec.name,
             caller_args: args,
+            tracking_caller: ctx.client.tracking.then(|| ctx.client.handle.clone()),
         };
         let ran = state.run(
             spec.key,
@@ -676,6 +677,10 @@ struct ScriptHost<'a> {
     name: &'a [u8],
     /// The EVAL / FCALL request (FUNCTION STATS shows it).
     caller_args: &'a Args<'a>,
+    /// The calling client when it has CLIENT TRACKING on: the keys the
+    /// script's read-only commands read are remembered for it (Redis's
+    /// call() with `server.script_caller`).
+    tracking_caller: Option<Arc<crate::clients::ClientHandle>>,
 }
 
 impl ScriptHost<'_> {
@@ -843,6 +848,15 @@ impl Host for ScriptHost<'_> {
             crate::stats::bump(&self.stats.cmds[id].rejected, 1);
             return Err(e);
         }
+        if let Some(h) = &self.tracking_caller {
+            if c.flags & READONLY != 0 && self.server.keyspace.events().tracking() {
+                crate::tracking::remember(
+                    &self.server.tracking_env(),
+                    h,
+                    c.key_positions(args).map(|i| args.get(i)),
+                );
+            }
+        }
         // Time stands still during a script (scriptTimeSnapshot).
         self.client.clock_us = self.start_us;
         IN_SCRIPT.with(|s| s.set(true));
@@ -968,7 +982,20 @@ fn script_flush(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if !ok {
         return ctx.error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
     }
-    ctx.server.scripts.eval.lock().reset();
+    // Without SYNC|ASYNC lazyfree-lazy-user-flush decides; more than 64
+    // cached scripts are freed in the background (Redis's
+    // freeLuaScriptsAsync), counted by INFO lazyfreed_objects.
+    let lazy = match args.len() {
+        3 => args.get(2).eq_ignore_ascii_case(b"async"),
+        _ => crate::db::lazyfree::lazy_user_flush(),
+    };
+    let old = std::mem::take(&mut *ctx.server.scripts.eval.lock());
+    if lazy {
+        let n = old.cache.len();
+        crate::db::lazyfree::free_many(old, n);
+    } else {
+        drop(old);
+    }
     ctx.server.scripts.script_flag_index.write().clear();
     ctx.out.ok();
 }
@@ -1162,9 +1189,22 @@ fn function_flush(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     {
         return ctx.error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
     }
+    // Without SYNC|ASYNC lazyfree-lazy-user-flush decides; more than 64
+    // functions are freed in the background (Redis's freeFunctionsAsync),
+    // counted by INFO lazyfreed_objects.
+    let lazy = match args.len() {
+        3 => args.get(2).eq_ignore_ascii_case(b"async"),
+        _ => crate::db::lazyfree::lazy_user_flush(),
+    };
     let server = ctx.server.clone();
     let mut f = server.scripts.functions.lock();
-    f.flush();
+    let old = std::mem::take(&mut *f);
+    if lazy {
+        let n = old.function_count();
+        crate::db::lazyfree::free_many(old, n);
+    } else {
+        drop(old);
+    }
     publish_counts(&server, &f);
     functions_changed(ctx);
     ctx.out.ok();

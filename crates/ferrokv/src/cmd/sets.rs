@@ -523,7 +523,7 @@ fn spop_count(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         reply_set(ctx.out, s);
         let old = shard.remove(h, key);
         drop(shard);
-        drop(old);
+        crate::db::lazyfree::free_old(old, crate::db::lazyfree::Reason::ServerDel);
         ctx.notify(key, GENERIC, "del");
         ctx.hit(key, true);
         // Recorded as a DEL of the key (Redis: DEL, or UNLINK with
@@ -1050,7 +1050,14 @@ fn union_diff_reply(ctx: &mut Ctx<'_>, args: &Args<'_>, union: bool) {
     drop(locks);
     match r {
         Err(WrongType) => ctx.wrongtype(),
-        Ok(s) => reply_set(ctx.out, &s),
+        Ok(s) => {
+            reply_set(ctx.out, &s);
+            // The result set is a temporary object that Redis frees like a
+            // deleted key under lazyfree-lazy-server-del.
+            if crate::db::lazyfree::lazy(crate::db::lazyfree::Reason::ServerDel) {
+                crate::db::lazyfree::free_value_async(crate::db::Value::Set(Box::new(s)));
+            }
+        }
     }
 }
 

@@ -1033,7 +1033,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, readonly: bool) {
     } else {
         drop(locks);
     }
-    drop(old);
+    crate::db::lazyfree::free_old(old, crate::db::lazyfree::Reason::ServerDel);
     ctx.out.int(outputlen as i64);
 }
 

@@ -498,7 +498,8 @@ fn set_generic(
     }
     let entry = Entry::new(Value::Str(value), ctx.server.keyspace.lru.initial(now));
     let at = spec.expire_at.unwrap_or(old_ttl);
-    shard.insert_with_expire(h, key, entry, at);
+    let old = shard.insert_with_expire(h, key, entry, at);
+    crate::db::lazyfree::free_old(old, crate::db::lazyfree::Reason::ServerDel);
     let has_ttl = spec.expire_at.is_some();
     drop(shard);
     if spec.cond.is_some() {

@@ -1206,7 +1206,7 @@ fn range_store(
     let (old, existed) = store_zset(shard, hd, dst, &items, lim, now, &ctx.server.keyspace.lru);
     store_events(ctx, dst, n, existed, "zrangestore");
     release_serving(ctx.server, locks, db, dst, n > 0, now);
-    drop(old);
+    crate::db::lazyfree::free_old(old, crate::db::lazyfree::Reason::ServerDel);
     ctx.count_lookup(found);
     ctx.out.int(n as i64);
 }
@@ -1934,7 +1934,7 @@ fn set_op(ctx: &mut Ctx<'_>, args: &Args<'_>, name: &str, op: SetOp, store: bool
         };
         store_events(ctx, dst, n, existed, event);
         release_serving(ctx.server, locks, db, dst, n > 0, now);
-        drop(old);
+        crate::db::lazyfree::free_old(old, crate::db::lazyfree::Reason::ServerDel);
         return ctx.out.int(n as i64);
     }
     drop(locks);

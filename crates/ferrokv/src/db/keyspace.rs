@@ -547,7 +547,8 @@ impl Shard {
                 }
             }
             Lookup::Missing => None,
-            Lookup::Removed(_) => {
+            Lookup::Removed(e) => {
+                super::lazyfree::free_entry(e, super::lazyfree::Reason::Expire);
                 self.volatile.remove(h, key);
                 if let Some(ix) = self.slots.as_mut() {
                     ix.remove(h);
@@ -911,7 +912,9 @@ impl Shard {
                     {
                         continue;
                     }
-                    self.remove(hash_key(&key), &key);
+                    if let Some(e) = self.remove(hash_key(&key), &key) {
+                        super::lazyfree::free_entry(e, super::lazyfree::Reason::Expire);
+                    }
                     self.signals.events.expired(self.db as usize, &key);
                     if self.blocked.has(&key) {
                         self.signals.note_expired_waited(self.db as usize, &key);

@@ -6,6 +6,7 @@ pub mod blocking;
 pub mod dict;
 pub mod hash;
 pub mod keyspace;
+pub mod lazyfree;
 pub mod list;
 pub mod listpack;
 pub mod lru;

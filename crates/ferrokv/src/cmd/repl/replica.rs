@@ -582,7 +582,8 @@ fn start_load(server: &Arc<Server>) {
     server.repl.loading.store(true, Ordering::Relaxed);
     disconnect_replicas(server);
     tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
-    crate::persist::rdb::empty_all(&**server);
+    let lazy = server.config.read().get_bool("replica-lazy-flush");
+    crate::persist::rdb::empty_all_with(&**server, lazy);
     tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
 }
 

@@ -198,6 +198,7 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _: &Args<'_>) {
     let s = ctx.server;
     s.stats.reset();
     ctx.server.evict.reset_stats();
+    crate::db::lazyfree::reset_stats();
     s.stats
         .expired_base
         .store(s.keyspace.expired_keys(), Ordering::Relaxed);

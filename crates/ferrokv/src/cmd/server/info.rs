@@ -279,7 +279,8 @@ fn info_memory(ctx: &Ctx<'_>, s: &mut Section) {
     );
     s.kv("mem_fragmentation_bytes", rss.saturating_sub(used));
     s.kv("mem_allocator", "mimalloc");
-    s.kv("lazyfree_pending_objects", 0);
+    s.kv("lazyfree_pending_objects", crate::db::lazyfree::pending());
+    s.kv("lazyfreed_objects", crate::db::lazyfree::freed());
 }
 
 /// The scripting lines of INFO memory (Redis 7.0's order). The

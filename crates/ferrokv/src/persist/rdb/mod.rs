@@ -1148,13 +1148,26 @@ fn record_load(server: &impl Host, st: &LoadStats) {
 
 /// Empties every database (DEBUG RELOAD, before loading).
 pub fn empty_all(server: &impl Host) {
+    empty_all_with(server, false);
+}
+
+/// Empties every database; with `lazy` the old contents are freed on the
+/// lazyfree thread, their keys counted by INFO `lazyfreed_objects` (a
+/// replica's full synchronisation under `replica-lazy-flush`, as Redis's
+/// `emptyData(-1, EMPTYDB_ASYNC, ...)`).
+pub fn empty_all_with(server: &impl Host, lazy: bool) {
     let ks = &server.keyspace();
     for i in 0..ks.db_count() {
         let db = ks.db(i);
         // Locked as writers lock (a rewrite's point-in-time copy copies
         // each shard before it is emptied).
         let old: Vec<Shard> = db.lock_all().iter_mut().map(|g| g.take()).collect();
-        drop(old);
+        if lazy {
+            let keys = old.iter().map(|s| s.len()).sum();
+            crate::db::lazyfree::free_databases(old, keys);
+        } else {
+            drop(old);
+        }
     }
 }
 
