@@ -103,7 +103,7 @@ fn bad_argument_exits_1() {
         msg.contains("'frobnicate \"3\"'") || msg.contains("'frobnicate 3'"),
         "{msg}"
     );
-    assert!(msg.contains("at line 2"), "{msg}");
+    assert!(msg.contains("at line 3"), "{msg}");
     let (code, msg) = run_fail(&["--maxclients", "0"]);
     assert_eq!(code, 1, "{msg}");
     assert!(msg.contains("maxclients"), "{msg}");
@@ -380,4 +380,58 @@ fn config_rewrite_leaves_defaults_out_and_keeps_units() {
     assert_eq!(config_get(&mut c, "maxmemory"), "62914560");
     assert_eq!(config_get(&mut c, "client-query-buffer-limit"), "1234567");
     assert_eq!(config_get(&mut c, "proto-max-bulk-len"), "536870912");
+}
+
+/// Command-line errors as redis-server 7.0 reports them (Redis's
+/// introspection.tcl "command line arguments - error cases"): an option
+/// without a value takes the next argument even when it starts with `--`,
+/// values are shown quoted, options start at line 2, reasons are Redis's.
+#[test]
+fn command_line_errors_as_redis() {
+    let cases: &[(&[&str], &str, &str)] = &[
+        (&["--port"], "'port'", "wrong number of arguments"),
+        (
+            &["--port", "6379", "6380"],
+            "'port \"6379\" \"6380\"'",
+            "wrong number of arguments",
+        ),
+        (
+            &["--port", "--loglevel", "verbose"],
+            "'port \"--loglevel\" \"verbose\"'",
+            "wrong number of arguments",
+        ),
+        (
+            &["--port", "--bla", "--loglevel", "verbose"],
+            "'port \"--bla\"'",
+            "argument couldn't be parsed into an integer",
+        ),
+        (
+            &["--logfile", "--my--log--file", "--loglevel", "--bla"],
+            "'loglevel \"--bla\"'",
+            "argument(s) must be one of the following",
+        ),
+        (
+            &["--shutdown-on-sigint"],
+            "'shutdown-on-sigint'",
+            "argument(s) must be one of the following",
+        ),
+        (
+            &["--replicaof", "127.0.0.1", "abc"],
+            "'replicaof \"127.0.0.1\" \"abc\"'",
+            "Invalid master port",
+        ),
+        (
+            &["--replicaof", "--127.0.0.1", "--abc"],
+            "'replicaof \"--127.0.0.1\"'",
+            "wrong number of arguments",
+        ),
+    ];
+    for (args, line, reason) in cases {
+        let (code, msg) = run_fail(args);
+        assert_eq!(code, 1, "{args:?}: {msg}");
+        assert!(msg.contains(&format!(">>> {line}")), "{args:?}: {msg}");
+        assert!(msg.contains(reason), "{args:?}: {msg}");
+    }
+    let (_, msg) = run_fail(&["--port"]);
+    assert!(msg.contains("at line 2"), "{msg}");
 }

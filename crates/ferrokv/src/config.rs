@@ -1057,7 +1057,28 @@ pub fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
             if d.name == "save" {
                 return normalise_save(args);
             }
+            if d.name == "replicaof" {
+                // Redis 7.0's setConfigReplicaOfOption: `no one` or a host
+                // and a port in [0, 65535] (strtol, the whole argument).
+                // No value at all is "not a replica": the line CONFIG
+                // REWRITE writes for a master.
+                if args.is_empty() {
+                    return Ok(String::new());
+                }
+                if args.len() != 2 {
+                    return Err("wrong number of arguments".into());
+                }
+                let no_one =
+                    args[0].eq_ignore_ascii_case("no") && args[1].eq_ignore_ascii_case("one");
+                if !no_one && !matches!(args[1].parse::<i64>(), Ok(0..=65535)) {
+                    return Err("Invalid master port".into());
+                }
+            }
             Ok(args.join(" "))
+        }
+        // Multi-argument enums check their own (possibly empty) list.
+        _ if args.is_empty() && d.name.starts_with("shutdown-on-sig") => {
+            Err("argument(s) must be one of the following: default, save, nosave, now, force".into())
         }
         _ if args.len() != 1 => Err("wrong number of arguments".into()),
         Kind::Bool if d.name == "activedefrag" && args[0].eq_ignore_ascii_case("yes") => Err(
@@ -1159,6 +1180,19 @@ fn normalise_shutdown_flags(v: &str) -> Result<String, String> {
         .copied()
         .collect::<Vec<_>>()
         .join(" "))
+}
+
+/// True when `name` is one of ferrokv's own start-up-only directives
+/// (`memcached-*`, `metrics-*`, which Redis does not have) and `value` is
+/// its current value: CONFIG SET then succeeds without a change, so that
+/// tools setting every directive of `CONFIG GET *` back to its own value
+/// (Redis's test suite, "CONFIG sanity") work; Redis's own immutable
+/// directives keep Redis's refusal.
+pub fn same_value_of_own(config: &Config, name: &str, value: &str) -> bool {
+    (name.starts_with("memcached-") || name.starts_with("metrics-"))
+        && directive(name)
+            .and_then(|d| normalise(d, &[value.to_string()]).ok())
+            .is_some_and(|v| v == config.get(name))
 }
 
 /// latency-tracking-info-percentiles: numbers in [0, 100] (an empty list
@@ -1337,7 +1371,7 @@ impl Config {
             let v = if d.name == "client-output-buffer-limit" {
                 merge_obl(self.get(d.name), &argv[1..]).map_err(err)?
             } else {
-                normalise(d, &argv[1..]).map_err(|r| err(format!("{} for '{}'", r, d.name)))?
+                normalise(d, &argv[1..]).map_err(err)?
             };
             if d.name == "save" {
                 let cur = self.values.get("save").cloned().unwrap_or_default();
@@ -1380,17 +1414,39 @@ impl Config {
                 rest = &rest[1..];
             }
         }
+        // Redis 7.0's main(): `--name` starts a new line only once the
+        // option before it has a value; until then an argument starting
+        // with `--` is that option's value (`--port --bla` sets port to
+        // "--bla"). `--save` followed by another option, or last, gets "".
+        // The options follow the file after a newline, so without a file
+        // they start at line 2, as in Redis's error reports.
         let mut opts = String::new();
-        for a in rest {
-            if let Some(name) = a.strip_prefix("--") {
-                if !opts.is_empty() {
-                    opts.push('\n');
+        let mut has_value = true;
+        for (j, a) in rest.iter().enumerate() {
+            match a.strip_prefix("--") {
+                Some(name) if has_value => {
+                    if !opts.is_empty() {
+                        opts.push('\n');
+                    }
+                    opts.push_str(name);
+                    has_value = name.split_whitespace().count() > 1;
+                    if !has_value && name.eq_ignore_ascii_case("save") {
+                        let next_is_option = rest.get(j + 1).is_none_or(|n| n.starts_with("--"));
+                        if next_is_option {
+                            opts.push_str(" \"\"");
+                            has_value = true;
+                        }
+                    }
                 }
-                opts.push_str(name);
-            } else {
-                opts.push(' ');
-                opts.push_str(&quote_arg(a));
+                _ => {
+                    opts.push(' ');
+                    opts.push_str(&repr_arg(a));
+                    has_value = true;
+                }
             }
+        }
+        if !opts.is_empty() && cfg.file.is_none() {
+            text.push('\n');
         }
         text.push_str(&opts);
         cfg.load_str(&text).map_err(|e| e.to_string())?;
@@ -1452,6 +1508,9 @@ impl Config {
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
         let d = directive(name).ok_or_else(|| "Unknown option".to_string())?;
         if !d.mutable {
+            if same_value_of_own(self, d.name, value) {
+                return Ok(());
+            }
             return Err("can't set immutable config".into());
         }
         let args: Vec<String> = if matches!(d.kind, Kind::List) {
@@ -1568,11 +1627,11 @@ impl Config {
     }
 }
 
-/// Quotes a value for a config line when it is empty or has spaces/quotes.
-fn quote_arg(v: &str) -> String {
-    if !v.is_empty() && !v.contains([' ', '"', '\'', '\\', '\t']) {
-        return v.to_string();
-    }
+/// A command-line value as Redis's `sdscatrepr` writes it into the
+/// options text: always in double quotes, `\\`, `"`, `\n`, `\r`, `\t`
+/// escaped, other control bytes as `\xNN` (so error reports show
+/// `'port "6379" "6380"'` as Redis's do).
+fn repr_arg(v: &str) -> String {
     let mut s = String::from("\"");
     for c in v.chars() {
         match c {
@@ -1581,11 +1640,22 @@ fn quote_arg(v: &str) -> String {
             '\n' => s.push_str("\\n"),
             '\r' => s.push_str("\\r"),
             '\t' => s.push_str("\\t"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                s.push_str(&format!("\\x{:02x}", c as u32))
+            }
             c => s.push(c),
         }
     }
     s.push('"');
     s
+}
+
+/// Quotes a value for a config line when it is empty or has spaces/quotes.
+fn quote_arg(v: &str) -> String {
+    if !v.is_empty() && !v.contains([' ', '"', '\'', '\\', '\t']) {
+        return v.to_string();
+    }
+    repr_arg(v)
 }
 
 /// Configuration values read on the request path, mirrored from [`Config`]
@@ -1705,8 +1775,11 @@ mod tests {
         let e = c.load_str("port 1\nfoo bar\n").unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.reason.contains("foo"));
+        // Redis's report: the line (`>>> 'port abc'`) names the directive,
+        // the reason is Redis's bare text.
         let e = c.load_str("port abc\n").unwrap_err();
-        assert!(e.reason.contains("port"));
+        assert_eq!(e.reason, "argument couldn't be parsed into an integer");
+        assert!(e.to_string().contains(">>> 'port abc'"), "{e}");
         let c = Config::from_args(&["--port".into(), "7001".into(), "--save".into(), "".into()])
             .unwrap();
         assert_eq!(c.get("port"), "7001");

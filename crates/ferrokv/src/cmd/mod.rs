@@ -1946,7 +1946,13 @@ pub(crate) fn feed_monitors(server: &Server, client: &Client, args: &Args<'_>) {
         us / 1_000_000,
         us % 1_000_000,
         client.db,
-        client.handle.addr
+        // Commands a script or function runs come from its client, which
+        // has no address: Redis shows them as `lua`.
+        if client.handle.addr.is_empty() {
+            "lua"
+        } else {
+            &client.handle.addr
+        }
     )
     .into_bytes();
     let secret = secret_args(args);

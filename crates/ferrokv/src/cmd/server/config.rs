@@ -110,7 +110,13 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         let fail = |why: &str| {
             format!("ERR CONFIG SET failed (possibly related to argument '{raw}') - {why}")
         };
-        if !d.mutable {
+        if !d.mutable
+            && !crate::config::same_value_of_own(
+                &ctx.server.config.read(),
+                d.name,
+                &lossy(args.get(i + 1)),
+            )
+        {
             ctx.error(&fail("can't set immutable config"));
             return;
         }
