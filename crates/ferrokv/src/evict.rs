@@ -255,9 +255,9 @@ pub fn used_memory() -> u64 {
 }
 
 /// Used memory as maxmemory counts it: [`used_memory`] without the
-/// replicas' output buffers ([`crate::repl::not_counted`]).
+/// replicas' output buffers ([`crate::memory::repl_not_counted`]).
 pub fn used_for_eviction() -> u64 {
-    used_memory().saturating_sub(crate::repl::not_counted())
+    used_memory().saturating_sub(crate::memory::repl_not_counted())
 }
 
 // ------------------------------------------------------------ eviction

@@ -21,6 +21,7 @@ pub mod fdlimit;
 pub mod keyspecs;
 pub mod ldouble;
 pub mod log;
+pub mod lzf;
 pub mod memory;
 pub mod net;
 pub mod pause;

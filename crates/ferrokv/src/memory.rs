@@ -227,3 +227,22 @@ pub fn rss_bytes() -> u64 {
         .map(|pages| pages * page)
         .unwrap_or(0)
 }
+
+/// Bytes of the replication stream buffer held beyond `repl-backlog-size`
+/// for replicas that have not read them yet (set by the backlog, repl/).
+static REPL_NOT_COUNTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The replicas' share of the stream buffer, which maxmemory does not
+/// count (Redis 7.0's freeMemoryGetNotCountedMemory: the part of the
+/// shared replication buffer exceeding the backlog size), so a slow
+/// replica does not make the master evict its whole dataset or refuse
+/// writes with -OOM. Bytes.
+pub fn repl_not_counted() -> u64 {
+    REPL_NOT_COUNTED.load(Ordering::Relaxed)
+}
+
+/// Records [`repl_not_counted`] (the replication backlog, after each
+/// append or trim).
+pub fn set_repl_not_counted(bytes: u64) {
+    REPL_NOT_COUNTED.store(bytes, Ordering::Relaxed);
+}

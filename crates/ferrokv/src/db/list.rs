@@ -459,7 +459,7 @@ impl Node {
         if sz < MIN_COMPRESS_BYTES {
             return false;
         }
-        match crate::persist::rdb::lzf::compress(&self.buf, sz) {
+        match crate::lzf::compress(&self.buf, sz) {
             Some(c) if c.len() + MIN_COMPRESS_IMPROVE < sz => {
                 self.buf = c;
                 self.buf.shrink_to_fit();
@@ -475,7 +475,7 @@ impl Node {
 fn inflate(lzf: &[u8], raw: usize) -> Vec<u8> {
     // The data was compressed by this module from `raw` bytes: failing to
     // decompress is a broken invariant, not bad input.
-    crate::persist::rdb::lzf::decompress(lzf, raw).expect("list node LZF data is intact")
+    crate::lzf::decompress(lzf, raw).expect("list node LZF data is intact")
 }
 
 /// The byte limit and entry limit of a node for a fill value.

@@ -88,16 +88,11 @@ struct Inner {
 }
 
 /// See [`not_counted`].
-static EXCESS: AtomicU64 = AtomicU64::new(0);
-
 /// Bytes of the stream buffer held beyond `repl-backlog-size` for replicas
-/// that have not read them yet: their output buffers, which maxmemory does
-/// not count (Redis 7.0's freeMemoryGetNotCountedMemory: the part of the
-/// shared replication buffer exceeding the backlog size), so a slow
-/// replica does not make the master evict its whole dataset or refuse
-/// writes with -OOM.
+/// that have not read them yet (kept in `memory`, below the layers that
+/// read it: see [`crate::memory::repl_not_counted`]).
 pub fn not_counted() -> u64 {
-    EXCESS.load(Ordering::Relaxed)
+    crate::memory::repl_not_counted()
 }
 
 /// Why a read from the backlog returned no bytes.
@@ -258,7 +253,7 @@ impl Backlog {
         let excess = g.buf.len().saturating_sub(g.size) as u64;
         if excess != g.excess {
             g.excess = excess;
-            EXCESS.store(excess, Ordering::Relaxed);
+            crate::memory::set_repl_not_counted(excess);
         }
     }
 
@@ -507,7 +502,9 @@ pub struct Repl {
     /// diskless one waits out `repl-diskless-sync-delay`, attached to while
     /// a disk-backed one is being written (Redis's "Waiting for end of
     /// BGSAVE for SYNC"). Dangling once every replica it served is done.
-    pub sync_job: Mutex<std::sync::Weak<crate::cmd::repl::master::SyncJob>>,
+    /// (Type-erased, as the snapshot job lives in cmd/repl/master.rs, a
+    /// layer above; master.rs downcasts it.)
+    pub sync_job: Mutex<Option<std::sync::Weak<dyn std::any::Any + Send + Sync>>>,
     /// `repl-timeout` in seconds (at least 1): a master drops a replica
     /// silent (no `REPLCONF ACK`) or not reading for that long, a replica
     /// its master when nothing (data nor PING) arrived for that long.
@@ -547,7 +544,7 @@ impl Default for Repl {
             ignore_maxmemory: AtomicBool::new(true),
             master_db: AtomicU64::new(0),
             loading: AtomicBool::new(false),
-            sync_job: Mutex::new(std::sync::Weak::new()),
+            sync_job: Mutex::new(None),
             timeout_s: AtomicU64::new(60),
         }
     }

@@ -605,7 +605,11 @@ fn join_sync(
         (None, None)
     };
     let mut slot = r.sync_job.lock();
-    if let Some(job) = slot.upgrade() {
+    if let Some(job) = slot
+        .as_ref()
+        .and_then(std::sync::Weak::upgrade)
+        .and_then(|a| a.downcast::<SyncJob>().ok())
+    {
         let mut st = job.state.lock();
         let same = job.diskless == diskless && job.filter == filter;
         if same && st.offset.is_none() && !st.closed {
@@ -666,7 +670,8 @@ fn join_sync(
     if delay > 0 {
         tracing::info!("Delay next BGSAVE for diskless SYNC");
     }
-    *slot = Arc::downgrade(&job);
+    let erased: Arc<dyn std::any::Any + Send + Sync> = job.clone();
+    *slot = Some(Arc::downgrade(&erased));
     drop(slot);
     let (srv, j) = (server.clone(), job.clone());
     std::thread::Builder::new()

@@ -64,7 +64,7 @@
 //! checksum stay in its buffer for the caller).
 
 pub mod blobs;
-pub mod lzf;
+pub use crate::lzf;
 pub mod read;
 pub mod write;
 
