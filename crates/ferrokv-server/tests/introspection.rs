@@ -668,3 +668,60 @@ fn slowlog_counts_and_max_len_differential() {
         out
     });
 }
+
+/// INFO latencystats as Redis 7.0's info.tcl checks it: a line per
+/// command (and subcommand) called with `latency-tracking` on, at the
+/// percentiles of `latency-tracking-info-percentiles`, emptied by CONFIG
+/// RESETSTAT; a 50 ms DEBUG SLEEP reports at least 50,000 µs, above SET.
+#[test]
+fn info_latencystats_as_redis() {
+    let s = Server::start(&["--enable-debug-command", "yes"]);
+    let mut r = s.raw();
+    let stat = |r: &mut Raw, cmd: &str| -> String {
+        let text = String::from_utf8_lossy(&r.cmds("INFO latencystats")).to_string();
+        let key = format!("latency_percentiles_usec_{cmd}:");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&key).map(str::to_string))
+            .unwrap_or_default()
+    };
+    r.cmds("CONFIG SET latency-tracking no");
+    r.cmds("CONFIG RESETSTAT");
+    r.cmds("SET a b");
+    assert_eq!(stat(&mut r, "set"), "");
+    r.cmds("CONFIG SET latency-tracking yes");
+    r.cmds("SET a b");
+    let v = stat(&mut r, "set");
+    assert!(
+        v.starts_with("p50=") && v.contains(",p99=") && v.contains(",p99.9="),
+        "{v}"
+    );
+    r.cmds("CLIENT ID");
+    assert!(stat(&mut r, "client|id").starts_with("p50="));
+    assert_eq!(
+        r.cmd(&[
+            b"CONFIG",
+            b"SET",
+            b"latency-tracking-info-percentiles",
+            b"0.0 50.0 100.0"
+        ]),
+        b"+OK\r\n"
+    );
+    let v = stat(&mut r, "set");
+    assert!(
+        v.starts_with("p0=") && v.contains(",p50=") && v.contains(",p100="),
+        "{v}"
+    );
+    r.cmds("CONFIG RESETSTAT");
+    assert_eq!(stat(&mut r, "set"), "");
+    r.cmds("CONFIG SET latency-tracking-info-percentiles 50");
+    r.cmds("DEBUG SLEEP 0.05");
+    r.cmds("SET k v");
+    let num = |v: String| -> f64 { v.trim_start_matches("p50=").parse().unwrap() };
+    let (d, st) = (num(stat(&mut r, "debug")), num(stat(&mut r, "set")));
+    assert!(d >= 50_000.0 && d >= st, "{d} {st}");
+    // Not in INFO's default sections, in `all`.
+    let default = String::from_utf8_lossy(&r.cmds("INFO")).to_string();
+    assert!(!default.contains("# Latencystats"));
+    let all = String::from_utf8_lossy(&r.cmds("INFO all")).to_string();
+    assert!(all.contains("# Latencystats\r\nlatency_percentiles_usec_"));
+}

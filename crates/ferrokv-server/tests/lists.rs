@@ -1069,20 +1069,7 @@ fn blocking_mpop_error_precedence() {
 fn pair_with(extra: &[&str]) -> Option<Pair> {
     let mut args = vec!["--enable-debug-command", "yes"];
     args.extend_from_slice(extra);
-    let redis = match Server::start_redis(&args) {
-        Some(r) => r,
-        None => {
-            if std::env::var_os("FERROKV_REQUIRE_REDIS").is_some() {
-                panic!("redis-server not installed but FERROKV_REQUIRE_REDIS is set");
-            }
-            eprintln!("redis-server not installed: differential test skipped");
-            return None;
-        }
-    };
-    let ours = Server::start(&args);
-    let a = ours.raw();
-    let b = redis.raw();
-    Some(Pair { ours, redis, a, b })
+    Pair::start_with(&args)
 }
 
 /// Sends one command (arguments may hold spaces or be long) to both servers

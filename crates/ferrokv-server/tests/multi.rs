@@ -972,13 +972,11 @@ fn blocked_clients_are_served_after_the_transaction() {
 /// redis-server 7.0.
 #[test]
 fn a_key_expired_by_the_end_of_exec_serves_no_blocked_client() {
-    let args = ["--enable-debug-command", "yes"];
-    let Some(redis) = Server::start_redis(&args) else {
+    let Some(p) = common::Pair::start_with(&["--enable-debug-command", "yes"]) else {
         return;
     };
-    let ours = Server::start(&args);
     let mut got = Vec::new();
-    for s in [&ours, &redis] {
+    for s in [&p.ours, &p.redis] {
         let mut c = s.raw();
         c.cmds("DEBUG SET-ACTIVE-EXPIRE 0");
         let mut w = s.raw();

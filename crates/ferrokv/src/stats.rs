@@ -45,11 +45,18 @@ pub const LATENCY_REPORT_US: [u64; 20] = {
     let mut t = [0u64; 20];
     let mut k = 0;
     while k < 20 {
-        t[k] = ((1u64 << (10 + k)) + (1u64 << (k + 3)) - 1) / 1000;
+        t[k] = bucket_upper_ns(k) / 1000;
         k += 1;
     }
     t
 };
+
+/// The highest duration, nanoseconds, that report level `k` of
+/// [`LATENCY_REPORT_US`] stands for (the HdrHistogram's highest value
+/// equivalent to 1024 * 2^k ns): 2^(10+k) + 2^(k+3) - 1.
+pub const fn bucket_upper_ns(k: usize) -> u64 {
+    (1u64 << (10 + k)) + (1u64 << (k + 3)) - 1
+}
 
 /// A command's latency histogram (see [`LATENCY_REPORT_US`]): calls per
 /// bucket, the last bucket holding the calls too slow to be reported.
@@ -62,7 +69,7 @@ impl LatencyHistogram {
     pub fn bucket(us: u64) -> usize {
         let ns = us.saturating_mul(1000).max(1);
         (0..LATENCY_REPORT_US.len())
-            .find(|&k| ns < (1u64 << (10 + k)) + (1u64 << (k + 3)))
+            .find(|&k| ns <= bucket_upper_ns(k))
             .unwrap_or(LATENCY_BUCKETS - 1)
     }
 }

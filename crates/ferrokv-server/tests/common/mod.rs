@@ -500,7 +500,12 @@ impl Pair {
     /// Starts both; None when redis-server is not installed (the test then
     /// says so and passes only if `FERROKV_REQUIRE_REDIS` is unset).
     pub fn start() -> Option<Pair> {
-        let redis = match Server::start_redis(&[]) {
+        Self::start_with(&[])
+    }
+
+    /// [`Pair::start`] with `extra` arguments for both servers.
+    pub fn start_with(extra: &[&str]) -> Option<Pair> {
+        let redis = match Server::start_redis(extra) {
             Some(r) => r,
             None => {
                 if std::env::var_os("FERROKV_REQUIRE_REDIS").is_some() {
@@ -510,7 +515,7 @@ impl Pair {
                 return None;
             }
         };
-        let ours = Server::start(&[]);
+        let ours = Server::start(extra);
         let a = ours.raw();
         let b = redis.raw();
         Some(Pair { ours, redis, a, b })

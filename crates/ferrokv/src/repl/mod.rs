@@ -83,16 +83,9 @@ struct Inner {
     /// reader id: nothing after the smallest is dropped.
     readers: Vec<(u64, u64)>,
     next_reader: u64,
-    /// Bytes held beyond `size` for lagging readers, as last published.
+    /// Bytes held beyond `size` for lagging readers, as last published to
+    /// [`crate::memory::set_repl_not_counted`].
     excess: u64,
-}
-
-/// See [`not_counted`].
-/// Bytes of the stream buffer held beyond `repl-backlog-size` for replicas
-/// that have not read them yet (kept in `memory`, below the layers that
-/// read it: see [`crate::memory::repl_not_counted`]).
-pub fn not_counted() -> u64 {
-    crate::memory::repl_not_counted()
 }
 
 /// Why a read from the backlog returned no bytes.
@@ -247,7 +240,7 @@ impl Backlog {
         Self::publish_excess(g);
     }
 
-    /// Updates [`not_counted`] (only when it changed: an append within
+    /// Updates [`crate::memory::repl_not_counted`] (only when it changed: an append within
     /// the backlog's size writes nothing shared).
     fn publish_excess(g: &mut Inner) {
         let excess = g.buf.len().saturating_sub(g.size) as u64;

@@ -552,7 +552,7 @@ fn info_latencystats(ctx: &Ctx<'_>, s: &mut Section) {
                 }
             }
             let ns = if bucket < crate::stats::LATENCY_REPORT_US.len() {
-                (1u64 << (10 + bucket)) + (1u64 << (bucket + 3)) - 1
+                crate::stats::bucket_upper_ns(bucket)
             } else {
                 1_000_000_000
             };
