@@ -895,3 +895,116 @@ fn version1_certificates_without_extensions() {
     }
     drop(srv);
 }
+
+/// The `tls-*` arguments of a server in a TLS replication pair: its TLS
+/// port, the server pair, the CA, and `client.crt` as the certificate of
+/// its outgoing connections (`tls-client-cert-file`).
+fn tls_args(certs: &Certs, tls_port: u16) -> Vec<String> {
+    [
+        "--tls-port",
+        &tls_port.to_string(),
+        "--tls-cert-file",
+        &certs.path("server.crt"),
+        "--tls-key-file",
+        &certs.path("server.key"),
+        "--tls-ca-cert-file",
+        &certs.path("ca.crt"),
+        "--tls-client-cert-file",
+        &certs.path("client.crt"),
+        "--tls-client-key-file",
+        &certs.path("client.key"),
+        "--tls-replication",
+        "yes",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// Waits until `replica` reports its link up and `key` reads `value`.
+fn wait_replicated(replica: &mut Raw, key: &str, value: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let up = replica.info_field("replication", "master_link_status") == "up";
+        let got = replica.cmd(&[b"GET", key.as_bytes()]);
+        if up && got == format!("${}\r\n{value}\r\n", value.len()).into_bytes() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "replica never synced over TLS (link {}, GET {key} = {:?})",
+            replica.info_field("replication", "master_link_status"),
+            String::from_utf8_lossy(&got)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One TLS replication pair: `master_redis` / `replica_redis` choose
+/// redis-server 7.0 for that side. The replica follows the master's TLS
+/// port (`tls-replication yes`, client authentication required by the
+/// master); data written before (full sync) and after (the stream) the
+/// link reach it, the master lists the replica with its TLS port (Redis's
+/// REPLCONF listening-port under tls-replication), and a plain-TCP
+/// replica (no tls-replication) cannot follow the TLS port.
+fn replication_pair(master_redis: bool, replica_redis: bool) {
+    if !tools_present(&["openssl", "redis-cli", "redis-server"]) {
+        return;
+    }
+    let certs = make_certs();
+    let start = |redis: bool, args: &[String]| {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        if redis {
+            Server::start_redis(&refs).expect("redis-server")
+        } else {
+            Server::start(&refs)
+        }
+    };
+    let m_tls = free_port();
+    let master = start(master_redis, &tls_args(&certs, m_tls));
+    let r_tls = free_port();
+    let replica = start(replica_redis, &tls_args(&certs, r_tls));
+    let mut m = master.raw();
+    let mut r = replica.raw();
+    assert_eq!(m.cmds("SET before-sync v1"), b"+OK\r\n");
+    assert_eq!(m.cmds("RPUSH list a b c"), b":3\r\n");
+    assert_eq!(
+        r.cmd(&[b"REPLICAOF", b"127.0.0.1", m_tls.to_string().as_bytes()]),
+        b"+OK\r\n"
+    );
+    wait_replicated(&mut r, "before-sync", "v1");
+    assert_eq!(m.cmds("SET after-sync v2"), b"+OK\r\n");
+    wait_replicated(&mut r, "after-sync", "v2");
+    assert_eq!(
+        r.cmds("LRANGE list 0 -1"),
+        b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"
+    );
+    let slave0 = m.info_field("replication", "slave0");
+    assert!(
+        slave0.contains(&format!("port={r_tls},")),
+        "the master lists the replica by its TLS port: {slave0}"
+    );
+    // A replica without tls-replication speaks plain RESP to the TLS port:
+    // the handshake fails and it never links.
+    let plain = start(replica_redis, &[]);
+    let mut p = plain.raw();
+    p.cmd(&[b"REPLICAOF", b"127.0.0.1", m_tls.to_string().as_bytes()]);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(p.info_field("replication", "master_link_status"), "down");
+    assert_eq!(p.cmds("EXISTS before-sync"), b":0\r\n");
+}
+
+#[test]
+fn ferrokv_replica_of_ferrokv_master_over_tls() {
+    replication_pair(false, false);
+}
+
+#[test]
+fn ferrokv_replica_of_redis_master_over_tls() {
+    replication_pair(true, false);
+}
+
+#[test]
+fn redis_replica_of_ferrokv_master_over_tls() {
+    replication_pair(false, true);
+}

@@ -28,9 +28,13 @@
 //!   `tls-session-cache-timeout` (seconds): a server-side session cache.
 //! - `tls-dh-params-file`: must be readable (as Redis checks), otherwise
 //!   unused: rustls only offers ECDHE key exchange.
-//! - `tls-client-cert-file`/`tls-client-key-file`: loaded and checked like
-//!   the server pair (Redis uses them for outgoing connections, which
-//!   ferrokv does not make yet).
+//! - `tls-client-cert-file`/`tls-client-key-file`: the certificate ferrokv
+//!   presents on its outgoing TLS connections (a replica's link to its
+//!   master with `tls-replication yes`, cluster bus links and MIGRATE with
+//!   `tls-cluster yes`); without them the server pair is presented, as
+//!   Redis's tls.c does. Outgoing connections verify the peer's chain
+//!   against the CAs above but not its host name (OpenSSL's
+//!   `SSL_VERIFY_PEER` without a host check, as Redis).
 
 use crate::config::Config;
 use parking_lot::{Mutex, RwLock};
@@ -75,6 +79,9 @@ impl AuthClients {
 #[derive(Debug)]
 pub struct TlsContext {
     configs: [Option<Arc<ServerConfig>>; 3],
+    /// The configuration of outgoing connections (None without a CA: they
+    /// could verify no peer).
+    client: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl TlsContext {
@@ -101,6 +108,26 @@ impl TlsState {
     /// Replaces the context (after a successful [`build`]).
     pub fn install(&self, ctx: Arc<TlsContext>) {
         *self.ctx.write() = Some(ctx);
+    }
+
+    /// A connector for an outgoing TLS connection (replication, cluster
+    /// bus, MIGRATE), or the reason none can be made (TLS not configured,
+    /// no CA).
+    pub fn connector(&self) -> Result<tokio_rustls::TlsConnector, &'static str> {
+        let ctx = self.ctx.read().clone().ok_or("TLS is not configured")?;
+        ctx.client
+            .clone()
+            .map(tokio_rustls::TlsConnector::from)
+            .ok_or("no CA certificate configured to verify the peer")
+    }
+
+    /// The rustls configuration of outgoing connections, for blocking
+    /// sockets (the replica's link); errors as [`TlsState::connector`].
+    pub fn client_config(&self) -> Result<Arc<rustls::ClientConfig>, &'static str> {
+        let ctx = self.ctx.read().clone().ok_or("TLS is not configured")?;
+        ctx.client
+            .clone()
+            .ok_or("no CA certificate configured to verify the peer")
     }
 
     /// An acceptor for a new connection under client-authentication `mode`,
@@ -176,14 +203,16 @@ pub fn build(config: &Config) -> Result<Arc<TlsContext>, String> {
     let (certs, key) = load_pair(cert_file, key_file, config.get("tls-key-file-pass"))?;
     let client_cert = config.get("tls-client-cert-file");
     let client_key = config.get("tls-client-key-file");
-    if !client_cert.is_empty() && !client_key.is_empty() {
+    let client_pair = if !client_cert.is_empty() && !client_key.is_empty() {
         let (c, k) = load_pair(
             client_cert,
             client_key,
             config.get("tls-client-key-file-pass"),
         )?;
-        certified_key(c, k, &provider, client_key)?;
-    }
+        Some(certified_key(c, k, &provider, client_key)?)
+    } else {
+        None
+    };
     let dh = config.get("tls-dh-params-file");
     if !dh.is_empty() {
         std::fs::read(dh).map_err(|e| format!("Failed to load {dh}: {e}"))?;
@@ -235,12 +264,34 @@ pub fn build(config: &Config) -> Result<Arc<TlsContext>, String> {
         sc.send_tls13_tickets = if caching { 2 } else { 0 };
         Ok(Some(Arc::new(sc)))
     };
+    let client = match &roots {
+        None => None,
+        Some(r) => {
+            let inner = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                r.clone(),
+                provider.clone(),
+            )
+            .build()
+            .map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?;
+            let mut cc = rustls::ClientConfig::builder_with_provider(provider.clone())
+                .with_protocol_versions(&versions)
+                .map_err(|e| format!("Failed to configure ciphers: {e}"))?
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AnyName { inner }))
+                .with_client_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(
+                    client_pair.unwrap_or_else(|| certified.clone()),
+                )));
+            cc.resumption = rustls::client::Resumption::disabled();
+            Some(Arc::new(cc))
+        }
+    };
     Ok(Arc::new(TlsContext {
         configs: [
             make(AuthClients::No)?,
             make(AuthClients::Yes)?,
             make(AuthClients::Optional)?,
         ],
+        client,
     }))
 }
 
@@ -443,6 +494,62 @@ impl rustls::server::danger::ClientCertVerifier for ExplainV1 {
             );
         }
         r
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// The verifier of outgoing connections: the peer's chain must lead to a
+/// trusted CA (webpki), but its host name is not checked: Redis's client
+/// context sets `SSL_VERIFY_PEER` and no host, so nodes and masters are
+/// reached by IP address with certificates that need not name it.
+#[derive(Debug)]
+struct AnyName {
+    inner: Arc<rustls::client::WebPkiServerVerifier>,
+}
+
+impl rustls::client::danger::ServerCertVerifier for AnyName {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &rustls_pki_types::ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls_pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        use rustls::CertificateError as E;
+        match self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Err(rustls::Error::InvalidCertificate(
+                E::NotValidForName | E::NotValidForNameContext { .. },
+            )) => Ok(rustls::client::danger::ServerCertVerified::assertion()),
+            other => other,
+        }
     }
 
     fn verify_tls12_signature(

@@ -20,8 +20,10 @@ use crate::repl::link;
 use crate::resp::parse::{Parsed, RequestParser};
 use crate::resp::Out;
 use crate::server::Server;
+use std::cell::RefCell;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -197,7 +199,7 @@ fn io_err(what: &str) -> impl Fn(std::io::Error) -> String + '_ {
 }
 
 /// Sends a command as a RESP multibulk.
-fn send_cmd(w: &mut TcpStream, args: &[&[u8]]) -> std::io::Result<()> {
+fn send_cmd(w: &mut LinkStream, args: &[&[u8]]) -> std::io::Result<()> {
     let mut b = Vec::new();
     crate::propagate::encode(&mut b, args);
     w.write_all(&b)
@@ -205,7 +207,7 @@ fn send_cmd(w: &mut TcpStream, args: &[&[u8]]) -> std::io::Result<()> {
 
 /// Reads one reply line (without CRLF), skipping the empty lines a
 /// master sends as keep-alives while it prepares the RDB.
-fn read_line(r: &mut BufReader<TcpStream>) -> Result<String, String> {
+fn read_line(r: &mut BufReader<LinkStream>) -> Result<String, String> {
     loop {
         let mut line = Vec::new();
         let n = r.read_until(b'\n', &mut line).map_err(|e| {
@@ -230,6 +232,90 @@ fn read_line(r: &mut BufReader<TcpStream>) -> Result<String, String> {
     }
 }
 
+/// The replica's link to its master: a TCP socket, or a TLS session over
+/// one (`tls-replication yes`, Redis's `connCreateTLS` in
+/// connectWithMaster). The link thread reads and writes from one thread,
+/// so the reader and the writer share the stream through `Rc<RefCell>`.
+#[derive(Clone)]
+pub struct LinkStream {
+    inner: Rc<RefCell<LinkInner>>,
+    tcp: Rc<TcpStream>,
+}
+
+enum LinkInner {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl LinkStream {
+    fn plain(sock: TcpStream) -> Result<LinkStream, String> {
+        let tcp = Rc::new(sock.try_clone().map_err(io_err("socket"))?);
+        Ok(LinkStream {
+            inner: Rc::new(RefCell::new(LinkInner::Plain(sock))),
+            tcp,
+        })
+    }
+
+    /// Completes a TLS handshake with the master over `sock`. Errors: the
+    /// TLS configuration or the handshake failed (the text Redis logs
+    /// after "Error condition on socket for SYNC").
+    fn tls(server: &Server, sock: TcpStream, host: &str) -> Result<LinkStream, String> {
+        let cfg = server
+            .tls
+            .client_config()
+            .map_err(|e| format!("TLS: {e}"))?;
+        let name = rustls_pki_types::ServerName::try_from(host.to_string())
+            .map_err(|e| format!("TLS: master name {host}: {e}"))?;
+        let conn = rustls::ClientConnection::new(cfg, name).map_err(|e| format!("TLS: {e}"))?;
+        let tcp = Rc::new(sock.try_clone().map_err(io_err("socket"))?);
+        let mut s = rustls::StreamOwned::new(conn, sock);
+        while s.conn.is_handshaking() {
+            s.conn
+                .complete_io(&mut s.sock)
+                .map_err(|e| format!("Error condition on socket for SYNC: TLS handshake: {e}"))?;
+        }
+        Ok(LinkStream {
+            inner: Rc::new(RefCell::new(LinkInner::Tls(Box::new(s)))),
+            tcp,
+        })
+    }
+
+    /// True for a TLS link.
+    pub fn is_tls(&self) -> bool {
+        matches!(&*self.inner.borrow(), LinkInner::Tls(_))
+    }
+
+    /// The underlying socket (timeouts, addresses, shutdown).
+    pub fn tcp(&self) -> &TcpStream {
+        &self.tcp
+    }
+}
+
+impl Read for LinkStream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match &mut *self.inner.borrow_mut() {
+            LinkInner::Plain(s) => s.read(buf),
+            LinkInner::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for LinkStream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match &mut *self.inner.borrow_mut() {
+            LinkInner::Plain(s) => s.write(buf),
+            LinkInner::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match &mut *self.inner.borrow_mut() {
+            LinkInner::Plain(s) => s.flush(),
+            LinkInner::Tls(s) => s.flush(),
+        }
+    }
+}
+
 fn run_link(server: &Arc<Server>, gen: u64, host: &str, port: u16) -> LinkResult {
     let r = &server.repl;
     let timeout = Duration::from_secs(server.config.read().get_u64("repl-timeout").max(1));
@@ -248,19 +334,28 @@ fn run_link(server: &Arc<Server>, gen: u64, host: &str, port: u16) -> LinkResult
     let _ = sock.set_nodelay(true);
     sock.set_read_timeout(Some(timeout))
         .map_err(io_err("socket"))?;
-    let mut w = sock.try_clone().map_err(io_err("socket"))?;
-    let mut rd = BufReader::with_capacity(256 * 1024, sock);
+    let tls = server.config.read().get_bool("tls-replication");
+    let mut w = if tls {
+        LinkStream::tls(server, sock, host)?
+    } else {
+        LinkStream::plain(sock)?
+    };
+    let mut rd = BufReader::with_capacity(256 * 1024, w.clone());
     tracing::info!("MASTER <-> REPLICA sync started");
     // The master client: in CLIENT LIST (flag M), killable.
     let handle = {
         use std::os::fd::AsRawFd;
-        let laddr = w.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        let laddr = w
+            .tcp()
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
         let h = crate::clients::new_handle(
             &server.clients,
             server.clock.now_ms(),
             addr.to_string(),
             laddr,
-            w.as_raw_fd(),
+            w.tcp().as_raw_fd(),
             false,
         );
         h.info.lock().flags.insert(0, 'M');
@@ -270,15 +365,15 @@ fn run_link(server: &Arc<Server>, gen: u64, host: &str, port: u16) -> LinkResult
     r.master_client_id.store(handle.id, Ordering::SeqCst);
     let res = handshake_and_stream(server, gen, &mut w, &mut rd, &handle);
     server.clients.remove(handle.id);
-    let _ = w.shutdown(std::net::Shutdown::Both);
+    let _ = w.tcp().shutdown(std::net::Shutdown::Both);
     res
 }
 
 fn handshake_and_stream(
     server: &Arc<Server>,
     gen: u64,
-    w: &mut TcpStream,
-    rd: &mut BufReader<TcpStream>,
+    w: &mut LinkStream,
+    rd: &mut BufReader<LinkStream>,
     handle: &Arc<crate::clients::ClientHandle>,
 ) -> LinkResult {
     let r = &server.repl;
@@ -313,8 +408,12 @@ fn handshake_and_stream(
             return Err(format!("Unable to AUTH to MASTER: {ok}"));
         }
     }
+    // Redis's syncWithMaster: the TLS port when the link is TLS.
+    let tls_port = server.config.read().get_u64("tls-port");
     let port = if announce_port != 0 {
         announce_port
+    } else if w.is_tls() && tls_port != 0 {
+        tls_port
     } else {
         server.bound_port.load(Ordering::Relaxed)
     };
@@ -431,7 +530,7 @@ fn handshake_and_stream(
 fn full_sync(
     server: &Arc<Server>,
     gen: u64,
-    rd: &mut BufReader<TcpStream>,
+    rd: &mut BufReader<LinkStream>,
     replid: String,
     offset: u64,
 ) -> LinkResult {
@@ -632,7 +731,7 @@ fn receive_to_file(
 
 /// Counts the RDB bytes received (INFO master_sync_read_bytes).
 struct Counted<'a> {
-    inner: &'a mut BufReader<TcpStream>,
+    inner: &'a mut BufReader<LinkStream>,
     n: u64,
     server: &'a Server,
 }
@@ -689,14 +788,15 @@ impl Read for Counted<'_> {
 fn apply_stream(
     server: &Arc<Server>,
     gen: u64,
-    w: &mut TcpStream,
-    rd: &mut BufReader<TcpStream>,
+    w: &mut LinkStream,
+    rd: &mut BufReader<LinkStream>,
     handle: &Arc<crate::clients::ClientHandle>,
     db: usize,
 ) -> LinkResult {
     let r = &server.repl;
     let timeout_ms = server.config.read().get_u64("repl-timeout").max(1) * 1000;
     rd.get_ref()
+        .tcp()
         .set_read_timeout(Some(Duration::from_millis(100)))
         .map_err(io_err("socket"))?;
     let mut client = Client::new(handle.clone());
@@ -811,6 +911,6 @@ fn apply_stream(
 /// Requests whose keys are prefetched ahead of the one applied.
 const PREFETCH_AHEAD: usize = 8;
 
-fn send_ack(w: &mut TcpStream, offset: u64) -> std::io::Result<()> {
+fn send_ack(w: &mut LinkStream, offset: u64) -> std::io::Result<()> {
     send_cmd(w, &[b"REPLCONF", b"ACK", offset.to_string().as_bytes()])
 }
