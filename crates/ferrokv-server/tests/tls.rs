@@ -1008,3 +1008,170 @@ fn ferrokv_replica_of_redis_master_over_tls() {
 fn redis_replica_of_ferrokv_master_over_tls() {
     replication_pair(false, true);
 }
+
+/// redis-cli over plain TCP, its stdout.
+fn plain_cli(port: u16, args: &[&str]) -> String {
+    let o = Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("redis-cli");
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// The numbers among `text`'s lines that are ports of `ports`.
+fn ports_in(text: &str, ports: &[u16]) -> Vec<u16> {
+    text.lines()
+        .filter_map(|l| l.trim().parse::<u16>().ok())
+        .filter(|p| ports.contains(p))
+        .collect()
+}
+
+/// A TLS cluster (`tls-cluster yes`) of three masters, redis-server 7.0
+/// where `redis[i]`: created with `redis-cli --tls --cluster create` over
+/// the TLS ports (so every bus link is TLS, both ways between the kinds),
+/// then, as Redis 7.0 gives them: TLS clients see TLS ports in CLUSTER
+/// SLOTS / NODES and MOVED, plaintext clients the plaintext ports; CLUSTER
+/// SHARDS lists both; data written over TLS reads back over plain TCP.
+fn tls_cluster(redis: [bool; 3]) {
+    if !tools_present(&["openssl", "redis-cli", "redis-server"]) {
+        return;
+    }
+    let certs = make_certs();
+    let mut nodes = Vec::new();
+    let mut tls_ports = Vec::new();
+    for &r in &redis {
+        let tls_port = free_port();
+        let mut args = tls_args(&certs, tls_port);
+        args.extend(
+            [
+                "--tls-cluster",
+                "yes",
+                "--cluster-enabled",
+                "yes",
+                "--cluster-port",
+                &free_port().to_string(),
+                "--cluster-node-timeout",
+                "2000",
+            ]
+            .iter()
+            .map(|s| s.to_string()),
+        );
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let n = if r {
+            Server::start_redis(&refs).expect("redis-server")
+        } else {
+            Server::start(&refs)
+        };
+        nodes.push(n);
+        tls_ports.push(tls_port);
+    }
+    let plain_ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(tls_ports.iter().map(|p| format!("127.0.0.1:{p}")));
+    args.push("--cluster-yes".into());
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = redis_cli(tls_ports[0], &certs, Cert::Good, &a);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "cluster create over TLS: {text}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !plain_ports
+        .iter()
+        .all(|&p| plain_cli(p, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
+    {
+        assert!(Instant::now() < deadline, "the TLS cluster never became ok");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Every node knows every other's plaintext port (pport on the bus) by
+    // the time each lists the others' addresses.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for (i, &p) in plain_ports.iter().enumerate() {
+        loop {
+            let slots = plain_cli(p, &["CLUSTER", "SLOTS"]);
+            let seen = ports_in(&slots, &plain_ports);
+            let tls_seen = ports_in(&slots, &tls_ports);
+            if seen.len() == 3 && tls_seen.is_empty() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node {i} (redis: {}): CLUSTER SLOTS to a plaintext client: {slots}",
+                redis[i]
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let slots = cli(tls_ports[i], &certs, Cert::Good, &["CLUSTER", "SLOTS"]);
+        assert_eq!(ports_in(&slots, &tls_ports).len(), 3, "TLS client: {slots}");
+        assert!(ports_in(&slots, &plain_ports).is_empty(), "{slots}");
+        let nodes_text = plain_cli(p, &["CLUSTER", "NODES"]);
+        for q in &plain_ports {
+            assert!(nodes_text.contains(&format!(":{q}@")), "{nodes_text}");
+        }
+        let nodes_text = cli(tls_ports[i], &certs, Cert::Good, &["CLUSTER", "NODES"]);
+        for q in &tls_ports {
+            assert!(nodes_text.contains(&format!(":{q}@")), "{nodes_text}");
+        }
+        let shards = plain_cli(p, &["CLUSTER", "SHARDS"]);
+        for (q, t) in plain_ports.iter().zip(&tls_ports) {
+            assert!(
+                shards.contains(&format!("port\n{q}\ntls-port\n{t}\n")),
+                "CLUSTER SHARDS lists both ports: {shards}"
+            );
+        }
+    }
+    // Redirections: the port of the client's kind.
+    let key = (0..1000)
+        .map(|i| format!("k{i}"))
+        .find(|k| plain_cli(plain_ports[0], &["GET", k]).starts_with("MOVED"))
+        .expect("a key of another node");
+    let moved = plain_cli(plain_ports[0], &["GET", &key]);
+    assert!(
+        plain_ports[1..]
+            .iter()
+            .any(|p| moved.ends_with(&format!(":{p}"))),
+        "plaintext client: {moved}"
+    );
+    let moved = cli(tls_ports[0], &certs, Cert::Good, &["GET", &key]);
+    assert!(
+        tls_ports[1..]
+            .iter()
+            .any(|p| moved.ends_with(&format!(":{p}"))),
+        "TLS client: {moved}"
+    );
+    // Data written through TLS with redirections followed reads back over
+    // plaintext TCP.
+    for i in 0..30 {
+        let k = format!("key:{i}");
+        assert_eq!(
+            cli(
+                tls_ports[0],
+                &certs,
+                Cert::Good,
+                &["-c", "SET", &k, &format!("v{i}")]
+            ),
+            "OK"
+        );
+    }
+    for i in 0..30 {
+        let k = format!("key:{i}");
+        assert_eq!(
+            plain_cli(plain_ports[2], &["-c", "GET", &k]),
+            format!("v{i}")
+        );
+    }
+}
+
+#[test]
+fn tls_cluster_of_ferrokv_nodes() {
+    tls_cluster([false, false, false]);
+}
+
+#[test]
+fn tls_cluster_mixed_with_redis_server() {
+    tls_cluster([false, true, false]);
+}

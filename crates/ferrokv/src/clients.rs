@@ -93,6 +93,10 @@ pub struct ClientHandle {
     pub fd: i32,
     /// True for unix-socket clients.
     pub unix: bool,
+    /// True for clients on the TLS port (set once at accept): in a TLS
+    /// cluster they are sent to TLS ports, the others to plaintext ones
+    /// (Redis's `connGetType(c->conn) == CONN_TYPE_TLS`).
+    pub tls: std::sync::atomic::AtomicBool,
     /// Creation time, ms since the epoch.
     pub created_ms: u64,
     /// Last interaction, ms since the epoch (idle time, timeout).
@@ -504,6 +508,7 @@ pub fn new_handle(
         laddr,
         fd,
         unix,
+        tls: false.into(),
         created_ms: now,
         last_ms: now.into(),
         killed: false.into(),

@@ -695,13 +695,22 @@ pub struct Settings {
     pub port: u16,
     /// The bus port.
     pub cport: u16,
+    /// tls-cluster: bus links are TLS, the announced port is `tls-port`.
+    pub tls_cluster: bool,
+    /// tls-port (0 = none).
+    pub tls_port: u16,
 }
 
 impl Settings {
     /// Reads the directives from `config`.
     pub fn from_config(c: &crate::config::Config, port: u16) -> Settings {
+        let tls_cluster = c.get_bool("tls-cluster");
+        let tls_port = c.get_i64("tls-port") as u16;
+        // Redis's clusterInit: the bus port defaults to the port clients
+        // use in the cluster (tls-port in a TLS cluster) + 10000.
+        let base = if tls_cluster { tls_port } else { port };
         let cport = match c.get_i64("cluster-port") {
-            0 => port.wrapping_add(10000),
+            0 => base.wrapping_add(10000),
             p => p as u16,
         };
         Settings {
@@ -726,6 +735,8 @@ impl Settings {
             link_sendbuf_limit: c.get_u64("cluster-link-sendbuf-limit"),
             port,
             cport,
+            tls_cluster,
+            tls_port,
         }
     }
 }
@@ -829,14 +840,23 @@ impl Cluster {
         *self.config_file.get_mut() = c.get("cluster-config-file").to_string();
     }
 
-    /// Refreshes the settings after CONFIG SET.
+    /// Refreshes the settings after CONFIG SET, and myself's announced
+    /// ports with them (Redis's clusterUpdateMyselfAnnouncedPorts).
     pub fn refresh_settings(&self, c: &crate::config::Config, port: u16) {
         let mut s = Settings::from_config(c, port);
         let old = self.settings.lock().cport;
         if old != 0 {
             s.cport = old;
         }
+        let (p, pp, cp) = s.announced();
         *self.settings.lock() = s;
+        if self.enabled {
+            let mut st = self.state.lock();
+            if st.nodes.get(MYSELF).is_some_and(Option::is_some) {
+                let me = st.myself_mut();
+                (me.port, me.pport, me.cport) = (p, pp, cp);
+            }
+        }
     }
 
     /// A copy of the settings.
@@ -953,7 +973,8 @@ impl Cluster {
     }
 
     /// The error text of a redirection (Redis's clusterRedirectClient),
-    /// without the leading `-`.
+    /// without the leading `-`, for a client on TLS (`tls`) or not: a
+    /// plaintext client of a TLS cluster is sent to plaintext ports.
     pub fn redirect_message(&self, r: &Redirect, tls: bool) -> String {
         match r {
             Redirect::CrossSlot => "CROSSSLOT Keys in request don't hash to the same slot".into(),
@@ -971,6 +992,7 @@ impl Cluster {
                 };
                 let st = self.state.lock();
                 let s = self.settings.lock();
+                let tls = tls || !s.tls_cluster;
                 let (endpoint, port) = match st.nodes.get(*n).and_then(Option::as_ref) {
                     Some(node) => (
                         preferred_endpoint(node, &s).to_string(),
@@ -1099,8 +1121,7 @@ impl Cluster {
             let s = self.settings();
             let mut st = self.state.lock();
             let me = st.myself_mut();
-            me.port = s.announce_port_or(s.port);
-            me.cport = s.announce_bus_port_or(s.cport);
+            (me.port, me.pport, me.cport) = s.announced();
             me.hostname = s.announce_hostname.clone();
             if !s.announce_ip.is_empty() {
                 me.ip = s.announce_ip.clone();
@@ -1113,22 +1134,29 @@ impl Cluster {
 }
 
 impl Settings {
-    /// The announced client port.
-    pub fn announce_port_or(&self, port: u16) -> u16 {
-        if self.announce_port != 0 {
-            self.announce_port
+    /// The ports announced on the bus: (client port, plaintext client
+    /// port, bus port), Redis 7.0's deriveAnnouncedPorts. In a TLS cluster
+    /// the client port is `tls-port` (or `cluster-announce-tls-port`) and
+    /// the plaintext one `port` (or `cluster-announce-port`); otherwise
+    /// the plaintext port is 0.
+    pub fn announced(&self) -> (u16, u16, u16) {
+        let (mut port, mut pport) = if self.tls_cluster {
+            (self.tls_port, self.port)
         } else {
-            port
+            (self.port, 0)
+        };
+        if self.tls_cluster && self.announce_tls_port != 0 {
+            port = self.announce_tls_port;
+            pport = self.announce_port;
+        } else if self.announce_port != 0 {
+            port = self.announce_port;
         }
-    }
-
-    /// The announced bus port.
-    pub fn announce_bus_port_or(&self, cport: u16) -> u16 {
-        if self.announce_bus_port != 0 {
+        let cport = if self.announce_bus_port != 0 {
             self.announce_bus_port
         } else {
-            cport
-        }
+            self.cport
+        };
+        (port, pport, cport)
     }
 }
 
@@ -1143,7 +1171,10 @@ pub fn preferred_endpoint<'a>(node: &'a Node, s: &Settings) -> &'a str {
     }
 }
 
-/// The client port of `node` for a client on TLS (`tls`) or not.
+/// The client port of `node` given to a client: its announced port, or
+/// its plaintext port when `tls` is false and it has one (Redis 7.0's
+/// `use_pport && node->pport ? node->pport : node->port`; callers pass
+/// `tls` false only for a plaintext client of a TLS cluster).
 pub fn node_port(node: &Node, tls: bool) -> u16 {
     if tls || node.pport == 0 {
         node.port

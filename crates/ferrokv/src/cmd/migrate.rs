@@ -9,12 +9,14 @@
 //! blocks its connection while it talks to the target, and keeps the
 //! connection to each target for 10 seconds for the next MIGRATE
 //! (MIGRATE_SOCKET_CACHE_TTL), remembering the database it selected.
+//! With `tls-cluster yes` the connection is TLS (Redis: `connCreateTLS`
+//! when server.tls_cluster), a failed handshake being a failed connect.
 
 use super::Ctx;
 use crate::resp::Args;
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -24,8 +26,48 @@ const CACHE_ITEMS: usize = 64;
 /// Idle cached connections are closed after this long.
 const CACHE_TTL: Duration = Duration::from_secs(10);
 
+/// A connection to a MIGRATE target: plain TCP, or TLS in a TLS cluster.
+enum Conn {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Conn {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Conn::Plain(s) => s,
+            Conn::Tls(s) => &s.sock,
+        }
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Conn::Plain(s) => s.read(buf),
+            Conn::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Conn::Plain(s) => s.write(buf),
+            Conn::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Conn::Plain(s) => s.flush(),
+            Conn::Tls(s) => s.flush(),
+        }
+    }
+}
+
 struct Cached {
-    reader: BufReader<TcpStream>,
+    reader: BufReader<Conn>,
     last_dbid: i64,
     last_use: Instant,
 }
@@ -64,7 +106,14 @@ enum ConnectError {
 /// Connects to `host`:`port`, the port read as Redis's atoi does (`abc`
 /// is 0, `1.5` is 1, a number beyond an int wraps, then the low 16 bits
 /// are the TCP port, as getaddrinfo's numeric service).
-fn connect(host: &str, port: &[u8], timeout: Duration) -> Result<Cached, ConnectError> {
+/// `tls`: the client configuration of a TLS cluster (the handshake runs
+/// within `timeout`).
+fn connect(
+    host: &str,
+    port: &[u8],
+    timeout: Duration,
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+) -> Result<Cached, ConnectError> {
     use std::net::ToSocketAddrs;
     let port = super::server::debug::atoi(port);
     if port < 0 {
@@ -82,8 +131,26 @@ fn connect(host: &str, port: &[u8], timeout: Duration) -> Result<Cached, Connect
         _ => ConnectError::Writing,
     })?;
     let _ = s.set_nodelay(true);
+    let conn = match tls {
+        None => Conn::Plain(s),
+        Some(cfg) => {
+            let name = rustls_pki_types::ServerName::try_from(host.to_string())
+                .map_err(|_| ConnectError::Connecting)?;
+            let c =
+                rustls::ClientConnection::new(cfg, name).map_err(|_| ConnectError::Connecting)?;
+            let _ = s.set_read_timeout(Some(timeout));
+            let _ = s.set_write_timeout(Some(timeout));
+            let mut st = rustls::StreamOwned::new(c, s);
+            while st.conn.is_handshaking() {
+                st.conn
+                    .complete_io(&mut st.sock)
+                    .map_err(|_| ConnectError::Connecting)?;
+            }
+            Conn::Tls(Box::new(st))
+        }
+    };
     Ok(Cached {
-        reader: BufReader::new(s),
+        reader: BufReader::new(conn),
         last_dbid: -1,
         last_use: Instant::now(),
     })
@@ -97,7 +164,7 @@ const MAX_LINE: usize = 1024;
 /// without the CRLF). Bulk and array replies are not expected from
 /// AUTH/SELECT/RESTORE. `deadline` bounds the whole read even when the
 /// target keeps sending.
-fn read_line(r: &mut BufReader<TcpStream>, deadline: Instant) -> std::io::Result<String> {
+fn read_line(r: &mut BufReader<Conn>, deadline: Instant) -> std::io::Result<String> {
     let mut line = Vec::with_capacity(64);
     loop {
         if Instant::now() >= deadline {
@@ -212,13 +279,21 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     } else {
         b"RESTORE"
     };
+    let tls = if ctx.server.config.read().get_bool("tls-cluster") {
+        match ctx.server.tls.client_config() {
+            Ok(c) => Some(c),
+            Err(_) => return ctx.error("IOERR error or timeout connecting to the client"),
+        }
+    } else {
+        None
+    };
     let mut attempt = 0;
     loop {
         let cached = cache().lock().remove(&name);
         let had_cached = cached.is_some();
         let mut cs = match cached {
             Some(c) => c,
-            None => match connect(&host, args.get(2), timeout) {
+            None => match connect(&host, args.get(2), timeout, tls.clone()) {
                 Ok(c) => c,
                 Err(ConnectError::Writing) => {
                     return ctx.error("IOERR error or timeout writing to target instance")
@@ -228,8 +303,8 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 }
             },
         };
-        let _ = cs.reader.get_ref().set_read_timeout(Some(timeout));
-        let _ = cs.reader.get_ref().set_write_timeout(Some(timeout));
+        let _ = cs.reader.get_ref().tcp().set_read_timeout(Some(timeout));
+        let _ = cs.reader.get_ref().tcp().set_write_timeout(Some(timeout));
         let mut buf = Vec::new();
         if let Some((user, pass)) = &auth {
             let mut a: Vec<&[u8]> = vec![b"AUTH"];

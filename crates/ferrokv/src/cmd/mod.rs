@@ -1039,7 +1039,9 @@ pub fn execute(
             && (is_exec || !c.key_specs.is_empty() || c.flags & flags::MOVABLE_KEYS != 0)
         {
             if let Err(r) = cluster_route(server, client, c, args, is_exec, asking) {
-                let msg = server.cluster.redirect_message(&r, false);
+                let msg = server
+                    .cluster
+                    .redirect_message(&r, client.handle.tls.load(Ordering::Relaxed));
                 if is_exec {
                     // EXEC discards the transaction and replies with the
                     // redirection itself (not EXECABORT).

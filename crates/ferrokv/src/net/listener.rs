@@ -205,6 +205,7 @@ fn admit_tcp_as(
         fd,
         false,
     );
+    handle.tls.store(tls, Ordering::Relaxed);
     server.clients.add(handle.clone());
     // Hand the socket to a worker: it must be registered with that
     // worker's reactor, so move it as a std socket.

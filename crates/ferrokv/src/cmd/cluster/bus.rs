@@ -166,9 +166,10 @@ fn header(ctx: &Ctx<'_>, st: &State, typ: u16) -> Vec<u8> {
             b[O_SLAVEOF..O_SLAVEOF + NAMELEN].copy_from_slice(mn.name.as_bytes());
         }
     }
-    put16(&mut b, O_PORT, s.announce_port_or(s.port));
-    put16(&mut b, O_PPORT, 0);
-    put16(&mut b, O_CPORT, s.announce_bus_port_or(s.cport));
+    let (port, pport, cport) = s.announced();
+    put16(&mut b, O_PORT, port);
+    put16(&mut b, O_PPORT, pport);
+    put16(&mut b, O_CPORT, cport);
     put16(&mut b, O_FLAGS, me.flags);
     b[O_STATE] = if st.state_ok { 0 } else { 1 };
     put64(&mut b, O_CUR_EPOCH, st.current_epoch);
@@ -1793,9 +1794,7 @@ async fn outbound(
     };
     let _ = stream.set_nodelay(true);
     let (local_ip, peer_ip) = link_addrs(&stream);
-    let (r, w) = stream.into_split();
     let pending = link.pending.clone();
-    let writer = tokio::spawn(write_loop(w, rx, pending.clone()));
     let li = LinkInfo {
         id: link.id,
         inbound: false,
@@ -1803,6 +1802,43 @@ async fn outbound(
         local_ip,
         peer_ip,
     };
+    if server.cluster.settings().tls_cluster {
+        // tls-cluster: the link is a TLS session (Redis's connCreateTLS in
+        // clusterCron); a failed handshake drops the link like a failed
+        // connect, and the cron tries again.
+        let connected = match server.tls.connector() {
+            Ok(c) => {
+                let name =
+                    rustls_pki_types::ServerName::try_from(ip.clone()).unwrap_or_else(|_| {
+                        rustls_pki_types::ServerName::try_from("localhost").expect("name")
+                    });
+                tokio::time::timeout(timeout, c.connect(name, stream))
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+            }
+            Err(e) => {
+                tracing::warn!("cluster bus: cannot connect over TLS: {e}");
+                None
+            }
+        };
+        let Some(tls) = connected else {
+            let mut st = server.cluster.state.lock();
+            if let Some(Some(node)) = st.nodes.get_mut(n) {
+                if node.link.as_ref().is_some_and(|l| l.id == link.id) {
+                    node.link = None;
+                }
+            }
+            return;
+        };
+        let (r, w) = tokio::io::split(tls);
+        let writer = tokio::spawn(write_loop(w, rx, pending.clone()));
+        read_loop(&server, r, li, link.tx.clone(), pending).await;
+        writer.abort();
+        return;
+    }
+    let (r, w) = stream.into_split();
+    let writer = tokio::spawn(write_loop(w, rx, pending.clone()));
     read_loop(&server, r, li, link.tx.clone(), pending).await;
     writer.abort();
 }
@@ -1819,10 +1855,8 @@ fn link_addrs(stream: &tokio::net::TcpStream) -> (String, String) {
 async fn inbound(server: Arc<Server>, stream: tokio::net::TcpStream) {
     let _ = stream.set_nodelay(true);
     let (local_ip, peer_ip) = link_addrs(&stream);
-    let (r, w) = stream.into_split();
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let pending: Arc<AtomicU64> = Arc::default();
-    let writer = tokio::spawn(write_loop(w, rx, pending.clone()));
     let li = LinkInfo {
         id: server.cluster.next_link_id.fetch_add(1, Ordering::Relaxed),
         inbound: true,
@@ -1830,6 +1864,34 @@ async fn inbound(server: Arc<Server>, stream: tokio::net::TcpStream) {
         local_ip: local_ip.trim_start_matches("::ffff:").to_string(),
         peer_ip: peer_ip.trim_start_matches("::ffff:").to_string(),
     };
+    if server.cluster.settings().tls_cluster {
+        // tls-cluster: nodes must present a certificate of a trusted CA
+        // (Redis: connCreateAcceptedTLS(cfd, TLS_CLIENT_AUTH_YES)).
+        let acceptor = match server.tls.acceptor(crate::tls::AuthClients::Yes) {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!("Error accepting cluster node connection: {e}");
+                return;
+            }
+        };
+        let timeout =
+            std::time::Duration::from_millis(server.cluster.settings().node_timeout.max(1000));
+        let tls = match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
+            Ok(Ok(t)) => t,
+            Ok(Err(e)) => {
+                tracing::info!("Error accepting cluster node connection: {e}");
+                return;
+            }
+            Err(_) => return,
+        };
+        let (r, w) = tokio::io::split(tls);
+        let writer = tokio::spawn(write_loop(w, rx, pending.clone()));
+        read_loop(&server, r, li, tx, pending).await;
+        writer.abort();
+        return;
+    }
+    let (r, w) = stream.into_split();
+    let writer = tokio::spawn(write_loop(w, rx, pending.clone()));
     read_loop(&server, r, li, tx, pending).await;
     writer.abort();
 }

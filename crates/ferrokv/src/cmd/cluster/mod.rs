@@ -433,10 +433,16 @@ fn myid(ctx: &mut Ctx<'_>, _: &Args<'_>) {
     ctx.out.bulk(name.as_bytes());
 }
 
-/// Whether the client is on TLS (MOVED and CLUSTER SLOTS then give the
-/// TLS port). TLS cluster ports are not announced yet: always false.
-fn is_tls(_ctx: &Ctx<'_>) -> bool {
-    false
+/// False for a plaintext client of a TLS cluster, which is given the
+/// nodes' plaintext ports (Redis 7.0: `use_pport = server.tls_cluster &&
+/// connGetType(c->conn) != CONN_TYPE_TLS`); true otherwise.
+fn is_tls(ctx: &Ctx<'_>) -> bool {
+    !ctx.server.cluster.settings.lock().tls_cluster
+        || ctx
+            .client
+            .handle
+            .tls
+            .load(std::sync::atomic::Ordering::Relaxed)
 }
 
 fn nodes(ctx: &mut Ctx<'_>, _: &Args<'_>) {
@@ -1082,7 +1088,6 @@ fn shards(ctx: &mut Ctx<'_>, _: &Args<'_>) {
     if !enabled(ctx) {
         return;
     }
-    let tls = is_tls(ctx);
     let s = ctx.server.cluster.settings();
     let server = ctx.server.clone();
     let st = server.cluster.state.lock();
@@ -1116,18 +1121,26 @@ fn shards(ctx: &mut Ctx<'_>, _: &Args<'_>) {
         ctx.out.array(members.len());
         for n in members {
             let node = st.node(n);
-            let mut fields: Vec<(&str, FieldV)> = vec![
-                ("id", FieldV::S(node.name.clone())),
-                (
-                    if tls { "tls-port" } else { "port" },
-                    FieldV::I(cluster::node_port(node, tls) as i64),
-                ),
-                ("ip", FieldV::S(node.ip.clone())),
-                (
-                    "endpoint",
-                    FieldV::S(cluster::preferred_endpoint(node, &s).to_string()),
-                ),
-            ];
+            let mut fields: Vec<(&str, FieldV)> = vec![("id", FieldV::S(node.name.clone()))];
+            // Redis's addNodeDetailsToShardReply: tls-cluster tells
+            // whether a node's port is its TLS port; each port present is
+            // listed, whatever the client's connection.
+            let (plain, tls_port) = if s.tls_cluster {
+                (node.pport, node.port)
+            } else {
+                (node.port, 0)
+            };
+            if plain != 0 {
+                fields.push(("port", FieldV::I(plain as i64)));
+            }
+            if tls_port != 0 {
+                fields.push(("tls-port", FieldV::I(tls_port as i64)));
+            }
+            fields.push(("ip", FieldV::S(node.ip.clone())));
+            fields.push((
+                "endpoint",
+                FieldV::S(cluster::preferred_endpoint(node, &s).to_string()),
+            ));
             if !node.hostname.is_empty() {
                 fields.push(("hostname", FieldV::S(node.hostname.clone())));
             }
