@@ -1005,3 +1005,43 @@ fn manual_failover_loses_no_acknowledged_write() {
     let r = master.cmd("SET mf:after v");
     assert!(r.starts_with("-MOVED") || r == "+OK\r\n", "{r}");
 }
+
+/// cluster-scripting.tcl: in cluster mode a script with a shebang (and a
+/// function) may not touch keys of different slots, counting the slot of
+/// its declared keys; old-style EVAL and `allow-cross-slot-keys` may.
+/// Replies compared with a one-node redis-server 7.0 cluster.
+#[test]
+fn script_cross_slot_rules_as_redis() {
+    let Some(redis) = Node::redis() else { return };
+    let ours = Node::ferrokv();
+    let scripts: [&[&str]; 5] = [
+        &["EVAL", "#!lua\nredis.call('set', 'foo', 'bar')\nredis.call('set', 'bar', 'foo')\nreturn 'OK'", "0"],
+        &["EVAL", "#!lua\nredis.call('set', 'foo', 'bar')\nreturn 'OK'", "1", "bar"],
+        &["EVAL", "#!lua\nredis.call('set', 'foo', 'bar')\nreturn 'OK'", "1", "foo"],
+        &["EVAL", "redis.call('set', 'foo', 'bar'); redis.call('set', 'bar', 'foo')", "0"],
+        &["EVAL", "#!lua flags=allow-cross-slot-keys\nredis.call('set', 'foo', 'bar'); redis.call('set', 'bar', 'foo')", "1", "bar"],
+    ];
+    let mut replies: Vec<Vec<Vec<u8>>> = Vec::new();
+    for n in [&redis, &ours] {
+        n.cmd("CLUSTER ADDSLOTSRANGE 0 16383");
+        wait_ok(&[n]);
+        let mut r = n.raw();
+        replies.push(
+            scripts
+                .iter()
+                .map(|a| {
+                    let a: Vec<&[u8]> = a.iter().map(|s| s.as_bytes()).collect();
+                    r.cmd(&a)
+                })
+                .collect(),
+        );
+    }
+    for (i, (w, g)) in replies[0].iter().zip(&replies[1]).enumerate() {
+        assert_eq!(
+            String::from_utf8_lossy(g),
+            String::from_utf8_lossy(w),
+            "script {i}: ferrokv, then redis-server"
+        );
+    }
+    assert!(replies[1][1].starts_with(b"-ERR Script attempted to access keys that do not hash"));
+}

@@ -725,3 +725,49 @@ fn info_latencystats_as_redis() {
     let all = String::from_utf8_lossy(&r.cmds("INFO all")).to_string();
     assert!(all.contains("# Latencystats\r\nlatency_percentiles_usec_"));
 }
+
+/// INFO commandstats / errorstats of blocked commands (info.tcl's
+/// "errorstats: blocking commands"): a BLPOP ended by CLIENT UNBLOCK ..
+/// ERROR is one call and one failed call, the UNBLOCKED error is counted;
+/// a timed-out and a served BLPOP are calls that did not fail.
+#[test]
+fn blocked_command_stats_differential() {
+    differential(|port| {
+        let mut r = Raw::connect(port);
+        let mut b = Raw::connect(port);
+        let V::Int(id) = parse(&b.cmds("CLIENT ID")) else {
+            panic!("client id")
+        };
+        let stat = |r: &mut Raw, section: &str, name: &str| -> String {
+            let V::Str(info) = parse(&r.cmds(&format!("INFO {section}"))) else {
+                panic!("info")
+            };
+            let line = info
+                .lines()
+                .find(|l| l.starts_with(&format!("{name}:")))
+                .unwrap_or("")
+                .to_string();
+            // usec and usec_per_call vary.
+            line.split(',')
+                .filter(|f| !f.starts_with("usec"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let mut out = Vec::new();
+        r.cmds("CONFIG RESETSTAT");
+        b.send_cmd(&[b"BLPOP", b"list1", b"0"]);
+        r.wait_blocked(1);
+        r.cmds(&format!("CLIENT UNBLOCK {id} ERROR"));
+        out.push(String::from_utf8_lossy(&b.reply()).into_owned());
+        out.push(stat(&mut r, "errorstats", "errorstat_UNBLOCKED"));
+        out.push(stat(&mut r, "commandstats", "cmdstat_blpop"));
+        out.push(r.info_field("stats", "total_error_replies"));
+        b.cmds("BLPOP list1 0.05");
+        b.send_cmd(&[b"BLPOP", b"list1", b"0"]);
+        r.wait_blocked(1);
+        r.cmds("RPUSH list1 a");
+        b.reply();
+        out.push(stat(&mut r, "commandstats", "cmdstat_blpop"));
+        out
+    });
+}

@@ -598,7 +598,11 @@ pub(crate) fn run_in(
             allow_oom,
             allow_cross_slot,
             oom,
-            slot: None,
+            // The slot of the declared keys (Redis: the caller's c->slot,
+            // set when the EVAL/FCALL itself was routed): the script's
+            // commands must agree with it too.
+            slot: (server.cluster.enabled && !ctx.client.is_master && !keys.is_empty())
+                .then(|| crate::db::slotindex::key_hash_slot(keys.get(0))),
             timed_out_logged: false,
             kill_logged: false,
             eval_mode: spec.eval_mode,

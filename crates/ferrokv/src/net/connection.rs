@@ -386,7 +386,8 @@ where
             }
         }
         if let Some(b) = client.blocked.take() {
-            match block_wait(&server, &handle, &mut rd, &mut rbuf, b, &mut out).await {
+            let cmd_stat = thread_stats.cmds.get(client.last_cmd);
+            match block_wait(&server, &handle, &mut rd, &mut rbuf, b, cmd_stat, &mut out).await {
                 true => {
                     update_info(&client, &rbuf, &out, codec.buffered());
                     if server.propagation.on() {
@@ -716,13 +717,16 @@ async fn pause_wait(server: &Server, handle: &ClientHandle) -> bool {
 /// CLIENT UNBLOCK), the deadline, or the socket closing. Input that arrives
 /// meanwhile stays buffered in `rbuf`. Writes the reply into `out` and
 /// returns true, or returns false when the connection is gone (the waiter
-/// is then removed, leaving nothing behind).
+/// is then removed, leaving nothing behind). A CLIENT UNBLOCK ERROR counts
+/// as a failed call of the blocked command (`cmd_stat`), as Redis's
+/// afterErrorReply does for the unblocked client.
 async fn block_wait<R>(
     server: &Server,
     handle: &ClientHandle,
     rd: &mut R,
     rbuf: &mut BytesMut,
     mut b: Blocked,
+    cmd_stat: Option<&crate::stats::CmdStat>,
     out: &mut Out,
 ) -> bool
 where
@@ -772,6 +776,9 @@ where
             let msg = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
             out.error(msg);
             server.stats.record_error(msg);
+            if let Some(cs) = cmd_stat {
+                bump(&cs.failed, 1);
+            }
         }
         Some(Wake::Timeout) | None => out.null_array(),
     }
