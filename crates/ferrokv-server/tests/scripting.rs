@@ -609,7 +609,9 @@ redis.register_function{function_name='getter', callback=function(keys, args) re
 /// FUNCTION DUMP payloads byte for byte in both directions.
 #[test]
 fn functions_match_redis() {
-    let Some(mut p) = Pair::start() else { return };
+    let Some(mut p) = Pair::start_with(&["--enable-debug-command", "yes"]) else {
+        return;
+    };
     let load = |p: &mut Pair, code: &str| p.check(&[b"FUNCTION", b"LOAD", code.as_bytes()]);
     load(&mut p, LIB);
     load(&mut p, LIB);
@@ -617,6 +619,9 @@ fn functions_match_redis() {
     p.check(&[b"FUNCTION", b"LOAD", b"BAD", LIB.as_bytes()]);
     for line in [
         "FCALL setter 1 k v",
+        "FCALL SETTER 1 k v2",
+        "FCALL_RO GetTer 1 k",
+        "FCALL_RO SETTER 1 k v",
         "FCALL getter 1 k",
         "FCALL_RO getter 1 k",
         "FCALL_RO setter 1 k v",
@@ -652,6 +657,7 @@ fn functions_match_redis() {
         "#!lua name=x\nredis.register_function('a', function() end, 3)",
         "#!lua name=x\nredis.register_function()",
         "#!lua name=x\nredis.register_function('setter', function() end)",
+        "#!lua name=x\nredis.register_function('SETTER', function() end)",
         "#!lua name=x\nredis.register_function('a', function() end) redis.register_function('a', function() end)",
         "#!lua name=x\nredis.register_function{function_name='f'}",
         "#!lua name=x\nredis.register_function{callback=function() end}",
@@ -702,6 +708,15 @@ fn functions_match_redis() {
     p.check(&[b"FUNCTION", b"LIST"]);
     p.check(&[b"FUNCTION", b"LIST", b"WITHCODE", b"LIBRARYNAME", b"o*"]);
     p.check_line("FUNCTION STATS");
+    // DEBUG RELOAD empties the databases and the libraries before loading
+    // the file (Redis's emptyData): a library loaded after the save is
+    // gone, the saved one is back (redis-cli.tcl "Dumping an RDB").
+    p.check_line("CONFIG SET save \"\"");
+    p.check_line("SAVE");
+    load(&mut p, LIB);
+    p.check_line("DEBUG RELOAD NOSAVE");
+    p.check(&[b"FUNCTION", b"LIST"]);
+    p.check_line("FCALL setter 1 k3 v3");
 }
 
 /// Libraries survive a restart through the RDB and through the AOF, and a

@@ -521,6 +521,14 @@ impl crate::persist::Host for Server {
         r.map(|_| ())
             .map_err(|e| String::from_utf8_lossy(&e).into_owned())
     }
+
+    fn clear_function_libraries(&self) {
+        let mut f = self.scripts.functions.lock();
+        if !f.libraries.is_empty() {
+            f.flush();
+            self.scripts.sync_functions(&f);
+        }
+    }
 }
 
 impl crate::db::blocking::Host for Server {

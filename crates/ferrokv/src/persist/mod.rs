@@ -40,6 +40,9 @@ pub trait Host: Send + Sync + 'static {
     /// Loads a function library read from an RDB (`replace`: one of the
     /// same name is replaced, else it is an error). Err: why it failed.
     fn load_function_library(&self, code: &[u8], replace: bool) -> Result<(), String>;
+    /// Removes every function library (what Redis 7.0's `emptyData`
+    /// does besides emptying the databases, unless EMPTYDB_NOFUNCTIONS).
+    fn clear_function_libraries(&self);
 }
 
 /// A shared server is a host too (callers hold `Arc<Server>`).
@@ -61,6 +64,9 @@ impl<H: Host> Host for Arc<H> {
     }
     fn load_function_library(&self, code: &[u8], replace: bool) -> Result<(), String> {
         (**self).load_function_library(code, replace)
+    }
+    fn clear_function_libraries(&self) {
+        (**self).clear_function_libraries()
     }
     fn aof(&self) -> &Arc<aof::Aof> {
         (**self).aof()

@@ -40,7 +40,8 @@ pub struct Functions {
     pub lua: State,
     /// Libraries in load order.
     pub libraries: Vec<Library>,
-    /// Function name -> library index.
+    /// Function name ([`fold`]ed: names are case-insensitive, as Redis
+    /// 7.0's functionDictType) -> library index.
     index: FastMap<Vec<u8>, usize>,
     next_id: u64,
 }
@@ -99,11 +100,11 @@ impl Functions {
 
     /// Function `name` and its library.
     pub fn find(&self, name: &[u8]) -> Option<(&Library, &Registered)> {
-        let &li = self.index.get(name)?;
+        let &li = self.index.get(&*fold(name))?;
         let lib = &self.libraries[li];
         lib.functions
             .iter()
-            .find(|f| f.name == name)
+            .find(|f| f.name.eq_ignore_ascii_case(name))
             .map(|f| (lib, f))
     }
 
@@ -155,7 +156,7 @@ impl Functions {
         self.index.clear();
         for (i, lib) in self.libraries.iter().enumerate() {
             for f in &lib.functions {
-                self.index.insert(f.name.clone(), i);
+                self.index.insert(fold(&f.name).into_owned(), i);
             }
         }
     }
@@ -173,7 +174,7 @@ impl Functions {
         let lib = self.compile(code)?;
         let old = self.libraries.iter().position(|l| l.name == lib.name);
         for f in &lib.functions {
-            if let Some(&li) = self.index.get(&f.name) {
+            if let Some(&li) = self.index.get(&*fold(&f.name)) {
                 if Some(li) != old {
                     let mut e = b"Function ".to_vec();
                     e.extend_from_slice(&f.name);
@@ -335,7 +336,7 @@ impl Functions {
         }
         for lib in loaded.iter() {
             for f in &lib.functions {
-                if let Some(&li) = self.index.get(&f.name) {
+                if let Some(&li) = self.index.get(&*fold(&f.name)) {
                     if !replaced.contains(&li) {
                         let mut e = b"Function ".to_vec();
                         e.extend_from_slice(&f.name);
@@ -372,4 +373,15 @@ pub enum RestorePolicy {
     Append,
     /// Add, replacing libraries of the same name.
     Replace,
+}
+
+/// A function name as the function index keys it: ASCII lower case
+/// (Redis 7.0 finds functions with a case-insensitive dictionary,
+/// `dictSdsKeyCaseCompare`); borrowed when already lower case.
+pub fn fold(name: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if name.iter().any(u8::is_ascii_uppercase) {
+        std::borrow::Cow::Owned(name.to_ascii_lowercase())
+    } else {
+        std::borrow::Cow::Borrowed(name)
+    }
 }

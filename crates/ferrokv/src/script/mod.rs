@@ -281,7 +281,10 @@ impl Scripts {
 
     /// The flags of function `name`.
     pub fn function_flags(&self, name: &[u8]) -> Option<u32> {
-        self.function_flag_index.read().get(name).copied()
+        self.function_flag_index
+            .read()
+            .get(&*functions::fold(name))
+            .copied()
     }
 
     /// Publishes the library and function counts and the functions' flags
@@ -295,7 +298,7 @@ impl Scripts {
         idx.clear();
         for lib in &f.libraries {
             for func in &lib.functions {
-                idx.insert(func.name.clone(), func.flags);
+                idx.insert(functions::fold(&func.name).into_owned(), func.flags);
             }
         }
     }

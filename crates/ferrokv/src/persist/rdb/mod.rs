@@ -1151,11 +1151,15 @@ pub fn empty_all(server: &impl Host) {
     empty_all_with(server, false);
 }
 
-/// Empties every database; with `lazy` the old contents are freed on the
-/// lazyfree thread, their keys counted by INFO `lazyfreed_objects` (a
-/// replica's full synchronisation under `replica-lazy-flush`, as Redis's
-/// `emptyData(-1, EMPTYDB_ASYNC, ...)`).
+/// Empties every database and removes the function libraries (Redis
+/// 7.0's `emptyData` without EMPTYDB_NOFUNCTIONS: DEBUG RELOAD, a
+/// replica's full synchronisation, an AOF reload, CLUSTER RESET; FLUSHALL
+/// keeps the functions and does not come here); with `lazy` the old
+/// contents are freed on the lazyfree thread, their keys counted by INFO
+/// `lazyfreed_objects` (a replica's full synchronisation under
+/// `replica-lazy-flush`, as Redis's `emptyData(-1, EMPTYDB_ASYNC, ...)`).
 pub fn empty_all_with(server: &impl Host, lazy: bool) {
+    server.clear_function_libraries();
     let ks = &server.keyspace();
     for i in 0..ks.db_count() {
         let db = ks.db(i);
