@@ -1391,8 +1391,18 @@ fn lcs(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if a.len() >= u32::MAX as usize - 1 || b.len() >= u32::MAX as usize - 1 {
         return ctx.error("ERR String too long for LCS");
     }
+    // Redis 7.0.15's lcsCommand: the (len(a)+1) x (len(b)+1) table of u32
+    // is refused above proto-max-bulk-len (a huge table would be granted
+    // by overcommit and kill the process when touched), or when it cannot
+    // be allocated.
+    let cells = (a.len() as u64 + 1) * (b.len() as u64 + 1);
+    let max = ctx.server.live.proto_max_bulk_len.load(Ordering::Relaxed);
+    if cells.saturating_mul(4) > max {
+        return ctx
+            .error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
+    }
     let Some(table) = LcsTable::build(&a, &b) else {
-        return ctx.error("ERR Insufficient memory");
+        return ctx.error("ERR Insufficient memory, failed allocating transient memory for LCS");
     };
     let total = table.at(a.len(), b.len());
     if getlen {

@@ -115,6 +115,25 @@ fn sign_extend(u: u64, bits: u32) -> i64 {
     ((u << shift) as i64) >> shift
 }
 
+/// lpDecodeBacklen: the back-length whose last byte is `b[at]`, read
+/// backwards; None past 5 bytes or the start of the blob.
+fn decode_backlen(b: &[u8], mut at: usize) -> Option<usize> {
+    let mut v = 0usize;
+    let mut shift = 0;
+    loop {
+        let x = *b.get(at)?;
+        v |= ((x & 127) as usize) << shift;
+        if x & 128 == 0 {
+            return Some(v);
+        }
+        shift += 7;
+        if shift > 28 || at == 0 {
+            return None;
+        }
+        at -= 1;
+    }
+}
+
 /// Decodes every element of a listpack, validating the header, each
 /// entry's bounds and back-length, and the terminator.
 pub fn listpack_elems(b: &[u8]) -> Result<Vec<Elem<'_>>, String> {
@@ -173,13 +192,11 @@ pub fn listpack_elems(b: &[u8]) -> Result<Vec<Elem<'_>>, String> {
             }
         };
         let bl = crate::db::listpack::backlen_size(len);
-        let back = take(b, p + len, bl)?;
-        // The back-length must decode (read backwards) to the entry size.
-        let mut v = 0usize;
-        for (i, &x) in back.iter().rev().enumerate() {
-            v |= ((x & 127) as usize) << (7 * i);
-        }
-        if v != len {
+        take(b, p + len, bl)?;
+        // The back-length, read backwards from the entry's last byte as
+        // lpDecodeBacklen does (7 bits a byte, high bit = more), must be
+        // the entry's size.
+        if decode_backlen(b, p + len + bl - 1) != Some(len) {
             return Err("listpack back-length mismatch".into());
         }
         out.push(elem);
@@ -196,8 +213,12 @@ pub fn listpack_elems(b: &[u8]) -> Result<Vec<Elem<'_>>, String> {
 
 // -------------------------------------------------------------- ziplist
 
-/// Decodes every element of a ziplist (ziplist.c), validating the header,
-/// each entry's bounds and the terminator.
+/// Decodes every element of a ziplist (ziplist.c), with the checks of
+/// Redis's deep `ziplistValidateIntegrity`: `zlbytes` equals the blob's
+/// size, the last byte is the terminator, `zltail` points at the last
+/// entry, each entry's prevlen equals the previous entry's size, each
+/// encoding is valid and each entry lies inside the blob, and `zllen`
+/// (unless 65535) equals the number of entries.
 pub fn ziplist_elems(b: &[u8]) -> Result<Vec<Elem<'_>>, String> {
     if b.len() < 11 {
         return Err("ziplist too short".into());
@@ -206,66 +227,93 @@ pub fn ziplist_elems(b: &[u8]) -> Result<Vec<Elem<'_>>, String> {
     if total != b.len() {
         return Err("ziplist size header mismatch".into());
     }
+    // Index of the terminator: every entry must end at or before it.
+    let last = b.len() - 1;
+    if b[last] != 0xFF {
+        return Err("ziplist without terminator".into());
+    }
+    let tail = u32::from_le_bytes([b[4], b[5], b[6], b[7]]) as usize;
+    if tail > last {
+        return Err("ziplist tail offset out of range".into());
+    }
     let declared = u16::from_le_bytes([b[8], b[9]]) as usize;
     let mut out = Vec::with_capacity(declared.min(4096));
     let mut p = 10;
-    loop {
-        let Some(&first) = b.get(p) else {
-            return Err("ziplist without terminator".into());
-        };
-        if first == 0xFF {
-            break;
+    let mut prev_size = 0usize;
+    let mut prev_at: Option<usize> = None;
+    let past = || "ziplist entry reaches outside the ziplist".to_string();
+    while b[p] != 0xFF {
+        // prevlen: 1 byte, or 0xFE and 4 bytes LE.
+        let pls = if b[p] < 254 { 1 } else { 5 };
+        if p + pls > last {
+            return Err(past());
         }
-        // prevlen: 1 byte, or 0xFE and 4 bytes.
-        p += if first < 254 { 1 } else { 5 };
-        let Some(&e) = b.get(p) else {
-            return Err("ziplist entry past the end".into());
+        let prevlen = if pls == 1 {
+            b[p] as usize
+        } else {
+            u32::from_le_bytes([b[p + 1], b[p + 2], b[p + 3], b[p + 4]]) as usize
         };
-        let (elem, len) = match e >> 6 {
-            0 => {
-                let n = (e & 0x3f) as usize;
-                (Elem::Str(take(b, p + 1, n)?), 1 + n)
-            }
+        let q = p + pls;
+        let e = b[q];
+        // (header bytes after prevlen, payload bytes)
+        let (lensize, len): (usize, usize) = match e >> 6 {
+            0 => (1, (e & 0x3f) as usize),
             1 => {
-                let lo = take(b, p + 1, 1)?[0] as usize;
-                let n = (((e & 0x3f) as usize) << 8) | lo;
-                (Elem::Str(take(b, p + 2, n)?), 2 + n)
+                if q + 2 > last {
+                    return Err(past());
+                }
+                (2, (((e & 0x3f) as usize) << 8) | b[q + 1] as usize)
             }
+            // 0x80..0xBF: ZIP_ENTRY_ENCODING masks the low bits away.
             2 => {
-                if e != 0x80 {
-                    return Err("invalid ziplist string encoding".into());
+                if q + 5 > last {
+                    return Err(past());
                 }
-                let h = take(b, p + 1, 4)?;
-                let n = u32::from_be_bytes([h[0], h[1], h[2], h[3]]) as usize;
-                (Elem::Str(take(b, p + 5, n)?), 5 + n)
+                let n = u32::from_be_bytes([b[q + 1], b[q + 2], b[q + 3], b[q + 4]]);
+                (5, n as usize)
             }
-            _ => {
-                let (w, imm) = match e {
-                    0xC0 => (2, None),
-                    0xD0 => (4, None),
-                    0xE0 => (8, None),
-                    0xF0 => (3, None),
-                    0xFE => (1, None),
-                    0xF1..=0xFD => (0, Some((e & 0x0f) as i64 - 1)),
-                    _ => return Err(format!("invalid ziplist entry encoding 0x{e:02x}")),
-                };
-                if let Some(v) = imm {
-                    (Elem::Int(v), 1)
-                } else {
-                    let d = take(b, p + 1, w)?;
-                    let mut u = 0u64;
-                    for (i, &x) in d.iter().enumerate() {
-                        u |= (x as u64) << (8 * i);
-                    }
-                    (Elem::Int(sign_extend(u, 8 * w as u32)), 1 + w)
-                }
+            _ => match e {
+                0xC0 => (1, 2),
+                0xD0 => (1, 4),
+                0xE0 => (1, 8),
+                0xF0 => (1, 3),
+                0xFE => (1, 1),
+                0xF1..=0xFD => (1, 0),
+                _ => return Err(format!("invalid ziplist entry encoding 0x{e:02x}")),
+            },
+        };
+        let size = pls
+            .checked_add(lensize)
+            .and_then(|x| x.checked_add(len))
+            .ok_or_else(past)?;
+        if p.checked_add(size).is_none_or(|end| end > last) {
+            return Err(past());
+        }
+        if prevlen != prev_size {
+            return Err("ziplist entry prevlen does not match the previous entry".into());
+        }
+        let data = &b[q + lensize..p + size];
+        let elem = if e >> 6 != 3 {
+            Elem::Str(data)
+        } else if (0xF1..=0xFD).contains(&e) {
+            Elem::Int((e & 0x0f) as i64 - 1)
+        } else {
+            let mut u = 0u64;
+            for (i, &x) in data.iter().enumerate() {
+                u |= (x as u64) << (8 * i);
             }
+            Elem::Int(sign_extend(u, 8 * len as u32))
         };
         out.push(elem);
-        p += len;
+        prev_size = size;
+        prev_at = Some(p);
+        p += size;
     }
-    if p + 1 != b.len() {
+    if p != last {
         return Err("data after the ziplist terminator".into());
+    }
+    if prev_at.is_some_and(|t| t != tail) {
+        return Err("ziplist tail offset does not point at the last entry".into());
     }
     if declared != 65535 && declared != out.len() {
         return Err("ziplist element count mismatch".into());
@@ -279,43 +327,58 @@ pub fn ziplist_elems(b: &[u8]) -> Result<Vec<Elem<'_>>, String> {
 pub type Pair<'a> = (&'a [u8], &'a [u8]);
 
 /// Decodes a zipmap (zipmap.c, Redis < 2.6 small hashes) into
-/// (field, value) pairs.
+/// (field, value) pairs, with the checks of Redis's deep
+/// `zipmapValidateIntegrity`: the last byte is the terminator, every entry
+/// lies inside the blob, at least one entry, and the count byte (unless
+/// 254, "unknown") equals the number of entries. As in Redis, the pairs
+/// end at the first terminator.
 pub fn zipmap_pairs(b: &[u8]) -> Result<Vec<Pair<'_>>, String> {
-    fn len_at(b: &[u8], p: usize) -> Result<(usize, usize), String> {
-        match b.get(p) {
-            Some(&x) if x < 254 => Ok((x as usize, 1)),
-            Some(&254) => {
-                let h = take(b, p + 1, 4)?;
-                Ok((u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize, 5))
-            }
-            _ => Err("invalid zipmap length".into()),
+    // A length: one byte below 254, else the 4 bytes LE after it.
+    fn len_at(b: &[u8], p: usize, last: usize) -> Result<(usize, usize), String> {
+        let s = if b[p] < 254 { 1 } else { 5 };
+        if p + s > last {
+            return Err("zipmap entry reaches outside the zipmap".into());
         }
+        let n = if s == 1 {
+            b[p] as usize
+        } else {
+            u32::from_le_bytes([b[p + 1], b[p + 2], b[p + 3], b[p + 4]]) as usize
+        };
+        Ok((n, s))
     }
-    if b.is_empty() {
+    if b.len() < 2 {
         return Err("zipmap too short".into());
     }
+    let last = b.len() - 1;
+    if b[last] != 255 {
+        return Err("zipmap without terminator".into());
+    }
+    let past = || "zipmap entry reaches outside the zipmap".to_string();
     let mut out = Vec::new();
     let mut p = 1;
-    loop {
-        match b.get(p) {
-            None => return Err("zipmap without terminator".into()),
-            Some(&255) => break,
-            _ => {}
+    while b[p] != 255 {
+        let (kl, s) = len_at(b, p, last)?;
+        let k0 = p + s;
+        p = k0.checked_add(kl).filter(|&x| x <= last).ok_or_else(past)?;
+        let (vl, s) = len_at(b, p, last)?;
+        p += s;
+        let free = b[p] as usize;
+        let v0 = p + 1;
+        p = v0
+            .checked_add(vl)
+            .and_then(|x| x.checked_add(free))
+            .filter(|&x| x <= last)
+            .ok_or_else(past)?;
+        if v0 + vl > last {
+            return Err(past());
         }
-        let (kl, s) = len_at(b, p)?;
-        p += s;
-        let k = take(b, p, kl)?;
-        p += kl;
-        let (vl, s) = len_at(b, p)?;
-        p += s;
-        let free = *b.get(p).ok_or("zipmap entry past the end")? as usize;
-        p += 1;
-        let v = take(b, p, vl)?;
-        p += vl + free;
-        out.push((k, v));
+        out.push((&b[k0..k0 + kl], &b[v0..v0 + vl]));
     }
-    if p + 1 != b.len() {
-        return Err("data after the zipmap terminator".into());
+    if out.is_empty() {
+        return Err("empty zipmap".into());
+    }
+    if b[0] != 254 && b[0] as usize != out.len() {
+        return Err("zipmap element count mismatch".into());
     }
     Ok(out)
 }
@@ -343,7 +406,8 @@ pub fn intset_encode(sorted: &[i64]) -> Vec<u8> {
     b
 }
 
-/// Decodes an intset, checking its width, size and strictly ascending order.
+/// Decodes an intset, checking its width, size, that it is not empty and
+/// strictly ascending order (Redis's deep `intsetValidateIntegrity`).
 pub fn intset_decode(b: &[u8]) -> Result<Vec<i64>, String> {
     if b.len() < 8 {
         return Err("intset too short".into());
@@ -355,6 +419,9 @@ pub fn intset_decode(b: &[u8]) -> Result<Vec<i64>, String> {
     }
     if n.checked_mul(w).and_then(|x| x.checked_add(8)) != Some(b.len()) {
         return Err("intset size mismatch".into());
+    }
+    if n == 0 {
+        return Err("empty intset".into());
     }
     let mut out = Vec::with_capacity(n);
     for c in b[8..].chunks_exact(w) {
@@ -436,6 +503,7 @@ mod tests {
     fn ziplist_decodes() {
         // zlbytes, zltail, zllen=3; entries "ab", 12 (imm), 1000 (int16).
         let mut z = vec![0u8; 10];
+        z[4] = 16; // zltail: the third entry
         z.extend_from_slice(&[0, 0x02, b'a', b'b']);
         z.extend_from_slice(&[4, 0xFD]);
         z.extend_from_slice(&[2, 0xC0, 0xE8, 0x03]);

@@ -627,6 +627,9 @@ pub struct LoadStats {
     /// Keys skipped because their TTL had passed (or, for a hash with field
     /// TTLs, those of all its fields).
     pub expired: u64,
+    /// Keys skipped because their collection was empty (each logged as
+    /// Redis logs it: "rdbLoadObject skipping empty key: KEY").
+    pub empty: u64,
     /// Bytes consumed.
     pub bytes: u64,
 }
@@ -829,7 +832,11 @@ pub fn load<R: Read>(server: &impl Host, r: R, opts: LoadOpts) -> Result<LoadSta
                     // Every field had expired (RDB_LOAD_ERR_EXPIRED_HASH).
                     st.expired += 1;
                 } else {
-                    tracing::warn!("RDB: empty key '{}' skipped", String::from_utf8_lossy(&key));
+                    st.empty += 1;
+                    tracing::warn!(
+                        "rdbLoadObject skipping empty key: {}",
+                        String::from_utf8_lossy(&key)
+                    );
                 }
                 continue;
             };
@@ -889,6 +896,12 @@ pub fn load<R: Read>(server: &impl Host, r: R, opts: LoadOpts) -> Result<LoadSta
         }
     }
     st.bytes = rd.pos;
+    tracing::warn!(
+        "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.",
+        st.loaded,
+        st.expired,
+        st.empty
+    );
     Ok(st)
 }
 
@@ -1131,11 +1144,31 @@ pub fn load_at_startup(server: &impl Host) -> Result<(), String> {
             );
             Ok(())
         }
-        Err(e) => Err(format!(
-            "Fatal error loading the DB from {}: {e}. Exiting.",
-            shown.display()
-        )),
+        Err(e) => {
+            report_load_failure(&path, &e);
+            Err(format!(
+                "Fatal error loading the DB from {}: {e}. Exiting.",
+                shown.display()
+            ))
+        }
     }
+}
+
+/// Logs a failed start-up load as Redis's rdbReportError does before it
+/// exits: the error, a report in the form of the redis-check-rdb run Redis
+/// makes at that point (ferrokv's error already says where and what), and
+/// "Terminating server after rdb file reading failure." (the caller
+/// exits with status 1).
+pub fn report_load_failure(path: &std::path::Path, e: &RdbError) {
+    tracing::warn!(
+        "Internal error in RDB reading offset {}, function at rdb.c -> {}",
+        e.offset,
+        e.msg
+    );
+    tracing::warn!("[offset 0] Checking RDB file {}", path.display());
+    tracing::warn!("--- RDB ERROR DETECTED ---");
+    tracing::warn!("[offset {}] {}", e.offset, e.msg);
+    tracing::warn!("Terminating server after rdb file reading failure.");
 }
 
 fn record_load(server: &impl Host, st: &LoadStats) {
@@ -1283,7 +1316,17 @@ pub fn restore_value(server: &impl Host, p: &[u8], key: &[u8]) -> Result<Value, 
     let lim = LoadLimits::of(server);
     match rd.value(ty, key, &lim) {
         Ok(Some(v)) => Ok(v),
-        _ => Err(PayloadError::BadFormat),
+        // An empty collection (RDB_LOAD_ERR_EMPTY_KEY): refused unlogged.
+        Ok(None) => Err(PayloadError::BadFormat),
+        Err(e) => {
+            // rdbReportError in a RESTORE context: logged at verbose level.
+            tracing::info!(
+                "Internal error in RDB reading offset {}, function at rdb.c -> {}",
+                e.offset,
+                e.msg
+            );
+            Err(PayloadError::BadFormat)
+        }
     }
 }
 

@@ -116,6 +116,16 @@ impl<R: Read> Reader<R> {
         }
     }
 
+    /// A corrupt value: `reason` is the text Redis's rdbLoadObject reports
+    /// for it (such as "Hash ziplist integrity check failed.", which logs
+    /// and tests look for), `detail` what ferrokv found, `key` the key.
+    pub fn corrupt(&self, reason: &str, detail: &str, key: &[u8]) -> RdbError {
+        self.err(format!(
+            "{reason} ({detail}; key '{}')",
+            String::from_utf8_lossy(key)
+        ))
+    }
+
     /// Fills `buf` exactly; a short read is the "truncated" error.
     pub fn exact(&mut self, buf: &mut [u8]) -> Result<(), RdbError> {
         match self.r.read_exact(buf) {
@@ -262,11 +272,13 @@ impl<R: Read> Reader<R> {
         let mut valid_total = 0u64;
         for _ in 0..nodes {
             let k = self.string().map_err(e)?;
-            let mid = StreamId::from_be_bytes(&k).ok_or("stream node key is not 16 bytes")?;
+            let mid = StreamId::from_be_bytes(&k)
+                .ok_or("Stream node key entry is not the size of a stream ID")?;
             let node = self.string().map_err(e)?;
-            let (valid, _first, last) = validate_node(&node, mid).map_err(|m| m.to_string())?;
+            let (valid, _first, last) = validate_node(&node, mid)
+                .map_err(|m| format!("Stream listpack integrity check failed. ({m})"))?;
             if prev_last.is_some_and(|p| mid <= p) {
-                return Err("stream nodes out of order".into());
+                return Err("Listpack re-added with existing key (or out of order)".into());
             }
             // Master ids ascend; entries may not (a deleted entry can be
             // larger than the ids after it, past an XSETID).
@@ -277,7 +289,7 @@ impl<R: Read> Reader<R> {
         }
         s.length = self.length().map_err(e)?;
         if s.length != valid_total {
-            return Err("stream length does not match its entries".into());
+            return Err("Stream length inconsistent with rax entries".into());
         }
         s.last_id = StreamId::new(self.length().map_err(e)?, self.length().map_err(e)?);
         if ty >= RDB_TYPE_STREAM_LISTPACKS_2 {
@@ -312,7 +324,7 @@ impl<R: Read> Reader<R> {
                     consumer: Box::from(&b""[..]),
                 };
                 if g.pel.insert(id, nack).is_some() {
-                    return Err("duplicated stream PEL entry".into());
+                    return Err("Duplicated global PEL entry loading stream consumer group".into());
                 }
             }
             let consumers = self.length().map_err(e)?;
@@ -335,22 +347,25 @@ impl<R: Read> Reader<R> {
                     let raw: [u8; 16] = self.array().map_err(e)?;
                     let id = StreamId::from_be_bytes(&raw).expect("16 bytes");
                     let Some(nack) = g.pel.get_mut(&id) else {
-                        return Err("consumer pending entry not in the group's PEL".into());
+                        return Err("Consumer entry not found in group global PEL".into());
                     };
                     if !owned.insert(id) || !c.pel.insert(id) {
-                        return Err("stream pending entry owned twice".into());
+                        return Err(
+                            "Duplicated consumer PEL entry loading a stream consumer group".into(),
+                        );
                     }
                     nack.consumer = cname.clone().into();
                 }
                 if g.consumers.insert(cname.into(), c).is_some() {
-                    return Err("duplicated consumer name".into());
+                    return Err("Duplicate stream consumer detected.".into());
                 }
             }
             if owned.len() != g.pel.len() {
-                return Err("stream pending entry without a consumer".into());
+                return Err("Stream CG PEL entry without consumer".into());
             }
+            let shown = String::from_utf8_lossy(&name).into_owned();
             if s.groups.insert(name.into(), g).is_some() {
-                return Err("duplicated consumer group name".into());
+                return Err(format!("Duplicated consumer group name {shown}"));
             }
         }
         Ok(s)
@@ -525,7 +540,8 @@ impl<R: Read> Reader<R> {
             }
             RDB_TYPE_LIST_ZIPLIST => {
                 let blob = self.string()?;
-                let elems = ziplist_elems(&blob).map_err(|e| bad(self, e))?;
+                let elems = ziplist_elems(&blob)
+                    .map_err(|e| self.corrupt("List ziplist integrity check failed.", &e, key))?;
                 let mut l = ListValue::with_compress_depth(lim.list_compress);
                 push_elems(&mut l, &elems, lim.list_fill);
                 list(l)
@@ -540,19 +556,32 @@ impl<R: Read> Reader<R> {
                         QUICKLIST_NODE_CONTAINER_PACKED
                     };
                     let blob = self.string()?;
+                    if blob.is_empty() {
+                        // rdbLoadObject refuses a node of encoded_len 0.
+                        return Err(bad(self, "quicklist node of length 0".into()));
+                    }
                     match container {
                         // A plain node stays one, as quicklistAppendPlainNode.
                         QUICKLIST_NODE_CONTAINER_PLAIN => l.push_plain(&blob),
                         QUICKLIST_NODE_CONTAINER_PACKED => {
                             let elems = if ty == RDB_TYPE_LIST_QUICKLIST {
-                                ziplist_elems(&blob)
+                                ziplist_elems(&blob).map_err(|e| {
+                                    self.corrupt("Ziplist integrity check failed.", &e, key)
+                                })
                             } else {
-                                listpack_elems(&blob)
-                            }
-                            .map_err(|e| bad(self, e))?;
+                                listpack_elems(&blob).map_err(|e| {
+                                    self.corrupt("Listpack integrity check failed.", &e, key)
+                                })
+                            }?;
                             push_elems(&mut l, &elems, lim.list_fill);
                         }
-                        c => return Err(bad(self, format!("unknown quicklist container {c}"))),
+                        c => {
+                            return Err(self.corrupt(
+                                "Quicklist integrity check failed.",
+                                &format!("unknown quicklist container {c}"),
+                                key,
+                            ))
+                        }
                     }
                 }
                 list(l)
@@ -563,14 +592,19 @@ impl<R: Read> Reader<R> {
                 for _ in 0..n {
                     let m = self.string()?;
                     if !s.add(&m, lim.set_max_intset) {
-                        return Err(bad(self, "duplicate set member".into()));
+                        return Err(self.corrupt(
+                            "Duplicate set members detected",
+                            "a member appears twice",
+                            key,
+                        ));
                     }
                 }
                 set(s)
             }
             RDB_TYPE_SET_INTSET => {
                 let blob = self.string()?;
-                let v = intset_decode(&blob).map_err(|e| bad(self, e))?;
+                let v = intset_decode(&blob)
+                    .map_err(|e| self.corrupt("Intset integrity check failed.", &e, key))?;
                 let mut s = SetValue::new();
                 let mut t = itoa::Buffer::new();
                 for x in v {
@@ -580,11 +614,12 @@ impl<R: Read> Reader<R> {
             }
             RDB_TYPE_SET_LISTPACK => {
                 let blob = self.string()?;
-                let elems = listpack_elems(&blob).map_err(|e| bad(self, e))?;
+                let reason = "Set listpack integrity check failed.";
+                let elems = listpack_elems(&blob).map_err(|e| self.corrupt(reason, &e, key))?;
                 let mut s = SetValue::new();
                 for e in elems {
                     if !e.with(|m| s.add(m, lim.set_max_intset)) {
-                        return Err(bad(self, "duplicate set member".into()));
+                        return Err(self.corrupt(reason, "listpack with dup elements", key));
                     }
                 }
                 set(s)
@@ -599,25 +634,25 @@ impl<R: Read> Reader<R> {
                     } else {
                         self.text_double()?
                     };
-                    zadd(self, &mut z, &m, Some(s), lim, key)?;
+                    zadd(self, &mut z, &m, Some(s), lim, key, None)?;
                 }
                 zset_value(z)
             }
             RDB_TYPE_ZSET_ZIPLIST | RDB_TYPE_ZSET_LISTPACK => {
                 let blob = self.string()?;
-                let elems = if ty == RDB_TYPE_ZSET_ZIPLIST {
-                    ziplist_elems(&blob)
+                let (reason, elems) = if ty == RDB_TYPE_ZSET_ZIPLIST {
+                    ("Zset ziplist integrity check failed.", ziplist_elems(&blob))
                 } else {
-                    listpack_elems(&blob)
-                }
-                .map_err(|e| bad(self, e))?;
+                    ("Zset listpack integrity check failed.", listpack_elems(&blob))
+                };
+                let elems = elems.map_err(|e| self.corrupt(reason, &e, key))?;
                 if elems.len() % 2 != 0 {
-                    return Err(bad(self, "sorted set with an odd element count".into()));
+                    return Err(self.corrupt(reason, "odd element count", key));
                 }
                 let mut z = ZSetValue::new();
                 for p in elems.chunks_exact(2) {
                     let m = p[0].to_vec();
-                    zadd(self, &mut z, &m, p[1].score(), lim, key)?;
+                    zadd(self, &mut z, &m, p[1].score(), lim, key, Some(reason))?;
                 }
                 zset_value(z)
             }
@@ -628,39 +663,49 @@ impl<R: Read> Reader<R> {
                     let f = self.string()?;
                     let v = self.string()?;
                     if !h.set(&f, &v, lim.hash) {
-                        return Err(bad(self, "duplicate hash field".into()));
+                        return Err(self.corrupt(
+                            "Duplicate hash fields detected",
+                            "a field appears twice",
+                            key,
+                        ));
                     }
                 }
                 hash_value(h)
             }
             RDB_TYPE_HASH_ZIPMAP => {
                 let blob = self.string()?;
-                let pairs = zipmap_pairs(&blob).map_err(|e| bad(self, e))?;
+                let pairs = zipmap_pairs(&blob)
+                    .map_err(|e| self.corrupt("Zipmap integrity check failed.", &e, key))?;
                 let mut h = HashValue::new();
                 for (f, v) in pairs {
                     if !h.set(f, v, lim.hash) {
-                        return Err(bad(self, "duplicate hash field".into()));
+                        return Err(self.corrupt(
+                            &format!("Hash zipmap with dup elements, or big length ({})", f.len()),
+                            "a field appears twice",
+                            key,
+                        ));
                     }
                 }
                 hash_value(h)
             }
             RDB_TYPE_HASH_ZIPLIST | RDB_TYPE_HASH_LISTPACK => {
                 let blob = self.string()?;
-                let elems = if ty == RDB_TYPE_HASH_ZIPLIST {
-                    ziplist_elems(&blob)
+                let (reason, elems) = if ty == RDB_TYPE_HASH_ZIPLIST {
+                    ("Hash ziplist integrity check failed.", ziplist_elems(&blob))
                 } else {
-                    listpack_elems(&blob)
-                }
-                .map_err(|e| bad(self, e))?;
+                    ("Hash listpack integrity check failed.", listpack_elems(&blob))
+                };
+                let elems = elems.map_err(|e| self.corrupt(reason, &e, key))?;
                 if elems.len() % 2 != 0 {
-                    return Err(bad(self, "hash with an odd element count".into()));
+                    return Err(self.corrupt(reason, "odd element count", key));
                 }
                 let mut h = HashValue::new();
                 for p in elems.chunks_exact(2) {
                     let f = p[0].to_vec();
                     let new = p[1].with(|v| h.set(&f, v, lim.hash));
                     if !new {
-                        return Err(bad(self, "duplicate hash field".into()));
+                        // The words of Redis's hashTypeConvertListpack panic.
+                        return Err(self.corrupt(reason, "listpack with dup elements", key));
                     }
                 }
                 hash_value(h)
@@ -718,6 +763,9 @@ fn push_elems(l: &mut ListValue, elems: &[Elem<'_>], fill: i64) {
     }
 }
 
+/// Adds one member read from an RDB to `z`. `packed` is the integrity
+/// reason of a ziplist / listpack body (whose problems Redis reports as
+/// that), None for the member-by-member types.
 fn zadd<R: Read>(
     r: &Reader<R>,
     z: &mut ZSetValue,
@@ -725,21 +773,18 @@ fn zadd<R: Read>(
     score: Option<f64>,
     lim: &LoadLimits,
     key: &[u8],
+    packed: Option<&str>,
 ) -> Result<(), RdbError> {
     let s = match score {
         Some(s) if !s.is_nan() => s,
         _ => {
-            return Err(r.err(format!(
-                "sorted set with an invalid or NaN score (key '{}')",
-                String::from_utf8_lossy(key)
-            )))
+            let reason = packed.unwrap_or("Zset with NAN score detected");
+            return Err(r.corrupt(reason, "invalid or NaN score", key));
         }
     };
     if !z.insert(m, s, lim.zset) {
-        return Err(r.err(format!(
-            "duplicate sorted set member (key '{}')",
-            String::from_utf8_lossy(key)
-        )));
+        let reason = packed.unwrap_or("Duplicate zset fields detected");
+        return Err(r.corrupt(reason, "a member appears twice", key));
     }
     Ok(())
 }
