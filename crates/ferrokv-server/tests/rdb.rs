@@ -272,7 +272,7 @@ fn truncated_and_corrupted_files_stop_the_start() {
     cases.push((
         "stream".into(),
         stream,
-        "stream node key is not 16 bytes (key 'str')",
+        "Stream node key entry is not the size of a stream ID (key 'str')",
     ));
     // A huge declared length must not allocate: 64-bit length of 2^60.
     let mut huge = b"REDIS0010".to_vec();
