@@ -311,6 +311,10 @@ fn maxclients_follows_the_open_file_limit() {
     let mut replies = Vec::new();
     for &port in &ports {
         let mut r = Raw::connect(port);
+        // Raising the limit to 100000000 tries setrlimit downwards in steps
+        // of 16 (adjustOpenFilesLimit), millions of calls: seconds on a
+        // busy machine, in either server.
+        r.set_timeout(Duration::from_secs(120));
         replies.push((
             r.cmds("CONFIG GET maxclients"),
             r.cmds("CONFIG SET maxclients 100000000"),
