@@ -435,3 +435,61 @@ fn command_line_errors_as_redis() {
     let (_, msg) = run_fail(&["--port"]);
     assert!(msg.contains("at line 2"), "{msg}");
 }
+
+/// Redis 7.0 splits the one quoted value of a MULTI_ARG_CONFIG directive
+/// (`--replicaof "host port"`, `--save "900 1 300 10"`) by spaces, and
+/// takes several words for it in a config line (`shutdown-on-sigterm
+/// nosave force`): the same start-up gives the same CONFIG GET in both.
+#[test]
+fn multi_arg_directives_as_redis() {
+    let args = [
+        "--replicaof",
+        "127.0.0.1 1",
+        "--shutdown-on-sigterm",
+        "nosave force",
+        "--shutdown-on-sigint",
+        "now",
+        "--latency-tracking-info-percentiles",
+        "50 99.9",
+        "--oom-score-adj-values",
+        "0 200 800",
+    ];
+    let names = [
+        "replicaof",
+        "shutdown-on-sigterm",
+        "shutdown-on-sigint",
+        "latency-tracking-info-percentiles",
+        "oom-score-adj-values",
+    ];
+    let ours = common::Server::start(&args);
+    let mut c = ours.client();
+    let got: Vec<String> = names.iter().map(|n| config_get(&mut c, n)).collect();
+    assert_eq!(
+        got,
+        ["127.0.0.1 1", "nosave force", "now", "50 99.9", "0 200 800"]
+    );
+    if let Some(redis) = common::Server::start_redis(&args) {
+        let mut r = redis.client();
+        let want: Vec<String> = names.iter().map(|n| config_get(&mut r, n)).collect();
+        assert_eq!(got, want);
+    }
+    // (The harness turns redis-server's persistence off, so `save` is
+    // checked here only: redis-server shows the same "100 10 200 20".)
+    let saves = common::Server::start(&["--save", "100 10 200 20"]);
+    assert_eq!(config_get(&mut saves.client(), "save"), "100 10 200 20");
+    // Several words in a config file line.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.conf");
+    std::fs::write(
+        &path,
+        "shutdown-on-sigterm nosave force\nlatency-tracking-info-percentiles 50 90 99\n",
+    )
+    .unwrap();
+    let p = Proc::start(Some(&path), &[]);
+    let mut c = p.client();
+    assert_eq!(config_get(&mut c, "shutdown-on-sigterm"), "nosave force");
+    assert_eq!(
+        config_get(&mut c, "latency-tracking-info-percentiles"),
+        "50 90 99"
+    );
+}

@@ -90,7 +90,13 @@ impl Node {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("{} did not start", self.bin);
+        let log = std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(15).collect();
+        panic!(
+            "{} did not start; its log ends:\n{}",
+            self.bin,
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
     }
 
     fn url(&self) -> String {

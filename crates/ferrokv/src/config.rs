@@ -1049,6 +1049,19 @@ pub fn parse_memory(s: &str) -> Option<u64> {
     num.parse::<u64>().ok()?.checked_mul(mul)
 }
 
+/// The directives Redis 7.0 flags MULTI_ARG_CONFIG (config.c): a single
+/// argument given for them in a configuration line is split by spaces.
+const MULTI_ARG: &[&str] = &[
+    "shutdown-on-sigint",
+    "shutdown-on-sigterm",
+    "save",
+    "client-output-buffer-limit",
+    "oom-score-adj-values",
+    "bind",
+    "replicaof",
+    "latency-tracking-info-percentiles",
+];
+
 /// Validates and normalises `args` for directive `d`, returning the value in
 /// CONFIG GET form, or Redis's reason text.
 pub fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
@@ -1080,6 +1093,9 @@ pub fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
         _ if args.is_empty() && d.name.starts_with("shutdown-on-sig") => {
             Err("argument(s) must be one of the following: default, save, nosave, now, force".into())
         }
+        // Redis keeps a multi-argument directive's words as one list: the
+        // single-value parsers below split by spaces.
+        _ if args.len() > 1 && MULTI_ARG.contains(&d.name) => normalise(d, &[args.join(" ")]),
         _ if args.len() != 1 => Err("wrong number of arguments".into()),
         Kind::Bool if d.name == "activedefrag" && args[0].eq_ignore_ascii_case("yes") => Err(
             "Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution".into(),
@@ -1363,6 +1379,20 @@ impl Config {
                     argv[0]
                 )));
             };
+            // A multi-argument directive given one non-empty argument (the
+            // command line quotes each option's value: `--replicaof "h p"`)
+            // has it split by spaces, as Redis 7.0's loadServerConfigFromString
+            // does for MULTI_ARG_CONFIG directives.
+            let mut argv = argv;
+            if MULTI_ARG.contains(&d.name) && argv.len() == 2 && !argv[1].is_empty() {
+                let one = argv.pop().unwrap_or_default();
+                let (mut sc, mut rg) = (Vec::new(), Vec::new());
+                split_args(one.as_bytes(), &mut sc, &mut rg)
+                    .map_err(|_| err("Unbalanced quotes in configuration line".into()))?;
+                argv.extend(rg.iter().map(|&(s, e)| {
+                    String::from_utf8_lossy(&sc[s as usize..e as usize]).into_owned()
+                }));
+            }
             if d.name == "save" && self.values.get("save").map(String::as_str) == Some(d.default) {
                 // The first `save` line replaces the default points; later
                 // ones add to them, as in redis.conf.
