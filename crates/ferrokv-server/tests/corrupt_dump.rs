@@ -152,15 +152,7 @@ fn refused_restore_logs_redis_reason() {
 /// redis-server 7.0 does with either sanitize-dump-payload setting.
 #[test]
 fn corrupt_rdb_file_stops_the_start_up_as_redis() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/corrupt/corrupt_ziplist.rdb"
-        ),
-        dir.path().join("corrupt_ziplist.rdb"),
-    )
-    .unwrap();
+    let dir = dir_with("corrupt_ziplist.rdb");
     let d = dir.path().to_str().unwrap();
     for san in ["no", "yes"] {
         let out = start_fails(
@@ -206,15 +198,7 @@ fn empty_keys_in_an_rdb_file_are_skipped_and_logged() {
     for san in ["no", "yes"] {
         let logdir = tempfile::tempdir().unwrap();
         let log = logdir.path().join("ferrokv.log");
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::copy(
-            concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/corrupt/corrupt_empty_keys.rdb"
-            ),
-            dir.path().join("corrupt_empty_keys.rdb"),
-        )
-        .unwrap();
+        let dir = dir_with("corrupt_empty_keys.rdb");
         let s = Server::start(&[
             "--dir",
             dir.path().to_str().unwrap(),
@@ -449,6 +433,14 @@ fn fuzzed_restore_payloads_never_crash() {
     }
     eprintln!("accepted {accepted}, refused {refused}");
     assert!(accepted > 0 && refused > 0);
+}
+
+/// A new temporary directory holding a copy of `tests/corrupt/<name>`.
+fn dir_with(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corrupt");
+    std::fs::copy(from.join(name), dir.path().join(name)).unwrap();
+    dir
 }
 
 fn hex(b: &[u8]) -> String {

@@ -185,16 +185,7 @@ fn start(extra: &[&str]) -> Option<TlsServer> {
     }
     let certs = make_certs();
     let tls_port = free_port();
-    let mut args: Vec<String> = vec![
-        "--tls-port".into(),
-        tls_port.to_string(),
-        "--tls-cert-file".into(),
-        certs.path("server.crt"),
-        "--tls-key-file".into(),
-        certs.path("server.key"),
-        "--tls-ca-cert-file".into(),
-        certs.path("ca.crt"),
-    ];
+    let mut args = server_tls_args(&certs, tls_port);
     args.extend(extra.iter().map(|s| s.to_string()));
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let srv = Server::start(&refs);
@@ -900,25 +891,30 @@ fn version1_certificates_without_extensions() {
 /// port, the server pair, the CA, and `client.crt` as the certificate of
 /// its outgoing connections (`tls-client-cert-file`).
 fn tls_args(certs: &Certs, tls_port: u16) -> Vec<String> {
-    [
-        "--tls-port",
-        &tls_port.to_string(),
-        "--tls-cert-file",
-        &certs.path("server.crt"),
-        "--tls-key-file",
-        &certs.path("server.key"),
-        "--tls-ca-cert-file",
-        &certs.path("ca.crt"),
-        "--tls-client-cert-file",
-        &certs.path("client.crt"),
-        "--tls-client-key-file",
-        &certs.path("client.key"),
-        "--tls-replication",
-        "yes",
+    let mut args = server_tls_args(certs, tls_port);
+    args.extend([
+        "--tls-client-cert-file".to_string(),
+        certs.path("client.crt"),
+        "--tls-client-key-file".to_string(),
+        certs.path("client.key"),
+        "--tls-replication".to_string(),
+        "yes".to_string(),
+    ]);
+    args
+}
+
+/// The TLS port, the server's certificate and key, and the CA.
+fn server_tls_args(certs: &Certs, tls_port: u16) -> Vec<String> {
+    vec![
+        "--tls-port".into(),
+        tls_port.to_string(),
+        "--tls-cert-file".into(),
+        certs.path("server.crt"),
+        "--tls-key-file".into(),
+        certs.path("server.key"),
+        "--tls-ca-cert-file".into(),
+        certs.path("ca.crt"),
     ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
 }
 
 /// Waits until `replica` reports its link up and `key` reads `value`.

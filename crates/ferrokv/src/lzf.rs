@@ -139,9 +139,7 @@ mod tests {
     fn round_trips() {
         let mut seed = 7u64;
         let mut rnd = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
+            seed = crate::util::xorshift64(seed);
             seed
         };
         for n in [4usize, 21, 100, 1000, 70_000] {

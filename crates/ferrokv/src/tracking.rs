@@ -727,9 +727,7 @@ pub fn limit_used_slots(server: &Env<'_>) {
     let mut seed = crate::util::now_us() ^ 0x9e37_79b9_7f4a_7c15;
     while effort > 0 {
         effort -= 1;
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
+        seed = crate::util::xorshift64(seed);
         let start = (seed as usize) % SHARDS;
         let mut victim = None;
         for k in 0..SHARDS {

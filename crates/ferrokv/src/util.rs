@@ -342,6 +342,17 @@ pub fn rand_u64() -> u64 {
     })
 }
 
+/// One step of Marsaglia's xorshift64 (shifts 13, 7, 17): the state after
+/// `x`, never 0 when `x` is not. Deterministic: seeded test data and cheap
+/// victim sampling (tracking's key-table eviction).
+#[inline]
+pub fn xorshift64(mut x: u64) -> u64 {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    x
+}
+
 /// Lower-cases ASCII `src` into `buf`, returning the filled prefix, or `None`
 /// when `src` is longer than `buf` (used for allocation-free command lookup).
 #[inline]

@@ -949,9 +949,7 @@ fn selftest() -> Result<(), String> {
     let mut want = vec![0u8; REGISTERS];
     for round in 0..8 {
         for (i, w) in want.iter_mut().enumerate() {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
+            seed = crate::util::xorshift64(seed);
             *w = (seed % (REGISTER_MAX as u64 + 1)) as u8;
             dense_put(&mut regs, i, *w);
         }

@@ -1113,9 +1113,7 @@ mod tests {
         for n in [0usize, 1, 5, 7, 8, 40, 41, 100, 300] {
             let v: Vec<u64> = (0..n)
                 .map(|_| {
-                    r ^= r << 13;
-                    r ^= r >> 7;
-                    r ^= r << 17;
+                    r = crate::util::xorshift64(r);
                     r % 50
                 })
                 .collect();

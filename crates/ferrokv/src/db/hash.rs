@@ -1189,9 +1189,7 @@ mod tests {
         let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
         let mut seed = 7u64;
         let mut rnd = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
+            seed = crate::util::xorshift64(seed);
             seed
         };
         for step in 0..20000 {

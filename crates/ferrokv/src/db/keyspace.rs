@@ -1513,9 +1513,7 @@ mod tests {
         let mut m = std::collections::HashMap::new();
         let mut x = 0x1234_5678_9abc_def0u64;
         let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            x = crate::util::xorshift64(x);
             x
         };
         for step in 0..200_000u64 {

@@ -1352,9 +1352,7 @@ mod tests {
     fn random_against_model() {
         let mut seed = 0x9e3779b97f4a7c15u64;
         let mut rnd = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
+            seed = crate::util::xorshift64(seed);
             seed
         };
         for (fill, depth) in [
@@ -1493,9 +1491,7 @@ mod tests {
         for _ in 0..3 {
             let v: Vec<u8> = (0..200)
                 .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
+                    x = crate::util::xorshift64(x);
                     x as u8
                 })
                 .collect();

@@ -282,9 +282,7 @@ mod tests {
         let mut model = std::collections::HashSet::new();
         let mut x: u64 = 1;
         for i in 0..20000u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            x = crate::util::xorshift64(x);
             let v = if i % 97 == 0 { 0 } else { x % 3000 };
             if i % 3 == 0 {
                 assert_eq!(s.remove(v), model.remove(&v));

@@ -1201,9 +1201,7 @@ mod tests {
     fn model_check() {
         let mut seed = 0x1234_5678_9abc_def0u64;
         let mut rnd = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
+            seed = crate::util::xorshift64(seed);
             seed
         };
         for big in [false, true] {

@@ -1003,9 +1003,7 @@ mod tests {
         assert_eq!(peek_key(b"PING\r\n"), None);
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
         let mut rnd = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
+            seed = crate::util::xorshift64(seed);
             seed
         };
         for _ in 0..20_000 {
