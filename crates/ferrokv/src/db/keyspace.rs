@@ -1359,8 +1359,18 @@ impl Keyspace {
         if !g.is_expired(h, key, now) {
             return Some(false);
         }
-        // The lookup deletes it and counts it in the shard's expired keys.
-        let _ = g.get(h, key, now);
+        // Recorded as DEL when the caller is in a write context (the AOF
+        // is on); deleted either way, as the replica's own expiry.
+        let _ = crate::propagate::deleted(db, key);
+        if let Some(e) = g.remove(h, key) {
+            super::lazyfree::free_entry(e, super::lazyfree::Reason::Expire);
+        }
+        g.signals.events.expired(db, key);
+        if g.blocked.has(key) {
+            g.signals.note_expired_waited(db, key);
+        }
+        drop(g);
+        self.active_expired.fetch_add(1, Ordering::Relaxed);
         Some(true)
     }
 
