@@ -184,6 +184,15 @@ fn wait_for(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
+/// DEBUG SET-ACTIVE-EXPIRE 0|1 (the server needs enable-debug-command).
+fn set_active_expire(c: &mut Connection, on: bool) {
+    let _: () = redis::cmd("DEBUG")
+        .arg("SET-ACTIVE-EXPIRE")
+        .arg(on as i32)
+        .query(c)
+        .unwrap();
+}
+
 fn link_up(replica: &Node) -> bool {
     replica.info("master_link_status") == "up"
 }
@@ -690,11 +699,7 @@ fn replica_keys_expire_when_the_master_says_del() {
     let r = Node::ferrokv(&[]);
     r.replicaof(&m);
     let mut mc = m.conn();
-    let _: () = redis::cmd("DEBUG")
-        .arg("SET-ACTIVE-EXPIRE")
-        .arg(0)
-        .query(&mut mc)
-        .unwrap();
+    set_active_expire(&mut mc, false);
     let _: () = redis::cmd("SET")
         .arg("k")
         .arg("v")
@@ -713,11 +718,7 @@ fn replica_keys_expire_when_the_master_says_del() {
     assert_eq!(n, 2, "the replica deleted the key itself");
     // The master's active expiry deletes it and propagates DEL: now it is
     // gone from the replica too.
-    let _: () = redis::cmd("DEBUG")
-        .arg("SET-ACTIVE-EXPIRE")
-        .arg(1)
-        .query(&mut mc)
-        .unwrap();
+    set_active_expire(&mut mc, true);
     wait_for(10, "the DEL to arrive", || {
         redis::cmd("DBSIZE").query::<i64>(&mut r.conn()).unwrap() == 1
     });
@@ -1480,5 +1481,217 @@ fn a_stopped_member_does_not_hold_up_a_shared_diskless_sync() {
             let b: String = rc.get(&k).unwrap();
             assert_eq!(a, b, "{k} on the {} replica", name(r));
         }
+    }
+}
+
+/// A writable replica (`replica-read-only no`) expires the keys its own
+/// clients gave a TTL (Redis's expireSlaveKeys), while the keys its master
+/// gave a TTL wait for the master's DEL: with a ferrokv and, when
+/// installed, a redis-server 7.0 replica of a ferrokv master whose active
+/// expiry is off.
+#[test]
+fn a_writable_replica_expires_the_keys_its_clients_wrote() {
+    let m = Node::ferrokv(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--enable-debug-command",
+        "yes",
+    ]);
+    let mut mc = m.conn();
+    set_active_expire(&mut mc, false);
+    for r in both_replicas(&["--replica-read-only", "no"]) {
+        r.replicaof(&m);
+        wait_for(20, "the link", || link_up(&r));
+        // (A full sync leaves out keys already expired: the master's key is
+        // written once the link is up.)
+        let key = format!("from-master-{}", r.port);
+        let _: () = redis::cmd("SET")
+            .arg(&key)
+            .arg("v")
+            .arg("PX")
+            .arg(100)
+            .query(&mut mc)
+            .unwrap();
+        let mut rc = r.conn();
+        wait_for(10, "the master's key", || {
+            redis::cmd("DBSIZE").query::<i64>(&mut r.conn()).unwrap() == 1
+        });
+        let _: () = redis::cmd("SET")
+            .arg("own")
+            .arg("v")
+            .arg("PX")
+            .arg(100)
+            .query(&mut rc)
+            .unwrap();
+        let _: () = rc.set("plain", "v").unwrap();
+        // PEXPIRE on a key without a TTL remembers it too.
+        let _: () = rc.pexpire("plain", 100).unwrap();
+        wait_for(10, "the replica's own keys to expire", || {
+            redis::cmd("DBSIZE").query::<i64>(&mut r.conn()).unwrap() == 1
+        });
+        let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut rc).unwrap();
+        // KEYS skips the logically expired master key on both servers.
+        assert!(keys.is_empty(), "{}: {keys:?}", name(&r));
+        let n: i64 = redis::cmd("DBSIZE").query(&mut rc).unwrap();
+        assert_eq!(n, 1, "{}: the master's key waits for its DEL", name(&r));
+    }
+}
+
+/// A command of the master's stream that fails on the replica (here a
+/// writable replica's own value of another type) is logged as
+/// `== CRITICAL == This replica is sending an error to its master: ...`
+/// and counted in INFO `unexpected_error_replies`, by a ferrokv replica
+/// as by a redis-server 7.0 one.
+#[test]
+fn a_master_command_failing_on_the_replica_is_logged_critical() {
+    let m = Node::ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    for r in both_replicas(&["--replica-read-only", "no"]) {
+        r.replicaof(&m);
+        wait_for(20, "the link", || link_up(&r));
+        let key = format!("k-{}", r.port);
+        let _: () = r.conn().set(&key, "string").unwrap();
+        let _: () = m.conn().lpush(&key, "x").unwrap();
+        wait_for(10, "the error to be counted", || {
+            r.info_u64("unexpected_error_replies") == 1
+        });
+        let line = "== CRITICAL == This replica is sending an error to its master: \
+                    '-WRONGTYPE Operation against a key holding the wrong kind of value' \
+                    after processing the command 'lpush'";
+        wait_for(10, "the CRITICAL line", || r.log_count(line) == 1);
+        assert!(link_up(&r), "{}", name(&r));
+    }
+}
+
+/// The commands an AOF (the propagation stream) holds for SET's expiry
+/// options: every one (EX, PX, EXAT, PXAT, with GET or NX) becomes
+/// `SET key value PXAT <ms>`, as Redis 7.0's setGenericCommand rewrites
+/// it, in ferrokv and redis-server alike.
+#[test]
+fn set_with_an_expiry_propagates_as_pxat() {
+    let far = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 1000)
+        .to_string();
+    let far_ms = format!("{far}000");
+    let cmds: Vec<Vec<&str>> = vec![
+        vec!["SET", "a", "1", "EX", "100"],
+        vec!["SET", "b", "1", "PX", "100000"],
+        vec!["SET", "c", "1", "EXAT", &far],
+        vec!["SET", "d", "1", "PXAT", &far_ms],
+        vec!["SET", "e", "1", "PXAT", &far_ms, "GET"],
+        vec!["SET", "f", "1", "NX", "EX", "100"],
+    ];
+    let mut shapes = Vec::new();
+    let mut nodes = vec![Node::ferrokv(&["--appendonly", "yes"])];
+    if let Some(mut r) = Node::redis(&[]) {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("appendonly")
+            .arg("yes")
+            .query(&mut r.conn())
+            .unwrap();
+        wait_for(10, "the AOF rewrite", || {
+            r.info_u64("aof_rewrite_in_progress") == 0 && r.info_u64("aof_enabled") == 1
+        });
+        nodes.push(std::mem::replace(&mut r, Node::ferrokv(&[])));
+    }
+    for n in &nodes {
+        let mut c = n.conn();
+        for cmd in &cmds {
+            let mut q = redis::cmd(cmd[0]);
+            for a in &cmd[1..] {
+                q.arg(*a);
+            }
+            let _: redis::Value = q.query(&mut c).unwrap();
+        }
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("appendfsync")
+            .arg("always")
+            .query(&mut c)
+            .unwrap();
+        // The incremental file holds the commands after the base.
+        let dir = dir_of(n).join("appendonlydir");
+        let mut text = String::new();
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.to_string_lossy().ends_with(".incr.aof") {
+                text += &String::from_utf8_lossy(&std::fs::read(&p).unwrap());
+            }
+        }
+        // Each SET as its words, the PXAT time replaced by its length.
+        let words: Vec<&str> = text
+            .split("\r\n")
+            .filter(|l| !l.starts_with('*') && !l.starts_with('$'))
+            .collect();
+        let mut shape = Vec::new();
+        let mut i = 0;
+        while i < words.len() {
+            if words[i] == "SET" {
+                let set: Vec<String> = words[i..(i + 5).min(words.len())]
+                    .iter()
+                    .map(|w| {
+                        if w.len() == 13 && w.bytes().all(|b| b.is_ascii_digit()) {
+                            "<ms>".to_string()
+                        } else {
+                            w.to_string()
+                        }
+                    })
+                    .collect();
+                shape.push(set.join(" "));
+            }
+            i += 1;
+        }
+        assert_eq!(
+            shape,
+            ["a", "b", "c", "d", "e", "f"].map(|k| format!("SET {k} 1 PXAT <ms>")),
+            "{}: {text}",
+            name(n)
+        );
+        shapes.push(shape);
+    }
+}
+
+/// A master restarted from its RDB continues the saved history as Redis
+/// 7.0's loadDataFromDisk: a new replication id, the saved one as
+/// `master_replid2`, and the DELs of the keys that expired while it was
+/// down in its backlog, so its replica continues with PSYNC and deletes
+/// them. For a ferrokv and, when installed, a redis-server 7.0 master,
+/// each with a ferrokv replica.
+#[test]
+fn a_master_restarted_from_its_rdb_takes_a_new_id_and_feeds_expired_dels() {
+    for mut m in both_masters(&["--repl-diskless-sync-delay", "0"]) {
+        let r = Node::ferrokv(&[]);
+        r.replicaof(&m);
+        let mut mc = m.conn();
+        let _: () = redis::cmd("SET")
+            .arg("short")
+            .arg("v")
+            .arg("PX")
+            .arg(1500)
+            .query(&mut mc)
+            .unwrap();
+        let _: () = mc.set("long", "v").unwrap();
+        wait_for(20, "the replica to have both keys", || {
+            link_up(&r) && redis::cmd("DBSIZE").query::<i64>(&mut r.conn()).unwrap() == 2
+        });
+        let old = m.info("master_replid");
+        let _: () = redis::cmd("SAVE").query(&mut mc).unwrap();
+        m.kill9();
+        std::thread::sleep(Duration::from_millis(1700));
+        m.run();
+        let new = m.info("master_replid");
+        assert_ne!(new, old, "{}", name(&m));
+        assert_eq!(m.info("master_replid2"), old, "{}", name(&m));
+        wait_for(
+            20,
+            "the replica to continue and delete the expired key",
+            || link_up(&r) && redis::cmd("DBSIZE").query::<i64>(&mut r.conn()).unwrap() == 1,
+        );
+        assert_eq!(m.info_u64("sync_partial_ok"), 1, "{}", name(&m));
+        assert_eq!(m.info_u64("sync_full"), 0, "{}", name(&m));
+        assert_eq!(r.info("master_replid"), new, "{}", name(&m));
     }
 }

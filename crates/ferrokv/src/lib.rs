@@ -313,7 +313,9 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
 pub fn active_expire(server: &Arc<Server>, budget: Duration) {
     if server.repl.backlog.replica_mode() {
         // A replica's keys expire when its master says DEL (Redis's
-        // activeExpireCycle runs on masters only).
+        // activeExpireCycle runs on masters only), except those its own
+        // clients wrote with a TTL on a writable replica.
+        cmd::repl::replica::expire_own_keys(server);
         return;
     }
     if server.pause.writes_paused(server.clock.now_ms()) {

@@ -1367,6 +1367,19 @@ fn run_command(
     (c.handler)(&mut ctx, args);
     let failed = ctx.failed;
     let dirty = ctx.dirty;
+    // A writable replica remembers the keys its clients gave a TTL, to
+    // expire them itself (the master never DELs them).
+    if c.flags & flags::WRITE != 0
+        && !failed
+        && !ctx.client.is_master
+        && server.repl.backlog.replica_mode()
+    {
+        repl::replica::remember_own_ttl_keys(
+            server,
+            db_at_start,
+            c.key_positions(args).map(|i| args.get(i)),
+        );
+    }
     let end_us = server.clock.now_us();
     ctx.client.clock_us = end_us;
     // Blocked clients are served at the time the command ended (Redis's

@@ -74,12 +74,18 @@ impl crate::persist::aof::Replay for AofReplay {
 /// '<name>'`), counted in INFO `unexpected_error_replies`, and loading
 /// stops when `propagation-error-behavior` is `panic` (Redis panics;
 /// `ignore` and `panic-on-replicas` go on with the next command).
-fn loaded_command_failed(server: &Server, name: &str, reply: &[u8]) -> Result<(), LoadError> {
-    // Redis logs the text its handler passed: without "ERR " for plain
-    // errors, with the leading "-CODE" for errors that carry their own code.
+/// The text of the RESP error frame `reply` as Redis's `afterErrorReply`
+/// logs it: the text the handler passed, without "ERR " for plain errors,
+/// with the leading "-CODE" for errors that carry their own code; at most
+/// 4096 bytes, lossily decoded.
+pub(crate) fn logged_error_text(reply: &[u8]) -> String {
     let line = reply.split(|&b| b == b'\r').next().unwrap_or_default();
     let text = line.strip_prefix(b"-ERR ").unwrap_or(line);
-    let text = String::from_utf8_lossy(&text[..text.len().min(4096)]);
+    String::from_utf8_lossy(&text[..text.len().min(4096)]).into_owned()
+}
+
+fn loaded_command_failed(server: &Server, name: &str, reply: &[u8]) -> Result<(), LoadError> {
+    let text = logged_error_text(reply);
     tracing::warn!(
         "== CRITICAL == This server is sending an error to its AOF-loading-client: '{text}' after processing the command '{name}'"
     );

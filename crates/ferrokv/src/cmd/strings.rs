@@ -405,8 +405,8 @@ struct SetSpec<'a> {
     expire_at: Option<u64>,
     /// SETNX's integer replies (:1 set, :0 not set) instead of +OK / nil.
     int_reply: bool,
-    /// Recorded as `SET key value PXAT <ms>` (an expiry given otherwise
-    /// than as PXAT: Redis's setGenericCommand rewrite).
+    /// Recorded as `SET key value PXAT <ms>` (any expiry option, PXAT
+    /// included: Redis 7.0's setGenericCommand rewrite).
     as_pxat: bool,
     /// A compare-and-set condition and its argument.
     cond: Option<(Cond, &'a [u8])>,
@@ -571,7 +571,7 @@ fn set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         keepttl: o.keepttl,
         expire_at,
         int_reply: false,
-        as_pxat: o.expire.is_some_and(|(k, _)| k != ExpKind::PxAt),
+        as_pxat: o.expire.is_some(),
         cond: o.cond.map(|(c, i)| (c, args.get(i))),
     };
     let drop_get = (o.get && o.expire.is_none()).then_some(args);

@@ -1343,6 +1343,37 @@ impl Keyspace {
         lazy + self.active_expired.load(Ordering::Relaxed)
     }
 
+    /// Deletes `key` of database `db` if it has a TTL that has passed at
+    /// `now` (ms), as an active expiry would (the deletion is recorded when
+    /// the caller is in a write context). Returns `Some(true)` when it was
+    /// deleted, `Some(false)` when it still has a TTL to come, `None` when
+    /// the key is gone or no longer has a TTL. Used by a writable replica
+    /// for the keys its own clients gave a TTL (Redis's `expireSlaveKeys`).
+    pub fn expire_key_if_due(&self, db: usize, key: &[u8], now: u64) -> Option<bool> {
+        let d = self.dbs.get(db)?;
+        let h = hash_key(key);
+        let mut g = d.lock(h);
+        if !g.contains_raw(h, key) || g.expire_at(h, key) == 0 {
+            return None;
+        }
+        if !g.is_expired(h, key, now) {
+            return Some(false);
+        }
+        // Recorded as DEL when the caller is in a write context (the AOF
+        // is on); deleted either way, as the replica's own expiry.
+        let _ = crate::propagate::deleted(db, key);
+        if let Some(e) = g.remove(h, key) {
+            super::lazyfree::free_entry(e, super::lazyfree::Reason::Expire);
+        }
+        g.signals.events.expired(db, key);
+        if g.blocked.has(key) {
+            g.signals.note_expired_waited(db, key);
+        }
+        drop(g);
+        self.active_expired.fetch_add(1, Ordering::Relaxed);
+        Some(true)
+    }
+
     /// One active expiry cycle over all databases, bounded by `budget` of
     /// wall time; continues next time from where it stopped. Each shard's
     /// pass runs inside `step` (the caller wraps it in the exec gate and

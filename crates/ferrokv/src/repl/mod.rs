@@ -498,6 +498,11 @@ pub struct Repl {
     /// (Type-erased, as the snapshot job lives in cmd/repl/master.rs, a
     /// layer above; master.rs downcasts it.)
     pub sync_job: Mutex<Option<std::sync::Weak<dyn std::any::Any + Send + Sync>>>,
+    /// Keys (database, name) that clients of a writable replica wrote
+    /// with a TTL: the replica expires these itself, since its master
+    /// never sends their DEL (Redis's `slaveKeysWithExpire`). Only
+    /// touched on a replica with `replica-read-only no`.
+    pub own_ttl_keys: Mutex<std::collections::HashSet<(u32, Box<[u8]>)>>,
     /// `repl-timeout` in seconds (at least 1): a master drops a replica
     /// silent (no `REPLCONF ACK`) or not reading for that long, a replica
     /// its master when nothing (data nor PING) arrived for that long.
@@ -538,6 +543,7 @@ impl Default for Repl {
             master_db: AtomicU64::new(0),
             loading: AtomicBool::new(false),
             sync_job: Mutex::new(None),
+            own_ttl_keys: Mutex::new(Default::default()),
             timeout_s: AtomicU64::new(60),
         }
     }
@@ -609,6 +615,39 @@ impl Repl {
         self.backlog.reset_to(offset);
         self.processed.store(offset, Ordering::SeqCst);
         self.master_db.store(db.max(0) as u64, Ordering::Relaxed);
+        self.no_replicas_since_ms
+            .store(crate::util::now_ms(), Ordering::Relaxed);
+    }
+
+    /// A master continues the history its RDB was saved with (Redis 7.0's
+    /// loadDataFromDisk for a master): a new random replication id, the
+    /// saved one as `replid2` valid up to `offset` + 1, and a backlog that
+    /// starts at `offset` + 1 holding `dels` (the DELs, with their
+    /// SELECTs, of the keys that had expired in the file; `del_db` the
+    /// database the last one selected), so the replicas of the saved
+    /// history resynchronise partially and receive those deletions.
+    pub fn restore_master(
+        &self,
+        id: &str,
+        offset: u64,
+        dels: &[u8],
+        del_db: Option<usize>,
+        backlog_size: usize,
+    ) {
+        {
+            let mut ids = self.ids.lock();
+            ids.replid = random_id();
+            ids.replid2 = id.to_string();
+            ids.second_offset = offset as i64 + 1;
+        }
+        self.backlog.create(offset, backlog_size);
+        self.backlog.reset_to(offset);
+        if !dels.is_empty() {
+            self.backlog.feed(dels);
+            if let Some(db) = del_db {
+                self.backlog.set_db(db as i64);
+            }
+        }
         self.no_replicas_since_ms
             .store(crate::util::now_ms(), Ordering::Relaxed);
     }

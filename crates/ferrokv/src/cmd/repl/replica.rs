@@ -56,6 +56,7 @@ pub fn follow_with(server: &Arc<Server>, host: String, port: u16, failover: bool
         r.processed.store(r.backlog.end(), Ordering::SeqCst);
     }
     r.backlog.set_replica_mode(true);
+    r.own_ttl_keys.lock().clear();
     // Reads report a logically expired key missing without deleting it
     // (the master's DEL does), as Redis 7.0 replicas; nothing of this
     // server's own is recorded for the backlog (it gets the master's
@@ -93,6 +94,8 @@ pub fn promote(server: &Arc<Server>) {
     r.shift_id(offset);
     r.backlog.set_db(-1);
     r.backlog.set_replica_mode(false);
+    // Active expiry covers every key again.
+    r.own_ttl_keys.lock().clear();
     server
         .propagation
         .set_user(crate::propagate::USER_REPL, true);
@@ -896,6 +899,9 @@ fn apply_stream(
                 last_ack = Instant::now();
             } else if !name.eq_ignore_ascii_case(b"ping") {
                 crate::cmd::execute(server, &mut client, &mut out, &args, &stats);
+                if out.buf.first() == Some(&b'-') {
+                    master_command_failed(server, name, &out.buf);
+                }
                 out.buf.clear();
             }
             parser.release_big();
@@ -908,9 +914,102 @@ fn apply_stream(
     }
 }
 
+/// A command of the master's stream replied with an error (`reply`, the
+/// RESP error frame): the replica's copy may now differ from the master's.
+/// Logged as Redis 7.0's `afterErrorReply` does for its master client
+/// (`== CRITICAL == This replica is sending an error to its master:
+/// '<error>' after processing the command '<name>'`), counted in INFO
+/// `unexpected_error_replies`; with `propagation-error-behavior` `panic`
+/// or `panic-on-replicas` the replica stops, as Redis's serverPanic does.
+fn master_command_failed(server: &Server, name: &[u8], reply: &[u8]) {
+    let text = crate::cmd::replay::logged_error_text(reply);
+    let cmd = if crate::cmd::table().lookup(name).is_some() {
+        String::from_utf8_lossy(name).to_ascii_lowercase()
+    } else {
+        "<unknown>".to_string()
+    };
+    tracing::warn!(
+        "== CRITICAL == This replica is sending an error to its master: '{text}' after processing the command '{cmd}'"
+    );
+    server
+        .stats
+        .unexpected_error_replies
+        .fetch_add(1, Ordering::Relaxed);
+    let behaviour = server
+        .config
+        .read()
+        .get("propagation-error-behavior")
+        .to_string();
+    if behaviour == "panic" || behaviour == "panic-on-replicas" {
+        tracing::error!(
+            "Guru Meditation: This replica panicked sending an error to its master after processing the command '{cmd}'"
+        );
+        std::process::abort();
+    }
+}
+
 /// Requests whose keys are prefetched ahead of the one applied.
 const PREFETCH_AHEAD: usize = 8;
 
 fn send_ack(w: &mut LinkStream, offset: u64) -> std::io::Result<()> {
     send_cmd(w, &[b"REPLCONF", b"ACK", offset.to_string().as_bytes()])
+}
+
+/// A write command of a client of a writable replica (`replica-read-only
+/// no`) ran on database `db`: those of its keys `keys` that now have a TTL
+/// are remembered, so the replica expires them itself (Redis's
+/// `rememberSlaveKeyWithExpire`, which `setExpire` calls for clients other
+/// than the master). Redis remembers a key when the command set its TTL;
+/// here a key the command touched that has a TTL at all is remembered.
+pub fn remember_own_ttl_keys<'a>(server: &Server, db: usize, keys: impl Iterator<Item = &'a [u8]>) {
+    if db >= server.keyspace.db_count() {
+        return;
+    }
+    let d = server.keyspace.db(db);
+    for key in keys {
+        let h = crate::db::dict::hash_key(key);
+        if d.lock(h).expire_at(h, key) != 0 {
+            server
+                .repl
+                .own_ttl_keys
+                .lock()
+                .insert((db as u32, key.into()));
+        }
+    }
+}
+
+/// The active expiry of a replica (Redis's `expireSlaveKeys`, run by
+/// `databasesCron` where a master runs `activeExpireCycle`): the keys its
+/// own clients wrote with a TTL ([`remember_own_ttl_keys`]) are deleted
+/// once expired; keys from the master wait for the master's DEL. Forgets
+/// keys that are gone or no longer have a TTL.
+pub fn expire_own_keys(server: &Arc<Server>) {
+    let keys: Vec<(u32, Box<[u8]>)> = {
+        let set = server.repl.own_ttl_keys.lock();
+        if set.is_empty() {
+            return;
+        }
+        set.iter().cloned().collect()
+    };
+    if !server
+        .keyspace
+        .active_expire_enabled
+        .load(Ordering::Relaxed)
+    {
+        return;
+    }
+    let now = server.clock.now_ms();
+    let mut forget = Vec::new();
+    crate::tx::background_step(&server.tx_env(), &**server, &mut || {
+        for (db, key) in &keys {
+            match server.keyspace.expire_key_if_due(*db as usize, key, now) {
+                Some(false) => {}
+                _ => forget.push((*db, key.clone())),
+            }
+        }
+    });
+    let mut set = server.repl.own_ttl_keys.lock();
+    for k in forget {
+        set.remove(&k);
+    }
 }

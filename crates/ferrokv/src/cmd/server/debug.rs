@@ -1189,7 +1189,9 @@ fn rdb_string_len(v: &crate::db::value::StrValue) -> u64 {
 fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
     let now = ctx.now;
     let (h, shard) = ctx.lock(key);
-    let Some(e) = shard.peek(h, key, now) else {
+    // The key as stored, even if logically expired (Redis's dictFind on
+    // the main dict): a replica's expired key awaiting its master's DEL.
+    let Some(e) = shard.peek_raw(h, key) else {
         drop(shard);
         ctx.error(crate::cmd::err::NO_SUCH_KEY);
         return;

@@ -653,6 +653,19 @@ const RESIZE_HINT_MIN: u64 = 4096;
 /// checksum. Errors name what is wrong and where; on error the keys read
 /// before it stay loaded (the caller refuses to start, or empties).
 pub fn load<R: Read>(server: &impl Host, r: R, opts: LoadOpts) -> Result<LoadStats, RdbError> {
+    load_feeding(server, r, opts, &mut |_, _| {})
+}
+
+/// [`load`], calling `on_expired(db, key)` for each key skipped because
+/// its TTL had passed, in file order (Redis's rdbLoad with
+/// RDBFLAGS_FEED_REPL: a master restarting from its RDB puts their DELs
+/// in its replication backlog).
+pub fn load_feeding<R: Read>(
+    server: &impl Host,
+    r: R,
+    opts: LoadOpts,
+    on_expired: &mut dyn FnMut(usize, &[u8]),
+) -> Result<LoadStats, RdbError> {
     let mut rd = Reader::new(r);
     let magic: [u8; 9] = rd.array().map_err(|e| RdbError {
         msg: format!("not an RDB file: {}", e.msg),
@@ -842,6 +855,7 @@ pub fn load<R: Read>(server: &impl Host, r: R, opts: LoadOpts) -> Result<LoadSta
             };
             if exp != 0 && exp < now && !opts.keep_expired {
                 st.expired += 1;
+                on_expired(db, &key);
                 continue;
             }
             let mut e = Entry::new(value, ks.lru.initial(now));
@@ -1117,10 +1131,31 @@ pub fn load_at_startup(server: &impl Host) -> Result<(), String> {
         }
     };
     let t0 = std::time::Instant::now();
-    let r = load(
+    // A master deletes the keys that expired while it was down and, when
+    // the file continues a replication history, puts their DELs in its
+    // backlog (Redis's loadDataFromDisk with RDBFLAGS_FEED_REPL), so its
+    // replicas resynchronise partially and delete them too.
+    let master = server.config().read().get("replicaof").is_empty();
+    let lazy = server.config().read().get_bool("lazyfree-lazy-expire");
+    let mut dels: Vec<u8> = Vec::new();
+    let mut del_db: Option<usize> = None;
+    let mut feed = |db: usize, key: &[u8]| {
+        if !master {
+            return;
+        }
+        if del_db != Some(db) {
+            let mut b = itoa::Buffer::new();
+            crate::propagate::encode(&mut dels, &[b"SELECT", b.format(db).as_bytes()]);
+            del_db = Some(db);
+        }
+        let cmd: &[u8] = if lazy { b"UNLINK" } else { b"DEL" };
+        crate::propagate::encode(&mut dels, &[cmd, key]);
+    };
+    let r = load_feeding(
         server,
         std::io::BufReader::with_capacity(1 << 20, f),
         LoadOpts::default(),
+        &mut feed,
     );
     match r {
         Ok(st) => {
@@ -1128,9 +1163,14 @@ pub fn load_at_startup(server: &impl Host) -> Result<(), String> {
             if let Some((id, offset, db)) = st.repl {
                 if id != [b'0'; 40] {
                     let size = server.config().read().get_u64("repl-backlog-size") as usize;
-                    server
-                        .repl()
-                        .restore(&String::from_utf8_lossy(&id), offset, db, size);
+                    let id = String::from_utf8_lossy(&id);
+                    if master {
+                        server
+                            .repl()
+                            .restore_master(&id, offset, &dels, del_db, size);
+                    } else {
+                        server.repl().restore(&id, offset, db, size);
+                    }
                     server
                         .propagation()
                         .set_user(crate::propagate::USER_REPL, true);
