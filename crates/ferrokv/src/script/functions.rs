@@ -40,7 +40,8 @@ pub struct Functions {
     pub lua: State,
     /// Libraries in load order.
     pub libraries: Vec<Library>,
-    /// Function name -> library index.
+    /// Function name, ASCII-lowercased (Redis 7.0's function dictionary
+    /// compares names case-insensitively) -> library index.
     index: FastMap<Vec<u8>, usize>,
     next_id: u64,
 }
@@ -99,11 +100,11 @@ impl Functions {
 
     /// Function `name` and its library.
     pub fn find(&self, name: &[u8]) -> Option<(&Library, &Registered)> {
-        let &li = self.index.get(name)?;
+        let &li = self.index.get(&name.to_ascii_lowercase())?;
         let lib = &self.libraries[li];
         lib.functions
             .iter()
-            .find(|f| f.name == name)
+            .find(|f| f.name.eq_ignore_ascii_case(name))
             .map(|f| (lib, f))
     }
 
@@ -155,7 +156,7 @@ impl Functions {
         self.index.clear();
         for (i, lib) in self.libraries.iter().enumerate() {
             for f in &lib.functions {
-                self.index.insert(f.name.clone(), i);
+                self.index.insert(f.name.to_ascii_lowercase(), i);
             }
         }
     }
@@ -173,7 +174,7 @@ impl Functions {
         let lib = self.compile(code)?;
         let old = self.libraries.iter().position(|l| l.name == lib.name);
         for f in &lib.functions {
-            if let Some(&li) = self.index.get(&f.name) {
+            if let Some(&li) = self.index.get(&f.name.to_ascii_lowercase()) {
                 if Some(li) != old {
                     let mut e = b"Function ".to_vec();
                     e.extend_from_slice(&f.name);
@@ -268,9 +269,11 @@ impl Functions {
                 Ok(lib) => {
                     let dup_lib = loaded.iter().any(|l| l.name == lib.name);
                     let dup_fn = lib.functions.iter().find(|f| {
-                        loaded
-                            .iter()
-                            .any(|l| l.functions.iter().any(|g| g.name == f.name))
+                        loaded.iter().any(|l| {
+                            l.functions
+                                .iter()
+                                .any(|g| g.name.eq_ignore_ascii_case(&f.name))
+                        })
                     });
                     if dup_lib {
                         let mut e = b"Library '".to_vec();
@@ -335,7 +338,7 @@ impl Functions {
         }
         for lib in loaded.iter() {
             for f in &lib.functions {
-                if let Some(&li) = self.index.get(&f.name) {
+                if let Some(&li) = self.index.get(&f.name.to_ascii_lowercase()) {
                     if !replaced.contains(&li) {
                         let mut e = b"Function ".to_vec();
                         e.extend_from_slice(&f.name);

@@ -281,7 +281,11 @@ impl Scripts {
 
     /// The flags of function `name`.
     pub fn function_flags(&self, name: &[u8]) -> Option<u32> {
-        self.function_flag_index.read().get(name).copied()
+        // Names are case-insensitive, as FCALL's lookup (functions.rs).
+        self.function_flag_index
+            .read()
+            .get(&name.to_ascii_lowercase())
+            .copied()
     }
 
     /// Publishes the library and function counts and the functions' flags
@@ -295,7 +299,7 @@ impl Scripts {
         idx.clear();
         for lib in &f.libraries {
             for func in &lib.functions {
-                idx.insert(func.name.clone(), func.flags);
+                idx.insert(func.name.to_ascii_lowercase(), func.flags);
             }
         }
     }
