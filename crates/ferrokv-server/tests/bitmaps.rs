@@ -424,3 +424,32 @@ fn aof_replays_bitmap_writes() {
             >= 2
     );
 }
+
+/// SETBIT and BITFIELD count a change only when they made one (bitops.c:
+/// a new key, a longer string or a different value; BITFIELD adds one per
+/// changing SET/INCRBY): INFO `rdb_changes_since_last_save` follows
+/// redis-server 7.0's after each command.
+#[test]
+fn bit_writes_count_changes_as_redis() {
+    let Some(mut p) = Pair::start() else { return };
+    for line in [
+        "SETBIT b 7 1",
+        "SETBIT b 7 1",
+        "SETBIT b 7 0",
+        "SETBIT b 100 0",
+        "SETBIT b 100 0",
+        "BITFIELD f SET u8 0 5",
+        "BITFIELD f SET u8 0 5",
+        "BITFIELD f SET u8 0 5 SET u8 8 0",
+        "BITFIELD f INCRBY u8 0 0",
+        "BITFIELD f SET u8 0 6 GET u8 0 SET u8 0 6",
+        "BITFIELD f OVERFLOW FAIL INCRBY u8 0 300",
+        "BITFIELD f INCRBY i4 100 0",
+        "BITFIELD_RO f GET u8 0",
+    ] {
+        p.check_line(line);
+        let ours = p.a.info_field("persistence", "rdb_changes_since_last_save");
+        let redis = p.b.info_field("persistence", "rdb_changes_since_last_save");
+        assert_eq!(ours, redis, "after {line}");
+    }
+}

@@ -997,3 +997,27 @@ fn a_key_expired_by_the_end_of_exec_serves_no_blocked_client() {
     }
     assert_eq!(got[0], got[1]);
 }
+
+/// EXEC is checked with the flags of the commands it queued (Redis 7.0's
+/// processCommand): a write queued before `min-replicas-to-write` went up
+/// aborts it with `-EXECABORT ... NOREPLICAS ...`, a read-only queue runs;
+/// the same replies as redis-server 7.0.
+#[test]
+fn exec_is_checked_with_its_queued_commands_flags() {
+    let Some(mut p) = Pair::start() else { return };
+    let mut admin = (p.ours.raw(), p.redis.raw());
+    for queued in ["SET x 1", "GET x", "INCR n", "EVAL return 1 0"] {
+        p.check_line("MULTI");
+        p.check_line(queued);
+        for c in [&mut admin.0, &mut admin.1] {
+            c.cmds("CONFIG SET min-replicas-to-write 1");
+        }
+        p.check_line("EXEC");
+        for c in [&mut admin.0, &mut admin.1] {
+            c.cmds("CONFIG SET min-replicas-to-write 0");
+        }
+        p.check_line("GET x");
+    }
+    let (ours, _) = p.both(&[b"GET", b"x"]);
+    assert_eq!(ours, b"$-1\r\n");
+}

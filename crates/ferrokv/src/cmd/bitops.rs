@@ -188,8 +188,12 @@ fn setbit(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         data[byte] ^= mask;
     }
     drop(shard);
+    // Only a change counts as one (bitops.c setbitCommand: a new key, a
+    // longer string or the bit flipped); the same bit again is not dirty.
     if changed {
         ctx.modified(key, STRING, "setbit");
+    } else {
+        ctx.dirty = Some(0);
     }
     ctx.out.int(old as i64);
 }
@@ -850,6 +854,10 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, ro: bool) {
     let byte = (highest >> 3) as usize;
     let (h, mut shard) = ctx.lock(key);
     let mut created = false;
+    // The string was created or lengthened: every write op counts as a
+    // change, even one storing the value already there (bitops.c
+    // lookupStringForBitCommand's `dirty`).
+    let mut grew = false;
     let data = match shard.get(h, key, now) {
         None => {
             created = true;
@@ -876,6 +884,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, ro: bool) {
                     let d = s.make_raw();
                     if d.len() < byte + 1 {
                         d.resize(byte + 1, 0);
+                        grew = true;
                     }
                     d
                 }
@@ -893,7 +902,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, ro: bool) {
             FieldOp::Get => get_field(ctx, f, data),
             FieldOp::Set | FieldOp::IncrBy => {
                 let incr = f.op == FieldOp::IncrBy;
-                let (ok, reply, store) = if f.signed {
+                let (ok, reply, store, same) = if f.signed {
                     let old = get_signed(data, f.offset, f.bits);
                     let (over, lim) = if incr {
                         signed_overflow(old, f.value, f.bits, f.overflow)
@@ -908,7 +917,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, ro: bool) {
                         f.value
                     };
                     let ok = !(over && f.overflow == Overflow::Fail);
-                    (ok, if incr { new } else { old }, new as u64)
+                    (ok, if incr { new } else { old }, new as u64, old == new)
                 } else {
                     let old = get_unsigned(data, f.offset, f.bits);
                     let (over, lim) = if incr {
@@ -924,12 +933,19 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, ro: bool) {
                         f.value as u64
                     };
                     let ok = !(over && f.overflow == Overflow::Fail);
-                    (ok, if incr { new as i64 } else { old as i64 }, new)
+                    (
+                        ok,
+                        if incr { new as i64 } else { old as i64 },
+                        new,
+                        old == new,
+                    )
                 };
                 if ok {
                     ctx.out.int(reply);
                     set_bits(data, f.offset, f.bits, store);
-                    changes += 1;
+                    if created || grew || !same {
+                        changes += 1;
+                    }
                 } else {
                     ctx.out.null();
                 }
@@ -945,6 +961,8 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, ro: bool) {
     if changes > 0 {
         ctx.modified(key, STRING, "setbit");
     }
+    // server.dirty += changes (bitops.c bitfieldGeneric).
+    ctx.dirty = Some(changes);
 }
 
 /// The replies of a read-only BITFIELD over the string `p`.

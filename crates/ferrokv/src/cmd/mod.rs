@@ -1064,6 +1064,15 @@ pub fn execute(
     } else {
         c.flags
     };
+    // EXEC is checked as the commands it will run (server.c
+    // processCommand: `is_write_command` and `is_denystale_command` look at
+    // the queue's accumulated flags), so a state change after queuing
+    // (min-replicas-to-write, a replica's link going down) aborts it.
+    let cflags = if is_exec {
+        exec_queue_flags(server, client, cflags)
+    } else {
+        cflags
+    };
     if server.evict.maxmemory() != 0 && oom_refused(server, client, c, cflags, is_exec) {
         reject_in_multi(server, client, out, stats, id, crate::evict::OOM, is_exec);
         finish_reply(client, out, reply_start);
@@ -1265,6 +1274,31 @@ fn routed<'a>(c: &'static Command, args: Args<'a>) -> crate::cluster::Routed<'a>
         keys: c.routing_keys(&args),
         args,
     }
+}
+
+/// The flags EXEC is checked with (server.c processCommand): EXEC's own,
+/// plus `write` when a queued command writes, minus `stale` when a queued
+/// command may not run on a stale replica. Queued scripts count with their
+/// declared flags (`getCommandFlags`). Outside MULTI: EXEC's own flags.
+fn exec_queue_flags(server: &Server, client: &Client, own: u64) -> u64 {
+    let Some(m) = client.multi.as_ref() else {
+        return own;
+    };
+    let t = table();
+    let mut out = own;
+    for (qid, qargs) in m.queued.iter() {
+        let Some(q) = t.all.get(*qid) else { continue };
+        let qf = if q.behaviour & behaviour::RUNS_SCRIPT != 0 {
+            scripting::effective_flags(server, q, &qargs.args())
+        } else {
+            q.flags
+        };
+        out |= qf & flags::WRITE;
+        if qf & flags::STALE == 0 {
+            out &= !flags::STALE;
+        }
+    }
+    out
 }
 
 /// `-MASTERDOWN` of a replica whose link is down with
