@@ -615,6 +615,10 @@ fn join_sync(
         if same && st.offset.is_none() && !st.closed {
             if diskless && delay > 0 {
                 tracing::info!("Delay next BGSAVE for diskless SYNC");
+            } else if !diskless {
+                // Redis's BGSAVE would already be running for the first
+                // replica: this one attaches to it.
+                tracing::info!("Waiting for end of BGSAVE for SYNC");
             }
             st.members.push(Member {
                 start: stx,
