@@ -10,16 +10,23 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpSocket, UnixListener};
+use tokio::net::{TcpListener, UnixListener};
 
-/// Binds one TCP address (`-` prefix = optional, as Redis's bind syntax).
-/// Returns None when an optional address is unavailable.
+/// Binds one TCP address (`-` prefix = optional, as Redis's bind syntax;
+/// `*` is every IPv4 address and `::*` every IPv6 one, as in Redis 7.0's
+/// default `bind * -::*`). IPv6 listeners are IPV6_V6ONLY, as Redis's
+/// `anetV6Only`, so `*` and `::*` can share a port. Returns None when an
+/// optional address is unavailable.
 pub fn bind_tcp(addr: &str, port: u16, backlog: u32) -> std::io::Result<Option<TcpListener>> {
     let (optional, host) = match addr.strip_prefix('-') {
         Some(h) => (true, h),
         None => (false, addr),
     };
-    let host = if host == "*" { "0.0.0.0" } else { host };
+    let host = match host {
+        "*" => "0.0.0.0",
+        "::*" => "::",
+        h => h,
+    };
     let ip: std::net::IpAddr = match host.parse() {
         Ok(ip) => ip,
         Err(_) if optional => return Ok(None),
@@ -32,14 +39,21 @@ pub fn bind_tcp(addr: &str, port: u16, backlog: u32) -> std::io::Result<Option<T
     };
     let sa = std::net::SocketAddr::new(ip, port);
     let attempt = || -> std::io::Result<TcpListener> {
-        let sock = if ip.is_ipv4() {
-            TcpSocket::new_v4()?
+        use socket2::{Domain, Socket, Type};
+        let domain = if ip.is_ipv4() {
+            Domain::IPV4
         } else {
-            TcpSocket::new_v6()?
+            Domain::IPV6
         };
-        sock.set_reuseaddr(true)?;
-        sock.bind(sa)?;
-        sock.listen(backlog)
+        let sock = Socket::new(domain, Type::STREAM, None)?;
+        sock.set_reuse_address(true)?;
+        if ip.is_ipv6() {
+            sock.set_only_v6(true)?;
+        }
+        sock.bind(&sa.into())?;
+        sock.listen(backlog.min(i32::MAX as u32) as i32)?;
+        sock.set_nonblocking(true)?;
+        TcpListener::from_std(sock.into())
     };
     match attempt() {
         Ok(l) => Ok(Some(l)),
@@ -312,10 +326,15 @@ pub async fn accept_tls(server: Arc<Server>, listener: TcpListener) {
     }
 }
 
-/// Binds `port` on every bind address. Errors: a mandatory address failed,
-/// or no address could be bound ("Failed listening on any bind address").
+/// Binds `port` on every bind address; an empty `bind` listens on no TCP
+/// address (Redis's listenToPort with `bindaddr_count == 0`). Errors: a
+/// mandatory address failed, or no address could be bound ("Failed
+/// listening on any bind address").
 fn bind_all(binds: &[String], port: u16, backlog: u32) -> std::io::Result<Vec<TcpListener>> {
     let mut out = Vec::new();
+    if binds.is_empty() {
+        return Ok(out);
+    }
     for b in binds {
         if let Some(l) = bind_tcp(b, port, backlog)? {
             out.push(l);
@@ -383,7 +402,12 @@ pub fn bind_startup(
     };
     if port != 0 || (!unixsocket && tls_port == 0) {
         b.tcp = bind_all(binds, port, backlog)?;
-        b.port = b.tcp[0].local_addr().map(|a| a.port()).unwrap_or(port);
+        b.port = b
+            .tcp
+            .first()
+            .and_then(|l| l.local_addr().ok())
+            .map(|a| a.port())
+            .unwrap_or(port);
     }
     if tls_port != 0 {
         b.tls = bind_all(binds, tls_port, backlog)?;
@@ -474,11 +498,8 @@ pub fn change_binds(server: &Arc<Server>, binds: &[String], tls_port: u16) -> st
     let Some(main) = state.main.clone() else {
         return Err(std::io::Error::other("listeners not started"));
     };
-    let port = if state.tcp.is_empty() {
-        0
-    } else {
-        server.bound_port.load(Ordering::Relaxed) as u16
-    };
+    // The plain port (0: none), also when an empty bind left no listener.
+    let port = server.bound_port.load(Ordering::Relaxed) as u16;
     for l in std::mem::take(&mut state.tcp) {
         l.close();
     }
