@@ -41,15 +41,9 @@ fn write_pause_holds_writes_only() {
             let (_, t) = timed(port, read);
             assert!(t < HELD, "{who}: {read} waited {t:?}");
         }
-        // EVAL waits even for a no-writes script (Redis 7.0 looks at the
-        // command's may-replicate flag).
-        for write in [
-            "SET k 2",
-            "PUBLISH ch m",
-            "EVAL \"return 1\" 0",
-            "EVAL \"#!lua flags=no-writes\nreturn 1\" 0",
-            "INCR n",
-        ] {
+        // EVAL of a script without a shebang waits (EVAL is
+        // may-replicate); scripts with flags: see scripts_under_write_pause.
+        for write in ["SET k 2", "PUBLISH ch m", "EVAL \"return 1\" 0", "INCR n"] {
             c.cmds("CLIENT PAUSE 400 WRITE");
             let (r, t) = timed(port, write);
             assert!(
@@ -163,4 +157,87 @@ fn errors_match_redis() {
     ] {
         p.check_line(line);
     }
+}
+
+/// Sends `args` on a new connection from another thread; the reply and the
+/// time it took arrive on the handle.
+fn spawn_cmd(port: u16, args: Vec<Vec<u8>>) -> std::thread::JoinHandle<(Vec<u8>, Duration)> {
+    std::thread::spawn(move || {
+        let mut c = Raw::connect(port);
+        let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        let t = Instant::now();
+        let r = c.cmd(&refs);
+        (r, t.elapsed())
+    })
+}
+
+fn argv(a: &[&str]) -> Vec<Vec<u8>> {
+    a.iter().map(|s| s.as_bytes().to_vec()).collect()
+}
+
+/// Under CLIENT PAUSE WRITE (Redis 7.0's processCommand with the command
+/// flags getCommandFlags gives): a script declaring no-writes runs, EVAL
+/// without a shebang and a shebang without no-writes wait, PFCOUNT and
+/// PUBLISH (may-replicate) wait, EXEC of a transaction that queued a write
+/// before the pause waits. A held client counts in INFO blocked_clients
+/// (Redis's BLOCKED_POSTPONE), which is what the suite's
+/// wait_for_blocked_clients_count looks at.
+#[test]
+fn scripts_under_write_pause() {
+    both(|port, who| {
+        let mut c = Raw::connect(port);
+        c.cmds("FLUSHALL");
+        c.cmds("PFADD hll a");
+        c.cmds("CLIENT PAUSE 20000 WRITE");
+        let mut r = Raw::connect(port);
+        let ro = r.cmd(&[b"EVAL", b"#!lua flags=no-writes\nreturn 7", b"0"]);
+        assert_eq!(ro, b":7\r\n", "{who}: no-writes script under WRITE pause");
+        let ro = r.cmd(&[b"EVAL_RO", b"return 8", b"0"]);
+        assert_eq!(ro, b":8\r\n", "{who}: EVAL_RO under WRITE pause");
+        let mut m = Raw::connect(port);
+        c.cmds("CLIENT UNPAUSE");
+        assert_eq!(m.cmds("MULTI"), b"+OK\r\n");
+        assert_eq!(m.cmds("SET t 1"), b"+QUEUED\r\n");
+        c.cmds("CLIENT PAUSE 20000 WRITE");
+        m.send(&encode(&[b"EXEC"]));
+        let held = [
+            spawn_cmd(port, argv(&["EVAL", "return 1", "0"])),
+            spawn_cmd(port, argv(&["EVAL", "#!lua\nreturn 2", "0"])),
+            spawn_cmd(port, argv(&["PFCOUNT", "hll"])),
+            spawn_cmd(port, argv(&["PUBLISH", "ch", "m"])),
+        ];
+        c.wait_blocked(5);
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(c.cmds("CLIENT UNPAUSE"), b"+OK\r\n");
+        let replies: Vec<Vec<u8>> = held.into_iter().map(|h| h.join().unwrap().0).collect();
+        assert_eq!(
+            replies,
+            [
+                b":1\r\n".to_vec(),
+                b":2\r\n".to_vec(),
+                b":1\r\n".to_vec(),
+                b":0\r\n".to_vec()
+            ],
+            "{who}"
+        );
+        assert_eq!(m.reply(), b"*1\r\n+OK\r\n", "{who}");
+        assert_eq!(c.info_field("clients", "blocked_clients"), "0", "{who}");
+    });
+}
+
+/// A read-only script (EVAL_RO, a `no-writes` shebang) refuses
+/// may-replicate commands such as PUBLISH as writes, which is what lets
+/// it run during CLIENT PAUSE WRITE; a plain EVAL may publish (pause.tcl
+/// "Test may-replicate commands are rejected in RO scripts").
+#[test]
+fn read_only_scripts_refuse_may_replicate_commands() {
+    let Some(mut p) = Pair::start() else { return };
+    p.check(&[b"EVAL_RO", b"return redis.call('publish','ch','msg')", b"0"]);
+    p.check(&[
+        b"EVAL",
+        b"#!lua flags=no-writes\nreturn redis.call('publish','ch','msg')",
+        b"0",
+    ]);
+    p.check(&[b"EVAL", b"return redis.call('publish','ch','msg')", b"0"]);
+    p.check(&[b"EVAL_RO", b"return redis.call('pfcount','h')", b"0"]);
 }

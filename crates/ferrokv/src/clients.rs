@@ -111,6 +111,10 @@ pub struct ClientHandle {
     /// CLIENT UNBLOCK wakes it through this, CLIENT LIST shows flag `b`,
     /// INFO counts it in blocked_clients.
     pub blocked: Mutex<Option<Arc<crate::db::blocking::Waiter>>>,
+    /// True while a command of this client is held back by CLIENT PAUSE
+    /// (Redis's BLOCKED_POSTPONE): INFO counts it in blocked_clients and
+    /// CLIENT LIST shows flag `b`, as Redis's blockPostponeClient does.
+    pub postponed: AtomicBool,
     /// Bytes pushed to this client by other connections (pub/sub messages)
     /// and, while it is subscribed, its own replies, in delivery order.
     pub outbox: Outbox,
@@ -383,7 +387,7 @@ impl ClientHandle {
             .unwrap_or(flags.len());
         let (track, redir) = self.tracking.list_fields();
         flags.insert_str(at, track);
-        if self.blocked.lock().is_some() {
+        if self.blocked.lock().is_some() || self.postponed.load(Ordering::Relaxed) {
             flags.insert(at, 'b');
         }
         if l.multi.is_some() && !flags.contains('x') {
@@ -514,6 +518,7 @@ pub fn new_handle(
         killed: false.into(),
         monitor: false.into(),
         blocked: parking_lot::Mutex::new(None),
+        postponed: false.into(),
         outbox: Default::default(),
         tracking: Default::default(),
         info: parking_lot::Mutex::new(ClientInfo {

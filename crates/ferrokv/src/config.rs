@@ -234,7 +234,7 @@ pub static DIRECTIVES: &[Directive] = &[
         "100",
         true,
     ),
-    d("bind", Kind::List, "127.0.0.1 -::1", true),
+    d("bind", Kind::List, "* -::*", true),
     d(
         "busy-reply-threshold",
         Kind::Int {

@@ -24,6 +24,7 @@ pub mod log;
 pub mod lzf;
 pub mod memory;
 pub mod net;
+pub mod oom;
 pub mod pause;
 pub mod persist;
 pub mod propagate;
@@ -261,6 +262,8 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
             cmd::repl::replica::follow(&server, host.trim().to_string(), port);
         }
     }
+    // Redis sets the OOM score once the configuration is loaded.
+    let _ = oom::apply_config(&server.config.read(), server.repl.is_replica());
     tracing::info!(
         version = %VERSION,
         redis_version = %REDIS_VERSION,

@@ -398,6 +398,79 @@ pub fn repr(s: &[u8], out: &mut Vec<u8>) {
     out.push(b'"');
 }
 
+/// Binds one TCP address as a non-blocking `std` listener (`-` prefix =
+/// optional, as Redis's bind syntax; `*` is every IPv4 address and `::*`
+/// every IPv6 one, as in Redis 7.0's default `bind * -::*`). IPv6
+/// listeners are IPV6_V6ONLY, as Redis's `anetV6Only`, so `*` and `::*`
+/// can share a port. Returns None when an optional address is
+/// unavailable. Errors as Redis's listenToPort: "Could not create server
+/// TCP listening socket <host>:<port>: bind: <reason>". Used for the
+/// client ports (`net::listener::bind_tcp`) and the cluster bus.
+pub fn bind_tcp_std(
+    addr: &str,
+    port: u16,
+    backlog: u32,
+) -> std::io::Result<Option<std::net::TcpListener>> {
+    let (optional, host) = match addr.strip_prefix('-') {
+        Some(h) => (true, h),
+        None => (false, addr),
+    };
+    let host = match host {
+        "*" => "0.0.0.0",
+        "::*" => "::",
+        h => h,
+    };
+    let ip: std::net::IpAddr = match host.parse() {
+        Ok(ip) => ip,
+        Err(_) if optional => return Ok(None),
+        Err(e) => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("invalid bind address '{host}': {e}"),
+            ))
+        }
+    };
+    let sa = std::net::SocketAddr::new(ip, port);
+    let attempt = || -> std::io::Result<std::net::TcpListener> {
+        use socket2::{Domain, Socket, Type};
+        let domain = if ip.is_ipv4() {
+            Domain::IPV4
+        } else {
+            Domain::IPV6
+        };
+        let sock = Socket::new(domain, Type::STREAM, None)?;
+        sock.set_reuse_address(true)?;
+        if ip.is_ipv6() {
+            sock.set_only_v6(true)?;
+        }
+        sock.bind(&sa.into())?;
+        sock.listen(backlog.min(i32::MAX as u32) as i32)?;
+        sock.set_nonblocking(true)?;
+        Ok(sock.into())
+    };
+    match attempt() {
+        Ok(l) => Ok(Some(l)),
+        Err(_) if optional => Ok(None),
+        Err(e) => Err(std::io::Error::new(
+            e.kind(),
+            format!(
+                "Could not create server TCP listening socket {host}:{port}: bind: {}",
+                os_reason(&e)
+            ),
+        )),
+    }
+}
+
+/// An I/O error's text without Rust's " (os error N)" suffix, as
+/// `strerror` gives it ("Address already in use").
+pub fn os_reason(e: &std::io::Error) -> String {
+    let t = e.to_string();
+    match t.find(" (os error ") {
+        Some(i) => t[..i].to_string(),
+        None => t,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

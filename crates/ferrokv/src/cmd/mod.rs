@@ -935,12 +935,24 @@ fn paused(server: &Server, client: &Client, t: &Table, cflags: u64, is_exec: boo
         return true;
     }
     let w = flags::WRITE | flags::MAY_REPLICATE;
+    // EXEC is held back when a queued command would be (Redis's
+    // `mstate.cmd_flags`, each command's flags as getCommandFlags gives
+    // them: a script's declared flags replace EVAL's).
+    let queued_flags = |id: usize, args: &crate::resp::parse::OwnedArgs| {
+        let qc = t.all[id];
+        if qc.behaviour & behaviour::RUNS_SCRIPT != 0 {
+            scripting::effective_flags(server, qc, &args.args())
+        } else {
+            qc.flags
+        }
+    };
     cflags & w != 0
         || (is_exec
-            && client
-                .multi
-                .as_ref()
-                .is_some_and(|m| m.queued.iter().any(|(id, _)| t.all[*id].flags & w != 0)))
+            && client.multi.as_ref().is_some_and(|m| {
+                m.queued
+                    .iter()
+                    .any(|(id, args)| queued_flags(*id, args) & w != 0)
+            }))
 }
 
 /// Executes one request and writes its reply into `out`.
@@ -1133,7 +1145,7 @@ pub fn execute(
     }
     // CLIENT PAUSE holds the command back: the connection runs it once
     // the pause is over (server.c processCommand, blockPostponeClient).
-    if !client.is_master && paused(server, client, t, c.flags, is_exec) {
+    if !client.is_master && paused(server, client, t, cflags, is_exec) {
         client.postponed = Some(crate::resp::parse::OwnedArgs::from_args(args));
         return;
     }

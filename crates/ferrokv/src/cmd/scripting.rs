@@ -720,10 +720,13 @@ impl ScriptHost<'_> {
                 return Err(e);
             }
         }
+        // A read-only script refuses may-replicate commands (PUBLISH...)
+        // as writes, so that it can run during CLIENT PAUSE WRITE (Redis's
+        // scriptVerifyWriteCommandAllow).
+        if self.read_only && c.flags & (WRITE | MAY_REPLICATE) != 0 {
+            return Err(b"Write commands are not allowed from read-only scripts.".to_vec());
+        }
         if c.flags & WRITE != 0 {
-            if self.read_only {
-                return Err(b"Write commands are not allowed from read-only scripts.".to_vec());
-            }
             if server.repl.backlog.replica_mode()
                 && server.repl.read_only.load(Ordering::Relaxed)
                 && !from_master

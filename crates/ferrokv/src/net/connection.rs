@@ -141,11 +141,8 @@ where
         } else if let Some(fill) = codec.read_target(rbuf.len()) {
             // A big argument goes straight into its own allocation.
             rd.read_buf(fill).await
-        } else if minimal
-            || !(rbuf_grown || out.buf.capacity() > READ_CHUNK || spare.capacity() > 0)
-        {
-            // Nothing large to give back (the buffers a connection starts
-            // with stay): no timer on the hot path.
+        } else if minimal {
+            // Nothing to give back: no timer.
             rd.read_buf(&mut rbuf).await
         } else {
             tokio::select! {
@@ -158,6 +155,10 @@ where
                         shrink_idle_buffers(&mut rbuf, &mut out, &mut spare, &mut codec);
                         rbuf_grown = false;
                         minimal = true;
+                        // CLIENT LIST of other clients shows the freed
+                        // query buffer (qbuf=0 qbuf-free=0), as Redis's
+                        // clientsCronResizeQueryBuffer leaves it.
+                        update_info(&client, &rbuf, &out, codec.buffered());
                     } else {
                         let wait = std::time::Duration::from_millis(due - now);
                         idle.as_mut().reset(tokio::time::Instant::now() + wait);
@@ -277,6 +278,12 @@ where
         if rbuf.is_empty() && rbuf_grown {
             rbuf = BytesMut::with_capacity(READ_CHUNK);
             rbuf_grown = false;
+        } else if rbuf.is_empty() && rbuf.capacity() < READ_CHUNK {
+            // Advancing gave up the consumed bytes' room; an empty buffer
+            // takes it back (no allocation: the bytes are still ours), so
+            // CLIENT LIST shows the whole read buffer, as Redis's qbuf-free
+            // does (PROTO_IOBUF_LEN).
+            rbuf.reserve(READ_CHUNK);
         }
         crate::workers::spin::batch_done();
         // BCAST invalidations of the keys this batch modified.
@@ -698,6 +705,13 @@ fn finish_block(server: &Server, w: &Arc<crate::db::blocking::Waiter>) {
 /// Waits while CLIENT PAUSE holds the connection's request back; false
 /// when the client was killed meanwhile or the server shuts down.
 async fn pause_wait(server: &Server, handle: &ClientHandle) -> bool {
+    handle.postponed.store(true, Ordering::Relaxed);
+    let ok = pause_wait_inner(server, handle).await;
+    handle.postponed.store(false, Ordering::Relaxed);
+    ok
+}
+
+async fn pause_wait_inner(server: &Server, handle: &ClientHandle) -> bool {
     loop {
         if handle.killed.load(Ordering::Relaxed) || server.shutting_down.load(Ordering::Relaxed) {
             return false;

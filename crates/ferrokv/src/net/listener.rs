@@ -10,57 +10,17 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpSocket, UnixListener};
+use tokio::net::{TcpListener, UnixListener};
 
-/// Binds one TCP address (`-` prefix = optional, as Redis's bind syntax).
-/// Returns None when an optional address is unavailable.
+/// Binds one TCP address (`-` prefix = optional, as Redis's bind syntax;
+/// `*` is every IPv4 address and `::*` every IPv6 one, as in Redis 7.0's
+/// default `bind * -::*`). IPv6 listeners are IPV6_V6ONLY, as Redis's
+/// `anetV6Only`, so `*` and `::*` can share a port. Returns None when an
+/// optional address is unavailable. Needs a Tokio runtime.
 pub fn bind_tcp(addr: &str, port: u16, backlog: u32) -> std::io::Result<Option<TcpListener>> {
-    let (optional, host) = match addr.strip_prefix('-') {
-        Some(h) => (true, h),
-        None => (false, addr),
-    };
-    let host = if host == "*" { "0.0.0.0" } else { host };
-    let ip: std::net::IpAddr = match host.parse() {
-        Ok(ip) => ip,
-        Err(_) if optional => return Ok(None),
-        Err(e) => {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("invalid bind address '{host}': {e}"),
-            ))
-        }
-    };
-    let sa = std::net::SocketAddr::new(ip, port);
-    let attempt = || -> std::io::Result<TcpListener> {
-        let sock = if ip.is_ipv4() {
-            TcpSocket::new_v4()?
-        } else {
-            TcpSocket::new_v6()?
-        };
-        sock.set_reuseaddr(true)?;
-        sock.bind(sa)?;
-        sock.listen(backlog)
-    };
-    match attempt() {
-        Ok(l) => Ok(Some(l)),
-        Err(_) if optional => Ok(None),
-        Err(e) => Err(std::io::Error::new(
-            e.kind(),
-            format!(
-                "Could not create server TCP listening socket {host}:{port}: bind: {}",
-                os_reason(&e)
-            ),
-        )),
-    }
-}
-
-/// An I/O error's text without Rust's " (os error N)" suffix, as
-/// `strerror` gives it ("Address already in use").
-fn os_reason(e: &std::io::Error) -> String {
-    let t = e.to_string();
-    match t.find(" (os error ") {
-        Some(i) => t[..i].to_string(),
-        None => t,
+    match crate::util::bind_tcp_std(addr, port, backlog)? {
+        Some(l) => TcpListener::from_std(l).map(Some),
+        None => Ok(None),
     }
 }
 
@@ -313,10 +273,15 @@ pub async fn accept_tls(server: Arc<Server>, listener: TcpListener) {
     }
 }
 
-/// Binds `port` on every bind address. Errors: a mandatory address failed,
-/// or no address could be bound ("Failed listening on any bind address").
+/// Binds `port` on every bind address; an empty `bind` listens on no TCP
+/// address (Redis's listenToPort with `bindaddr_count == 0`). Errors: a
+/// mandatory address failed, or no address could be bound ("Failed
+/// listening on any bind address").
 fn bind_all(binds: &[String], port: u16, backlog: u32) -> std::io::Result<Vec<TcpListener>> {
     let mut out = Vec::new();
+    if binds.is_empty() {
+        return Ok(out);
+    }
     for b in binds {
         if let Some(l) = bind_tcp(b, port, backlog)? {
             out.push(l);
@@ -384,7 +349,12 @@ pub fn bind_startup(
     };
     if port != 0 || (!unixsocket && tls_port == 0) {
         b.tcp = bind_all(binds, port, backlog)?;
-        b.port = b.tcp[0].local_addr().map(|a| a.port()).unwrap_or(port);
+        b.port = b
+            .tcp
+            .first()
+            .and_then(|l| l.local_addr().ok())
+            .map(|a| a.port())
+            .unwrap_or(port);
     }
     if tls_port != 0 {
         b.tls = bind_all(binds, tls_port, backlog)?;
@@ -475,11 +445,8 @@ pub fn change_binds(server: &Arc<Server>, binds: &[String], tls_port: u16) -> st
     let Some(main) = state.main.clone() else {
         return Err(std::io::Error::other("listeners not started"));
     };
-    let port = if state.tcp.is_empty() {
-        0
-    } else {
-        server.bound_port.load(Ordering::Relaxed) as u16
-    };
+    // The plain port (0: none), also when an empty bind left no listener.
+    let port = server.bound_port.load(Ordering::Relaxed) as u16;
     for l in std::mem::take(&mut state.tcp) {
         l.close();
     }

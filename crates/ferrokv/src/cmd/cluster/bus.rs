@@ -1900,34 +1900,19 @@ async fn inbound(server: Arc<Server>, stream: tokio::net::TcpStream) {
 /// Errors when no address can be bound.
 pub fn start(server: &Arc<Server>, binds: &[String]) -> std::io::Result<()> {
     let cport = server.cluster.settings().cport;
+    let backlog = server.config.read().get_i64("tcp-backlog").max(1) as u32;
     let mut listeners = Vec::new();
     let addrs: Vec<String> = if binds.is_empty() {
         vec!["0.0.0.0".into()]
     } else {
         binds.to_vec()
     };
-    let mut last_err = None;
+    // The same address syntax as the client port (`*`, `::*`, a `-`
+    // prefix for an optional address).
     for a in addrs {
-        let optional = a.starts_with('-');
-        let a = a.trim_start_matches('-');
-        let addr = if a.contains(':') {
-            format!("[{a}]:{cport}")
-        } else {
-            format!("{a}:{cport}")
-        };
-        match std::net::TcpListener::bind(&addr) {
-            Ok(l) => {
-                l.set_nonblocking(true)?;
-                listeners.push(l);
-            }
-            Err(e) if optional => {
-                tracing::debug!("cluster bus: could not bind optional {addr}: {e}");
-            }
-            Err(e) => last_err = Some(std::io::Error::new(e.kind(), format!("{addr}: {e}"))),
+        if let Some(l) = crate::util::bind_tcp_std(&a, cport, backlog)? {
+            listeners.push(l);
         }
-    }
-    if let Some(e) = last_err {
-        return Err(e);
     }
     if listeners.is_empty() {
         return Err(std::io::Error::other("could not bind the cluster bus port"));

@@ -312,6 +312,8 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 ctx.client.handle.describe(ctx.now)
             );
         }
+        // A master's OOM score class (Redis's replicationUnsetMaster).
+        let _ = crate::oom::apply_config(&ctx.server.config.read(), false);
         return ctx.out.ok();
     }
     if ctx.client.handle.info.lock().flags.contains('S') {
@@ -334,6 +336,7 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         }
     }
     replica::follow(ctx.server, host.clone(), p as u16);
+    let _ = crate::oom::apply_config(&ctx.server.config.read(), true);
     tracing::info!(
         "REPLICAOF {host}:{p} enabled (user request from '{}')",
         ctx.client.handle.describe(ctx.now)

@@ -319,6 +319,27 @@ impl Write for LinkStream {
     }
 }
 
+/// Connects to the master at `addr` within `timeout`, from `source` when
+/// it is a valid local address (`bind-source-addr`); when binding to it
+/// fails the connection is made from any address, as Redis's
+/// `anetTcpNonBlockBestEffortBindConnect` does.
+fn connect_from(
+    addr: &std::net::SocketAddr,
+    source: &str,
+    timeout: Duration,
+) -> std::io::Result<TcpStream> {
+    let Ok(ip) = source.parse::<std::net::IpAddr>() else {
+        return TcpStream::connect_timeout(addr, timeout);
+    };
+    let domain = socket2::Domain::for_address(*addr);
+    let sock = socket2::Socket::new(domain, socket2::Type::STREAM, None)?;
+    if sock.bind(&std::net::SocketAddr::new(ip, 0).into()).is_err() {
+        return TcpStream::connect_timeout(addr, timeout);
+    }
+    sock.connect_timeout(&(*addr).into(), timeout)?;
+    Ok(sock.into())
+}
+
 fn run_link(server: &Arc<Server>, gen: u64, host: &str, port: u16) -> LinkResult {
     let r = &server.repl;
     let timeout = Duration::from_secs(server.config.read().get_u64("repl-timeout").max(1));
@@ -327,7 +348,8 @@ fn run_link(server: &Arc<Server>, gen: u64, host: &str, port: u16) -> LinkResult
         .map_err(io_err("resolving master"))?
         .next()
         .ok_or("master address not found")?;
-    let sock = TcpStream::connect_timeout(&addr, timeout).map_err(|e| {
+    let source = server.config.read().get("bind-source-addr").to_string();
+    let sock = connect_from(&addr, &source, timeout).map_err(|e| {
         if e.kind() == std::io::ErrorKind::TimedOut {
             "Timeout connecting to the MASTER...".to_string()
         } else {

@@ -176,7 +176,28 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
                 return;
             }
         }
+        // oom-score-adj takes effect at once (Redis's updateOOMScoreAdj);
+        // when writing the score fails, the previous one is put back.
+        let oom = names
+            .iter()
+            .find(|n| n.starts_with("oom-score-adj"))
+            .copied();
+        let replica = ctx.server.repl.is_replica();
+        if let Some(name) = oom {
+            if crate::oom::apply_config(&next, replica).is_err() {
+                let _ = crate::oom::apply_config(&live, replica);
+                drop(live);
+                ctx.error(&format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - {}",
+                    crate::oom::SET_FAILED
+                ));
+                return;
+            }
+        }
         if let Err((name, why)) = ctx.server.net.reconfigure(&live, &next) {
+            if oom.is_some() {
+                let _ = crate::oom::apply_config(&live, replica);
+            }
             drop(live);
             ctx.error(&format!(
                 "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"

@@ -225,7 +225,7 @@ fn info_clients(ctx: &Ctx<'_>, s: &mut Section) {
     s.kv("client_recent_max_output_buffer", max_out);
     let blocked = clients
         .iter()
-        .filter(|c| c.blocked.lock().is_some())
+        .filter(|c| c.blocked.lock().is_some() || c.postponed.load(Ordering::Relaxed))
         .count();
     s.kv("blocked_clients", blocked);
     s.kv("tracking_clients", srv.tracking.client_count());
