@@ -768,6 +768,26 @@ fn blocked_command_stats_differential() {
         r.cmds("RPUSH list1 a");
         b.reply();
         out.push(stat(&mut r, "commandstats", "cmdstat_blpop"));
+        // A blocked XREADGROUP whose group is destroyed fails with NOGROUP
+        // (stream-cgroups.tcl): a failed call too.
+        r.cmds("XGROUP CREATE mystream mygroup $ MKSTREAM");
+        b.send_cmd(&[
+            b"XREADGROUP",
+            b"GROUP",
+            b"mygroup",
+            b"Alice",
+            b"BLOCK",
+            b"0",
+            b"STREAMS",
+            b"mystream",
+            b">",
+        ]);
+        r.wait_blocked(1);
+        r.cmds("XGROUP DESTROY mystream mygroup");
+        out.push(String::from_utf8_lossy(&b.reply()).into_owned());
+        out.push(stat(&mut r, "errorstats", "errorstat_NOGROUP"));
+        out.push(stat(&mut r, "commandstats", "cmdstat_xreadgroup"));
+        out.push(r.info_field("stats", "total_error_replies"));
         out
     });
 }

@@ -731,9 +731,9 @@ async fn pause_wait_inner(server: &Server, handle: &ClientHandle) -> bool {
 /// CLIENT UNBLOCK), the deadline, or the socket closing. Input that arrives
 /// meanwhile stays buffered in `rbuf`. Writes the reply into `out` and
 /// returns true, or returns false when the connection is gone (the waiter
-/// is then removed, leaving nothing behind). A CLIENT UNBLOCK ERROR counts
-/// as a failed call of the blocked command (`cmd_stat`), as Redis's
-/// afterErrorReply does for the unblocked client.
+/// is then removed, leaving nothing behind). A CLIENT UNBLOCK ERROR or a
+/// served error reply counts as a failed call of the blocked command
+/// (`cmd_stat`), as Redis's afterErrorReply does for the unblocked client.
 async fn block_wait<R>(
     server: &Server,
     handle: &ClientHandle,
@@ -785,7 +785,17 @@ where
     };
     finish_block(server, &b.waiter);
     match wake {
-        Some(Wake::Served(bytes)) => out.buf.extend_from_slice(&bytes),
+        Some(Wake::Served(bytes)) => {
+            // An error reply (a blocked XREADGROUP's group or key gone:
+            // -NOGROUP / -UNBLOCKED) is a failed call of the command, as
+            // Redis's afterErrorReply counts it; errorstats has it already.
+            if bytes.first() == Some(&b'-') {
+                if let Some(cs) = cmd_stat {
+                    bump(&cs.failed, 1);
+                }
+            }
+            out.buf.extend_from_slice(&bytes);
+        }
         Some(Wake::Error) => {
             let msg = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
             out.error(msg);
