@@ -840,3 +840,32 @@ fn info_counts_lifecycle(port: u16, t: &mut T) {
 fn info_counts_through_a_clients_life_differential() {
     differential(info_counts_lifecycle);
 }
+
+/// tracking.tcl "Invalid keys should not be tracked for scripts in NOLOOP
+/// mode": a NOLOOP client's own script write sends it no invalidation (the
+/// script's commands run as its caller); another client's write does.
+fn noloop_script(port: u16, t: &mut T) {
+    let mut r = Raw::connect(port);
+    let mut w = Raw::connect(port);
+    r.cmds("HELLO 3");
+    run(t, &mut r, "r", "CLIENT TRACKING on NOLOOP");
+    run(t, &mut r, "r", "SET key1 1");
+    run(t, &mut r, "r", "GET key1");
+    let eval: &[&[u8]] = &[
+        b"EVAL",
+        b"return redis.call('set', 'key1', '2')",
+        b"1",
+        b"key1",
+    ];
+    let reply = r.cmd(eval);
+    t.rec("r: EVAL set key1 2", reply);
+    run(t, &mut r, "r", "GET key1");
+    run(t, &mut w, "w", "SET key1 3");
+    next(t, &mut r, "r");
+    run(t, &mut r, "r", "CLIENT TRACKING off");
+}
+
+#[test]
+fn noloop_script_differential() {
+    differential(noloop_script);
+}

@@ -1575,7 +1575,12 @@ fn run_command(
 /// skipped, as Redis skips them: the keys their commands read are
 /// remembered instead (scripting.rs).
 fn track_before(server: &Arc<Server>, client: &Client, c: &Command, args: &Args<'_>) {
-    crate::tracking::set_current(client.handle.id);
+    // A script's commands keep its caller as the current client (Redis's
+    // server.current_client during scriptCall), so NOLOOP skips the
+    // caller's own script writes.
+    if !scripting::in_script() {
+        crate::tracking::set_current(client.handle.id);
+    }
     if server.tracking.client_count() > 0 {
         crate::tracking::limit_used_slots(&server.tracking_env());
     }
