@@ -869,3 +869,40 @@ fn noloop_script(port: u16, t: &mut T) {
 fn noloop_script_differential() {
     differential(noloop_script);
 }
+
+/// tracking.tcl "Tracking only occurs for scripts when a command calls a
+/// read-only command": a script that reads makes its caller track the
+/// script's declared keys (not the keys it read); one that only writes
+/// tracks nothing; EVAL_RO alike.
+fn script_declared_keys(port: u16, t: &mut T) {
+    let mut r = Raw::connect(port);
+    let mut w = Raw::connect(port);
+    r.cmds("HELLO 3");
+    run(t, &mut r, "r", "CLIENT TRACKING on");
+    let scripts: [(&[u8], &[u8]); 4] = [
+        (b"EVAL", b"redis.call('set', 'key3{t}', 'bar')"),
+        (b"EVAL", b"redis.call('get', 'key3{t}')"),
+        (b"EVAL_RO", b"redis.call('ping')"),
+        (b"EVAL_RO", b"redis.call('get', 'key1{t}')"),
+    ];
+    for (cmd, body) in scripts {
+        let reply = r.cmd(&[cmd, body, b"2", b"key1{t}", b"key2{t}"]);
+        t.rec(&format!("r: {}", s(body)), reply);
+        run(t, &mut w, "w", "MSET key2{t} 2 key1{t} 2 key3{t} 2");
+        // A PING marks where this round's invalidations end.
+        r.send_cmd(&[b"PING"]);
+        loop {
+            let m = r.reply();
+            let done = m == b"+PONG\r\n";
+            t.rec("r <-", m);
+            if done {
+                break;
+            }
+        }
+    }
+}
+
+#[test]
+fn script_declared_keys_differential() {
+    differential(script_declared_keys);
+}
