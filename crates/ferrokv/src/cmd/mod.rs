@@ -925,8 +925,9 @@ fn unknown_command(args: &Args<'_>) -> Vec<u8> {
 /// True when a CLIENT PAUSE in force holds this command back: every
 /// command under ALL; under WRITE the ones the command table flags `write`
 /// or `may-replicate` (EVAL and FCALL even with a `no-writes` script, as
-/// Redis 7.0) and EXEC of a transaction queuing one.
-fn paused(server: &Server, client: &Client, t: &Table, cflags: u64, is_exec: bool) -> bool {
+/// Redis 7.0) and EXEC of a transaction queuing one (`cflags` of EXEC are
+/// [`exec_queue_flags`]).
+fn paused(server: &Server, client: &Client, cflags: u64) -> bool {
     let kind = server.pause.kind_at(now_ms_of(client));
     if kind == crate::pause::NONE {
         return false;
@@ -934,25 +935,8 @@ fn paused(server: &Server, client: &Client, t: &Table, cflags: u64, is_exec: boo
     if kind == crate::pause::ALL {
         return true;
     }
-    let w = flags::WRITE | flags::MAY_REPLICATE;
-    // EXEC is held back when a queued command would be (Redis's
-    // `mstate.cmd_flags`, each command's flags as getCommandFlags gives
-    // them: a script's declared flags replace EVAL's).
-    let queued_flags = |id: usize, args: &crate::resp::parse::OwnedArgs| {
-        let qc = t.all[id];
-        if qc.behaviour & behaviour::RUNS_SCRIPT != 0 {
-            scripting::effective_flags(server, qc, &args.args())
-        } else {
-            qc.flags
-        }
-    };
-    cflags & w != 0
-        || (is_exec
-            && client.multi.as_ref().is_some_and(|m| {
-                m.queued
-                    .iter()
-                    .any(|(id, args)| queued_flags(*id, args) & w != 0)
-            }))
+    // EXEC's flags include its queue's (exec_queue_flags).
+    cflags & (flags::WRITE | flags::MAY_REPLICATE) != 0
 }
 
 /// Executes one request and writes its reply into `out`.
@@ -1145,7 +1129,7 @@ pub fn execute(
     }
     // CLIENT PAUSE holds the command back: the connection runs it once
     // the pause is over (server.c processCommand, blockPostponeClient).
-    if !client.is_master && paused(server, client, t, cflags, is_exec) {
+    if !client.is_master && paused(server, client, cflags) {
         client.postponed = Some(crate::resp::parse::OwnedArgs::from_args(args));
         return;
     }
@@ -1288,9 +1272,10 @@ fn routed<'a>(c: &'static Command, args: Args<'a>) -> crate::cluster::Routed<'a>
     }
 }
 
-/// The flags EXEC is checked with (server.c processCommand): EXEC's own,
-/// plus `write` when a queued command writes, minus `stale` when a queued
-/// command may not run on a stale replica. Queued scripts count with their
+/// The flags EXEC is checked with (server.c processCommand, which reads
+/// `mstate.cmd_flags`): EXEC's own, plus `write` / `may-replicate` when a
+/// queued command has them, minus `stale` when a queued command may not
+/// run on a stale replica. Queued scripts count with their
 /// declared flags (`getCommandFlags`). Outside MULTI: EXEC's own flags.
 fn exec_queue_flags(server: &Server, client: &Client, own: u64) -> u64 {
     let Some(m) = client.multi.as_ref() else {
@@ -1305,7 +1290,7 @@ fn exec_queue_flags(server: &Server, client: &Client, own: u64) -> u64 {
         } else {
             q.flags
         };
-        out |= qf & flags::WRITE;
+        out |= qf & (flags::WRITE | flags::MAY_REPLICATE);
         if qf & flags::STALE == 0 {
             out &= !flags::STALE;
         }
