@@ -906,3 +906,77 @@ fn script_declared_keys(port: u16, t: &mut T) {
 fn script_declared_keys_differential() {
     differential(script_declared_keys);
 }
+
+/// An INFO field of `c`, as a number.
+fn info_u64(c: &mut Raw, field: &str) -> u64 {
+    let r = s(&c.cmds("INFO memory"));
+    r.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("INFO lacks {field}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// tracking.tcl "Tracking invalidation message of eviction keys should be
+/// before response": a key evicted before a command runs (maxmemory
+/// reached by the previous command) is invalidated before that command's
+/// reply; INFO's `mem_not_counted_for_evict` is what maxmemory leaves out.
+fn eviction_before_reply(port: u16, t: &mut T) {
+    let mut r = Raw::connect(port);
+    let mut admin = Raw::connect(port);
+    r.cmds("HELLO 3");
+    run(t, &mut r, "r", "CLIENT TRACKING on");
+    let used =
+        info_u64(&mut admin, "used_memory") - info_u64(&mut admin, "mem_not_counted_for_evict");
+    admin.cmds(&format!("CONFIG SET maxmemory {}", used + 100 * 1024));
+    admin.cmds("CONFIG SET maxmemory-policy volatile-random");
+    run(t, &mut r, "r", "SETEX volatile-key 10000 x");
+    run(t, &mut r, "r", "GET volatile-key");
+    // 200 kB: past the limit once it is stored.
+    r.send_cmd(&[b"SETBIT", b"big-key", b"1600000", b"0"]);
+    r.send_cmd(&[b"GETBIT", b"big-key", b"0"]);
+    for _ in 0..3 {
+        next(t, &mut r, "r");
+    }
+    admin.cmds("CONFIG SET maxmemory 0");
+    run(t, &mut r, "r", "EXISTS volatile-key");
+}
+
+#[test]
+fn eviction_invalidation_precedes_reply_differential() {
+    differential(eviction_before_reply);
+}
+
+/// tracking.tcl "Regression test for #11715": tracking-table-max-keys is
+/// enforced before a command that is only queued in MULTI, its
+/// invalidation sent before QUEUED.
+fn max_keys_before_queued_command(port: u16, t: &mut T) {
+    let mut r = Raw::connect(port);
+    let mut admin = Raw::connect(port);
+    admin.cmds("CONFIG SET tracking-table-max-keys 2");
+    admin.cmds("DEBUG pause-cron 1");
+    r.cmds("HELLO 3");
+    run(t, &mut r, "r", "CLIENT TRACKING on");
+    run(t, &mut r, "r", "MGET 1{tag} 2{tag}");
+    run(t, &mut r, "r", "MULTI");
+    admin.cmds("CONFIG SET tracking-table-max-keys 1");
+    r.send_cmd(&[b"PING"]);
+    r.send_cmd(&[b"EXEC"]);
+    let first = s(&r.reply());
+    assert!(
+        first.starts_with(">2\r\n$10\r\ninvalidate\r\n*1\r\n$"),
+        "{first:?}"
+    );
+    // Which of the two keys goes is random.
+    t.rec("r <- (invalidate one key)", b"invalidate".to_vec());
+    next(t, &mut r, "r");
+    next(t, &mut r, "r");
+    admin.cmds("DEBUG pause-cron 0");
+    admin.cmds("CONFIG SET tracking-table-max-keys 0");
+}
+
+#[test]
+fn max_keys_before_queued_command_differential() {
+    differential(max_keys_before_queued_command);
+}

@@ -346,7 +346,7 @@ pub fn active_expire(server: &Arc<Server>, budget: Duration) {
     }
     tracking::flush_bcast(&server.tracking_env());
     if server.tracking.client_count() > 0 {
-        tracking::limit_used_slots(&server.tracking_env());
+        let _ = tracking::limit_used_slots(&server.tracking_env());
     }
 }
 

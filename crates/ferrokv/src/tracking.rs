@@ -529,19 +529,33 @@ pub fn begin_command(h: &ClientHandle) {
 /// meanwhile, and clears CACHING unless `keep_caching` (the command was
 /// a CLIENT subcommand or the client is in MULTI: Redis's resetClient).
 pub fn end_command(server: &Env<'_>, h: &ClientHandle, keep_caching: bool) {
-    {
-        let mut inf = h.tracking.inflight.lock();
-        if let Some(buf) = inf.take() {
-            if !buf.is_empty() {
-                let limit = server.live.limit_for(h);
-                if !h.outbox.push(&[&buf], limit, crate::util::now_ms()) {
-                    h.close_for_limits();
-                }
-            }
-        }
+    let held = h.tracking.inflight.lock().take();
+    if let Some(buf) = held {
+        push_held(server, h, &buf);
     }
     if !keep_caching && h.tracking.flags() & CACHING != 0 {
         h.tracking.flags.fetch_and(!CACHING, Ordering::AcqRel);
+    }
+}
+
+/// Sends the messages held since [`begin_command`] now, before the
+/// command's reply, and keeps holding later ones: the keys evicted before
+/// the command ran (server.c processCommand's performEvictions) are not
+/// part of its execution, so Redis sends their invalidations first.
+pub fn release_held(server: &Env<'_>, h: &ClientHandle) {
+    let mut inf = h.tracking.inflight.lock();
+    if let Some(buf) = inf.as_mut() {
+        push_held(server, h, buf);
+        buf.clear();
+    }
+}
+
+fn push_held(server: &Env<'_>, h: &ClientHandle, buf: &[u8]) {
+    if !buf.is_empty() {
+        let limit = server.live.limit_for(h);
+        if !h.outbox.push(&[buf], limit, crate::util::now_ms()) {
+            h.close_for_limits();
+        }
     }
 }
 
@@ -715,13 +729,14 @@ fn encode_keys<'a>(keys: impl Iterator<Item = &'a [u8]>, n: usize) -> Vec<u8> {
 /// tracking-table-max-keys, evicts random keys, invalidating them for
 /// their clients as if modified; at most 100 keys per round times the
 /// number of rounds that ended still above the limit. Called before each
-/// command while clients track, and from the cron.
-pub fn limit_used_slots(server: &Env<'_>) {
+/// command while clients track, and from the cron. True when keys were
+/// invalidated.
+pub fn limit_used_slots(server: &Env<'_>) -> bool {
     let t = &server.tracking;
     let max = t.max_keys.load(Ordering::Relaxed);
     if max == 0 || t.keys.load(Ordering::Acquire) <= max {
         t.rounds.store(0, Ordering::Relaxed);
-        return;
+        return false;
     }
     let mut effort = 100 * (t.rounds.load(Ordering::Relaxed) as u64 + 1);
     let mut seed = crate::util::now_us() ^ 0x9e37_79b9_7f4a_7c15;
@@ -745,8 +760,9 @@ pub fn limit_used_slots(server: &Env<'_>) {
         invalidate(server, &key, false, false);
         if t.keys.load(Ordering::Acquire) <= max {
             t.rounds.store(0, Ordering::Relaxed);
-            return;
+            return true;
         }
     }
     t.rounds.fetch_add(1, Ordering::Relaxed);
+    true
 }

@@ -1074,6 +1074,15 @@ pub fn execute(
         finish_reply(client, out, reply_start);
         return;
     }
+    // The tracking table is kept within tracking-table-max-keys before
+    // every command, queued ones included (server.c processCommand's
+    // trackingLimitUsedSlots); the invalidations precede the reply.
+    if server.tracking.client_count() > 0
+        && crate::tracking::limit_used_slots(&server.tracking_env())
+        && client.tracking
+    {
+        crate::tracking::release_held(&server.tracking_env(), &client.handle);
+    }
     if crate::persist::rdb::writes_denied(server)
         && (cflags & flags::WRITE != 0 || c.behaviour & behaviour::MISCONF_REFUSED != 0)
     {
@@ -1552,8 +1561,7 @@ fn run_command(
 }
 
 /// Client-side caching before a command runs (tracking.rs): records the
-/// client for NOLOOP, keeps the tracking table within
-/// tracking-table-max-keys (Redis's processCommand) and, for a read-only
+/// client for NOLOOP and, for a read-only
 /// command of a tracking client, remembers its keys (Redis's call(); done
 /// before the read so that a concurrent write's invalidation is not lost).
 /// The read-only script commands (EVAL_RO, EVALSHA_RO, FCALL_RO) are
@@ -1565,9 +1573,6 @@ fn track_before(server: &Arc<Server>, client: &Client, c: &Command, args: &Args<
     // caller's own script writes.
     if !scripting::in_script() {
         crate::tracking::set_current(client.handle.id);
-    }
-    if server.tracking.client_count() > 0 {
-        crate::tracking::limit_used_slots(&server.tracking_env());
     }
     if client.tracking
         && c.flags & flags::READONLY != 0
@@ -1615,7 +1620,16 @@ fn oom_refused(
     if server.scripts.busy() {
         return false;
     }
-    match crate::evict::perform(&server.evict_env()) {
+    let outcome = crate::evict::perform(&server.evict_env());
+    if crate::events::pending() {
+        // Evictions before the command: their events and invalidations
+        // (also to this client) precede its reply.
+        crate::events::drain(&**server);
+        if client.tracking {
+            crate::tracking::release_held(&server.tracking_env(), &client.handle);
+        }
+    }
+    match outcome {
         crate::evict::Outcome::Ok => return false,
         // The time budget ran out: the rest is evicted in the background.
         crate::evict::Outcome::Running => {

@@ -278,7 +278,22 @@ fn info_memory(ctx: &Ctx<'_>, s: &mut Section) {
         format!("{:.2}", rss as f64 / used.max(1) as f64),
     );
     s.kv("mem_fragmentation_bytes", rss.saturating_sub(used));
+    // Memory maxmemory does not count (evict.c freeMemoryGetNotCountedMemory):
+    // the replication buffer held beyond repl-backlog-size for lagging
+    // replicas.
+    s.kv(
+        "mem_not_counted_for_evict",
+        crate::memory::repl_not_counted(),
+    );
+    let backlog = &server.repl.backlog;
+    let hist = if backlog.active() {
+        backlog.span().1
+    } else {
+        0
+    };
+    s.kv("mem_replication_backlog", hist);
     s.kv("mem_allocator", "mimalloc");
+    s.kv("active_defrag_running", 0);
     s.kv("lazyfree_pending_objects", crate::db::lazyfree::pending());
     s.kv("lazyfreed_objects", crate::db::lazyfree::freed());
 }
