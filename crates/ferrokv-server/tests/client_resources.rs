@@ -3,8 +3,9 @@
 //! idle client in CLIENT LIST (the read buffer's size, then freed after
 //! two idle seconds as Redis's clientsCronResizeQueryBuffer does),
 //! `oom-score-adj` written to /proc/<pid>/oom_score_adj (relative,
-//! absolute, restored when turned off), the default `bind`, and a
-//! replica connecting from `bind-source-addr`.
+//! absolute, restored when turned off), the default `bind`, a replica
+//! connecting from `bind-source-addr`, and client eviction by
+//! `maxmemory-clients` (client-eviction.tcl).
 
 mod common;
 use common::*;
@@ -195,4 +196,97 @@ fn replica_connects_from_bind_source_addr() {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// A field of the client named `name` in CLIENT LIST (None: not listed).
+fn client_field(c: &mut Raw, name: &str, f: &str) -> Option<u64> {
+    let list = String::from_utf8_lossy(&c.cmds("CLIENT LIST")).into_owned();
+    let line = list
+        .lines()
+        .find(|l| l.contains(&format!(" name={name} ")))?;
+    line.split(' ')
+        .find_map(|kv| kv.strip_prefix(&format!("{f}=")))
+        .and_then(|v| v.parse().ok())
+}
+
+/// A client named `name` with `n` bytes of an unfinished `n`-byte argument
+/// in its query buffer (client-eviction.tcl's way of making a client big).
+fn big_client(port: u16, name: &str, n: usize) -> Raw {
+    let mut c = Raw::connect(port);
+    c.cmds(&format!("CLIENT SETNAME {name}"));
+    c.send(format!("*2\r\n${n}\r\n").as_bytes());
+    c.send(&vec![b'v'; n]);
+    c
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// maxmemory-clients (client-eviction.tcl): the client's query buffer
+/// counts in `tot-mem` once the argument's header arrived (`qbuf` is the
+/// argument's bytes); lowering the limit evicts the largest clients first
+/// and only until the rest fits, never a CLIENT NO-EVICT one; a client
+/// whose own argument passes the limit is closed before the command runs;
+/// INFO `evicted_clients` counts them. Same assertions on redis-server.
+#[test]
+fn maxmemory_clients_evicts_largest_first() {
+    both(|s, who| {
+        let mut ctl = Raw::connect(s.port);
+        ctl.cmds("CLIENT SETNAME control");
+        ctl.cmds("CLIENT NO-EVICT on");
+        let sizes = [
+            (256 * 1024, "small"),
+            (1024 * 1024, "mid"),
+            (3 * 1024 * 1024, "big"),
+        ];
+        let mut conns = Vec::new();
+        for (n, name) in sizes {
+            conns.push(big_client(s.port, name, n));
+            wait_until("the query buffer to fill", || {
+                client_field(&mut ctl, name, "qbuf") == Some(n as u64)
+            });
+            let tot = client_field(&mut ctl, name, "tot-mem").unwrap();
+            assert!(
+                tot >= n as u64 && tot < 2 * n as u64 + 65536,
+                "{who}: {name} tot-mem {tot}"
+            );
+        }
+        let mem = |c: &mut Raw, name| client_field(c, name, "tot-mem").unwrap();
+        let (small, mid) = (mem(&mut ctl, "small"), mem(&mut ctl, "mid"));
+        let ctl_mem = mem(&mut ctl, "control");
+        // Room for everyone but "big": only it goes.
+        ctl.cmds(&format!(
+            "CONFIG SET maxmemory-clients {}",
+            small + mid + ctl_mem + 65536
+        ));
+        let names = |c: &mut Raw| -> Vec<&str> {
+            ["small", "mid", "big"]
+                .into_iter()
+                .filter(|n| client_field(c, n, "tot-mem").is_some())
+                .collect()
+        };
+        assert_eq!(names(&mut ctl), ["small", "mid"], "{who}");
+        assert_eq!(ctl.info_field("stats", "evicted_clients"), "1", "{who}");
+        // A limit below what the no-evict control client uses alone evicts
+        // every other client and keeps it.
+        ctl.cmds("CONFIG SET maxmemory-clients 1");
+        assert_eq!(names(&mut ctl), Vec::<&str>::new(), "{who}");
+        assert!(client_field(&mut ctl, "control", "tot-mem").is_some());
+        assert_eq!(ctl.info_field("stats", "evicted_clients"), "3", "{who}");
+        // An argument past the limit: the client is closed, the command
+        // does not run.
+        ctl.cmds("CONFIG SET maxmemory-clients 1000000");
+        let mut c = Raw::connect(s.port);
+        let big = vec![b'x'; 1_200_000];
+        let r = c.try_cmd(&[b"SET", b"evicted-key", &big]);
+        assert!(r.is_err(), "{who}: {r:?}");
+        assert_eq!(ctl.cmds("EXISTS evicted-key"), b":0\r\n", "{who}");
+        ctl.cmds("CONFIG SET maxmemory-clients 0");
+        drop(conns);
+    });
 }

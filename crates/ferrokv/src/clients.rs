@@ -55,6 +55,9 @@ pub struct ClientInfo {
     pub no_evict: bool,
     /// CLIENT NO-TOUCH.
     pub no_touch: bool,
+    /// Keys under WATCH (each counted in `tot-mem` as Redis's list node
+    /// and `watchedKey`).
+    pub watched: usize,
 }
 
 /// The CLIENT LIST fields of the client running CLIENT LIST / CLIENT INFO,
@@ -78,6 +81,21 @@ pub struct LiveFields {
     pub obl: usize,
     /// Reply buffer capacity (`rbs`).
     pub rbs: usize,
+}
+
+impl LiveFields {
+    /// The fields as the client last published them in its [`ClientInfo`].
+    pub fn published(i: &ClientInfo) -> LiveFields {
+        LiveFields {
+            qbuf: i.qbuf,
+            qbuf_free: i.qbuf_free,
+            argv_mem: i.argv_mem,
+            multi: i.multi,
+            multi_mem: i.multi_mem,
+            obl: i.obl,
+            rbs: i.rbs,
+        }
+    }
 }
 
 /// One connected client, as seen by other clients.
@@ -120,6 +138,12 @@ pub struct ClientHandle {
     pub outbox: Outbox,
     /// CLIENT TRACKING state (tracking.rs).
     pub tracking: TrackState,
+    /// The client's memory (`tot-mem`) as last published to
+    /// [`ClientRegistry::memory`] by [`ClientHandle::publish_memory`], bytes.
+    pub mem: AtomicU64,
+    /// True for a client maxmemory-clients never evicts besides CLIENT
+    /// NO-EVICT: a replica's link to its master, a replica.
+    pub exempt: AtomicBool,
 }
 
 /// A client's outbox: a byte queue any thread may append to (publishers),
@@ -327,6 +351,65 @@ impl ClientHandle {
         }
     }
 
+    /// The client's memory, bytes, as Redis 7.0's `getClientMemoryUsage`
+    /// counts it (networking.c) from the published fields `i` and the
+    /// outbox: the read buffer's allocation (`qbuf` + `qbuf-free`), the
+    /// reply buffer (`rbs`), the current arguments (`argv-mem`), the queued
+    /// MULTI commands (`multi-mem`), 56 bytes per watched key (a list node
+    /// and a `watchedKey`), 24 per pattern and 32 per channel subscription
+    /// (list node; dict entry and slot), 32 per BCAST prefix (a rax node),
+    /// pending output (`omem`) and [`CLIENT_OVERHEAD`].
+    pub fn memory_of(&self, i: &LiveFields, watched: usize) -> u64 {
+        let o = &self.outbox;
+        let channels = o.sub.load(Ordering::Relaxed) + o.ssub.load(Ordering::Relaxed);
+        let patterns = o.psub.load(Ordering::Relaxed);
+        let prefixes = if self.tracking.flags() & BCAST != 0 {
+            self.tracking.prefixes.lock().len()
+        } else {
+            0
+        };
+        (i.qbuf
+            + i.qbuf_free
+            + i.rbs
+            + i.argv_mem
+            + i.multi_mem
+            + watched * 56
+            + channels * 32
+            + patterns * 24
+            + prefixes * 32
+            + self.outbox.pending()
+            + CLIENT_OVERHEAD) as u64
+    }
+
+    /// Records the client's memory `bytes` (Redis's
+    /// `updateClientMemUsageAndBucket`): the registry's total changes by the
+    /// difference, so the total is written only when a client's memory
+    /// changed.
+    /// Exempt clients count 0.
+    pub fn publish_memory(&self, registry: &ClientRegistry, bytes: u64) {
+        let bytes = if self.exempt.load(Ordering::Relaxed) {
+            0
+        } else {
+            bytes
+        };
+        let old = self.mem.swap(bytes, Ordering::Relaxed);
+        if old != bytes {
+            registry
+                .memory
+                .fetch_add(bytes.wrapping_sub(old), Ordering::Relaxed);
+        }
+    }
+
+    /// Recomputes the memory of a client from what it last published and
+    /// its outbox now (a client whose outbox another connection filled).
+    pub fn refresh_memory(&self, registry: &ClientRegistry) {
+        let (l, watched) = {
+            let i = self.info.lock();
+            (LiveFields::published(&i), i.watched)
+        };
+        self.publish_memory(registry, self.memory_of(&l, watched));
+    }
+
     /// True while the client has a channel, pattern or shard-channel
     /// subscription (Redis's CLIENT_PUBSUB flag).
     pub fn subscribed(&self) -> bool {
@@ -363,15 +446,7 @@ impl ClientHandle {
         let i = self.info.lock();
         let l = match live {
             Some(l) => *l,
-            None => LiveFields {
-                qbuf: i.qbuf,
-                qbuf_free: i.qbuf_free,
-                argv_mem: i.argv_mem,
-                multi: i.multi,
-                multi_mem: i.multi_mem,
-                obl: i.obl,
-                rbs: i.rbs,
-            },
+            None => LiveFields::published(&i),
         };
         let rbp = if live.is_some() {
             l.obl.max(i.rbp)
@@ -436,7 +511,7 @@ impl ClientHandle {
             l.obl,
             usize::from(omem > 0),
             omem,
-            l.qbuf + l.qbuf_free + l.rbs + argv_mem + l.multi_mem + omem + CLIENT_OVERHEAD,
+            self.memory_of(&l, i.watched),
             if i.last_cmd.is_empty() { "NULL" } else { &i.last_cmd },
             if i.user.is_empty() { "default" } else { &i.user },
             redir,
@@ -455,6 +530,14 @@ pub const CLIENT_OVERHEAD: usize = 1024;
 pub struct ClientRegistry {
     clients: Mutex<BTreeMap<u64, Arc<ClientHandle>>>,
     next_id: AtomicU64,
+    /// Sum of the clients' published memory, bytes (Redis's
+    /// `stat_clients_type_memory` of the normal and pub/sub classes; the
+    /// exempt clients' is not counted).
+    memory: AtomicU64,
+    /// The bound maxmemory-clients sets on `memory`, bytes (0: off).
+    eviction_limit: AtomicU64,
+    /// Clients closed by maxmemory-clients (INFO `evicted_clients`).
+    pub evicted: AtomicU64,
 }
 
 impl ClientRegistry {
@@ -470,7 +553,73 @@ impl ClientRegistry {
 
     /// Unregisters a connection.
     pub fn remove(&self, id: u64) {
-        self.clients.lock().remove(&id);
+        if let Some(h) = self.clients.lock().remove(&id) {
+            h.exempt.store(true, Ordering::Relaxed);
+            h.publish_memory(self, 0);
+        }
+    }
+
+    /// Sets the bound of maxmemory-clients (`mc`: bytes, or minus a
+    /// percentage of `maxmemory`; 0 off), as networking.c
+    /// `getClientEvictionLimit` resolves it: a percentage counts only while
+    /// maxmemory is set, and no bound is below 128 KiB, so that the server
+    /// can still be reached.
+    pub fn set_eviction_limit(&self, mc: i64, maxmemory: u64) {
+        let bytes = match mc {
+            0 => 0,
+            _ if mc < 0 && maxmemory == 0 => 0,
+            _ if mc < 0 => ((maxmemory as f64 * (-mc) as f64 / 100.0) as u64).max(128 * 1024),
+            _ => (mc as u64).max(128 * 1024),
+        };
+        self.eviction_limit.store(bytes, Ordering::Relaxed);
+    }
+
+    /// The bound set by [`ClientRegistry::set_eviction_limit`] (0: off).
+    pub fn eviction_limit(&self) -> u64 {
+        self.eviction_limit.load(Ordering::Relaxed)
+    }
+
+    /// Closes the largest clients while the clients' memory is at or over
+    /// maxmemory-clients (networking.c `evictClients`): largest first,
+    /// never a CLIENT NO-EVICT client, a replica or a master link; each
+    /// logged as "Evicting client: <CLIENT LIST line>" and counted in
+    /// [`ClientRegistry::evicted`]. Two loads when off or under the bound.
+    pub fn evict(&self) {
+        let limit = self.eviction_limit();
+        if limit == 0 || self.memory() < limit {
+            return;
+        }
+        let mut victims: Vec<_> = self
+            .all()
+            .into_iter()
+            .filter(|h| {
+                !h.killed.load(Ordering::Relaxed)
+                    && !h.exempt.load(Ordering::Relaxed)
+                    && !h.info.lock().no_evict
+            })
+            .map(|h| (h.mem.load(Ordering::Relaxed), h))
+            .collect();
+        victims.sort_by_key(|v| std::cmp::Reverse(v.0));
+        for (_, h) in victims {
+            if self.memory() < limit {
+                return;
+            }
+            let line = h.describe(crate::util::now_ms());
+            tracing::info!("Evicting client: {}", line);
+            h.kill();
+            h.exempt.store(true, Ordering::Relaxed);
+            h.publish_memory(self, 0);
+            self.evicted.fetch_add(1, Ordering::Relaxed);
+        }
+        if self.memory() >= limit {
+            tracing::warn!("Over client maxmemory after evicting all evictable clients");
+        }
+    }
+
+    /// Memory of the connected normal and pub/sub clients, bytes (the
+    /// figure maxmemory-clients bounds; INFO `mem_clients_normal`).
+    pub fn memory(&self) -> u64 {
+        self.memory.load(Ordering::Relaxed)
     }
 
     /// Number of connected clients.
@@ -521,6 +670,8 @@ pub fn new_handle(
         postponed: false.into(),
         outbox: Default::default(),
         tracking: Default::default(),
+        mem: 0.into(),
+        exempt: false.into(),
         info: parking_lot::Mutex::new(ClientInfo {
             resp: 2,
             ..Default::default()

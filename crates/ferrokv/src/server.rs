@@ -325,6 +325,12 @@ impl Server {
         l.client_query_buffer_limit
             .store(u("client-query-buffer-limit"), Ordering::Relaxed);
         l.maxclients.store(u("maxclients"), Ordering::Relaxed);
+        let mc = c.get("maxmemory-clients");
+        let mc = match mc.strip_suffix('%') {
+            Some(p) => -p.parse::<i64>().unwrap_or(0),
+            None => mc.parse::<i64>().unwrap_or(0),
+        };
+        self.clients.set_eviction_limit(mc, u("maxmemory"));
         l.list_max_listpack_size
             .store(c.get_i64("list-max-listpack-size"), Ordering::Relaxed);
         l.list_compress_depth

@@ -513,6 +513,11 @@ fn deliver(server: &Env<'_>, recv: &ClientHandle, parts: &[&[u8]; 4]) {
     let limit = server.live.limit_for(recv);
     if !recv.outbox.push(parts, limit, crate::util::now_ms()) {
         recv.close_for_limits();
+    } else if server.clients.eviction_limit() != 0 {
+        // The receiver's memory grew without a command of its own
+        // (tracking.c sendTrackingMessage updates it).
+        recv.refresh_memory(server.clients);
+        server.clients.evict();
     }
 }
 

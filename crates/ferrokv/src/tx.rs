@@ -171,6 +171,16 @@ pub struct Watching {
 }
 
 impl Watching {
+    /// Number of watched keys.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// True when no key is watched.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
     /// True when a watched key was touched since WATCH.
     pub fn is_dirty(&self) -> bool {
         self.state.dirty.load(Ordering::Acquire)

@@ -872,6 +872,10 @@ fn on_off(ctx: &mut Ctx<'_>, a: &[u8]) -> Option<bool> {
 fn client_no_evict(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if let Some(on) = on_off(ctx, args.get(2)) {
         ctx.client.handle.info.lock().no_evict = on;
+        if !on {
+            // The client may now be the one to evict.
+            ctx.server.clients.evict();
+        }
         ctx.out.ok();
     }
 }

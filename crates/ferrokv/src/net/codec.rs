@@ -106,6 +106,14 @@ pub trait Codec {
     /// (counted by client-query-buffer-limit and CLIENT LIST `qbuf`).
     fn buffered(&self) -> usize;
 
+    /// While a big argument is being received: (bytes before it in the
+    /// read buffer, already parsed; bytes it declared and has not sent
+    /// yet, which Redis would have reserved). For CLIENT LIST `qbuf` and
+    /// `qbuf-free` and the client's memory (maxmemory-clients).
+    fn big_progress(&self) -> (usize, usize) {
+        (0, 0)
+    }
+
     /// How many bytes the read buffer should hold to complete the request
     /// in progress, when it is large enough for the loop to grow the buffer
     /// toward it ahead of the reads. None: normal reads.

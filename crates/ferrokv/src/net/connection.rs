@@ -158,7 +158,7 @@ where
                         // CLIENT LIST of other clients shows the freed
                         // query buffer (qbuf=0 qbuf-free=0), as Redis's
                         // clientsCronResizeQueryBuffer leaves it.
-                        update_info(&client, &rbuf, &out, codec.buffered());
+                        update_info(&server, &client, &out, query_sizes(&rbuf, &codec));
                     } else {
                         let wait = std::time::Duration::from_millis(due - now);
                         idle.as_mut().reset(tokio::time::Instant::now() + wait);
@@ -186,8 +186,13 @@ where
         if handle.killed.load(Ordering::Relaxed) {
             break;
         }
+        if server.clients.eviction_limit() != 0
+            && publish_read(&server, &client, query_sizes(&rbuf, &codec))
+        {
+            break;
+        }
         let stats: &ThreadStats = &thread_stats;
-        client.qbuf = (rbuf.len() + codec.buffered(), rbuf.capacity() - rbuf.len());
+        client.qbuf = query_sizes(&rbuf, &codec);
         client.rbs = out.buf.capacity();
         client.clock_us = server.clock.now_us();
         let now = client.clock_us / 1000;
@@ -304,7 +309,7 @@ where
                 rbuf.reserve((need - rbuf.len()).min(rbuf.len().max(READ_CHUNK)));
             }
         }
-        update_info(&client, &rbuf, &out, codec.buffered());
+        update_info(&server, &client, &out, query_sizes(&rbuf, &codec));
         if server.propagation.on() {
             // The batch's AOF records are written (and with appendfsync
             // always, fsync'd) before its replies leave.
@@ -396,7 +401,7 @@ where
             let cmd_stat = thread_stats.cmds.get(client.last_cmd);
             match block_wait(&server, &handle, &mut rd, &mut rbuf, b, cmd_stat, &mut out).await {
                 true => {
-                    update_info(&client, &rbuf, &out, codec.buffered());
+                    update_info(&server, &client, &out, query_sizes(&rbuf, &codec));
                     if server.propagation.on() {
                         crate::persist::aof::before_served_reply(&server);
                     }
@@ -660,11 +665,54 @@ async fn send<W: AsyncWrite + Unpin>(wr: &mut W, buf: &[u8]) -> bool {
     wr.write_all(buf).await.is_ok() && wr.flush().await.is_ok()
 }
 
-fn update_info(client: &Client, rbuf: &BytesMut, out: &Out, big: usize) {
+/// CLIENT LIST `qbuf` and `qbuf-free` as Redis reports them: the bytes
+/// received and not yet executed (a big argument's own allocation
+/// included, the request's bytes parsed before it not: Redis moved them
+/// into the arguments), and the free room (a big argument's declared
+/// bytes still to come included: Redis reserved them).
+fn query_sizes<C: Codec>(rbuf: &BytesMut, codec: &C) -> (usize, usize) {
+    let (before, expected) = codec.big_progress();
+    (
+        (rbuf.len() + codec.buffered()).saturating_sub(before),
+        rbuf.capacity() - rbuf.len() + expected,
+    )
+}
+
+/// Publishes the client's fields for CLIENT LIST and its memory for
+/// maxmemory-clients, then evicts clients if the clients' memory is over it
+/// (Redis's beforeNextClient / beforeSleep `evictClients`).
+/// CLIENT LIST `qbuf` and `qbuf-free` (see [`query_sizes`]).
+fn update_info(server: &Server, client: &Client, out: &Out, q: (usize, usize)) {
+    let (live, watched) = update_fields(client, out, q);
+    let h = &client.handle;
+    h.publish_memory(&server.clients, h.memory_of(&live, watched));
+    server.clients.evict();
+}
+
+/// Right after a read while maxmemory-clients is set: the bytes just read
+/// count before any of them runs (Redis evicts before processCommand), so a
+/// client sending an oversized argument is closed before it is executed.
+/// True when this client was evicted.
+fn publish_read(server: &Server, client: &Client, q: (usize, usize)) -> bool {
+    let h = &client.handle;
+    let (mut live, watched) = {
+        let i = h.info.lock();
+        (crate::clients::LiveFields::published(&i), i.watched)
+    };
+    (live.qbuf, live.qbuf_free) = q;
+    h.publish_memory(&server.clients, h.memory_of(&live, watched));
+    server.clients.evict();
+    h.killed.load(Ordering::Relaxed)
+}
+
+fn update_fields(
+    client: &Client,
+    out: &Out,
+    q: (usize, usize),
+) -> (crate::clients::LiveFields, usize) {
     let mut i = client.handle.info.lock();
     i.db = client.db;
-    i.qbuf = rbuf.len() + big;
-    i.qbuf_free = rbuf.capacity() - rbuf.len();
+    (i.qbuf, i.qbuf_free) = q;
     // The batch's replies are written right after this: other clients see
     // the reply buffer empty (obl 0, as in Redis once a reply was sent);
     // rbp keeps the size of the last batch of replies.
@@ -690,6 +738,8 @@ fn update_info(client: &Client, rbuf: &BytesMut, out: &Out, big: usize) {
             i.last_cmd.push_str(c.name);
         }
     }
+    i.watched = client.watch.as_ref().map_or(0, |w| w.len());
+    (crate::clients::LiveFields::published(&i), i.watched)
 }
 
 /// Removes a finished waiter from its key queues and from the client

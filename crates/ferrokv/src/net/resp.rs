@@ -148,6 +148,10 @@ impl Codec for RespCodec {
         self.parser.big_buffered()
     }
 
+    fn big_progress(&self) -> (usize, usize) {
+        self.parser.big_progress()
+    }
+
     #[inline]
     fn wanted(&self) -> Option<usize> {
         self.parser.pending_bulk_bytes()

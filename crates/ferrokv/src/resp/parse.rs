@@ -371,6 +371,22 @@ impl RequestParser {
             .saturating_sub(self.copied)
     }
 
+    /// While a big bulk string is being received: (bytes of the read buffer
+    /// parsed before its data, which Redis has moved out of the query
+    /// buffer into the arguments; bytes it still expects, its declared
+    /// length less what arrived, which Redis reserved when the header was
+    /// read). (0, 0) otherwise. For CLIENT LIST `qbuf` / `qbuf-free` and the
+    /// client's memory.
+    pub fn big_progress(&self) -> (usize, usize) {
+        if self.fill_len == 0 {
+            return (0, 0);
+        }
+        (
+            self.offset.saturating_sub(self.copied),
+            self.fill_len.saturating_sub(self.fill.len()),
+        )
+    }
+
     /// Where the next read should go: the big bulk string being received,
     /// when the read buffer holds nothing past what was parsed
     /// (`unparsed` = bytes of the read buffer from the request's start) and

@@ -215,6 +215,10 @@ pub async fn serve_replica<R, W>(
     W: AsyncWrite + Unpin,
 {
     let conf = client.repl_conf.take().map(|b| *b).unwrap_or_default();
+    // A replica is not subject to maxmemory-clients (Redis counts only the
+    // normal and pub/sub classes).
+    client.handle.exempt.store(true, Ordering::Relaxed);
+    client.handle.publish_memory(&server.clients, 0);
     let r = &server.repl;
     let info = Arc::new(ReplicaInfo {
         client_id: client.handle.id,

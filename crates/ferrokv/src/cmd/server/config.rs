@@ -217,6 +217,11 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             crate::cmd::evict_after_command();
         }
     }
+    // A lower maxmemory-clients (or maxmemory, for a percentage) evicts
+    // clients before the next command (Redis's beforeSleep evictClients).
+    if names.contains(&"maxmemory-clients") || names.contains(&"maxmemory") {
+        ctx.server.clients.evict();
+    }
     ctx.out.ok();
 }
 
@@ -225,6 +230,7 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _: &Args<'_>) {
     let s = ctx.server;
     s.stats.reset();
     ctx.server.evict.reset_stats();
+    ctx.server.clients.evicted.store(0, Ordering::Relaxed);
     crate::db::lazyfree::reset_stats();
     s.stats
         .expired_base

@@ -345,8 +345,7 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     } else if is("config-rewrite-force-all") && n == 2 {
         debug_config_rewrite_force_all(ctx);
     } else if is("client-eviction") && n == 2 {
-        // ferrokv has no maxmemory-clients: always disabled.
-        ctx.error("ERR maxmemory-clients is disabled.");
+        debug_client_eviction(ctx);
     } else if is("pause-cron") && n == 3 {
         ctx.server
             .debug
@@ -1232,6 +1231,46 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
     }
     drop(shard);
     ctx.out.simple(&line);
+}
+
+/// DEBUG CLIENT-EVICTION (debug.c): the evictable clients by memory bucket
+/// (powers of two from 32 KiB to 4 GiB, as Redis's
+/// `client_mem_usage_buckets`), with their summed `tot-mem`; an error
+/// while maxmemory-clients is 0.
+fn debug_client_eviction(ctx: &mut Ctx<'_>) {
+    const MIN_LOG: u32 = 15;
+    const MAX_LOG: u32 = 33;
+    const BUCKETS: usize = (1 + MAX_LOG - MIN_LOG) as usize;
+    if ctx.server.config.read().get("maxmemory-clients") == "0" {
+        ctx.error("ERR maxmemory-clients is disabled.");
+        return;
+    }
+    let mut sums = [(0u64, 0u64); BUCKETS];
+    for h in ctx.server.clients.all() {
+        if h.exempt.load(Ordering::Relaxed) || h.info.lock().no_evict {
+            continue;
+        }
+        let mem = h.mem.load(Ordering::Relaxed);
+        let bits = 64 - mem.leading_zeros();
+        let i = (bits.clamp(MIN_LOG, MAX_LOG) - MIN_LOG) as usize;
+        sums[i].0 += mem;
+        sums[i].1 += 1;
+    }
+    let mut text = String::new();
+    for (j, (mem, n)) in sums.iter().enumerate() {
+        if j == 0 {
+            text.push_str("bucket          0");
+        } else {
+            text.push_str(&format!("bucket {:>10}", 1u64 << (j as u32 - 1 + MIN_LOG)));
+        }
+        if j == BUCKETS - 1 {
+            text.push_str("+            : ");
+        } else {
+            text.push_str(&format!(" - {:>10}: ", (1u64 << (j as u32 + MIN_LOG)) - 1));
+        }
+        text.push_str(&format!("tot-mem: {mem:>10}, clients: {n}\n"));
+    }
+    ctx.out.verbatim(text.as_bytes());
 }
 
 #[cfg(test)]

@@ -448,7 +448,10 @@ fn info_stats(ctx: &Ctx<'_>, s: &mut Section) {
         srv.keyspace.expire_time_cap_reached.load(Ordering::Relaxed),
     );
     s.kv("evicted_keys", srv.evict.evicted_keys());
-    s.kv("evicted_clients", 0);
+    s.kv(
+        "evicted_clients",
+        srv.clients.evicted.load(Ordering::Relaxed),
+    );
     s.kv("keyspace_hits", t.hits);
     s.kv("keyspace_misses", t.misses);
     s.kv("pubsub_channels", srv.pubsub.channel_count());
