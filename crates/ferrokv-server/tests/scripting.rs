@@ -90,6 +90,14 @@ fn scripts_match_redis() {
         "redis.call = nil",
         "cjson.encode = nil",
         "setmetatable(_G, {})",
+        // scripting.tcl "Try trick global protection 2".
+        "local g = getmetatable(_G) g.__index = {}",
+        "return type(getmetatable(_G))",
+        "return type(getmetatable(_G).__index)",
+        // A set sorted BY a constant from a script is sorted (sort.c
+        // CLIENT_SCRIPT).
+        "redis.call('del','sortset') redis.call('sadd','sortset','a','b','c','d','e','f','g','h','i','l','m','n','o','p','q','r','s','t','u','v','z','aa','aaa','azz') return redis.call('sort','sortset','by','_')",
+        "return redis.call('sort','sortset','by','_','get','#','get','_:*')",
         "rawset(_G, 'x', 1)",
         "return rawget(_G, 'redis') ~= nil",
         "return tostring(print)",

@@ -772,7 +772,9 @@ fn load(
         }
     };
     let (mut dontsort, mut alpha, mut bypattern) = (o.dontsort, o.alpha, o.sortby.is_some());
-    if dontsort && kind == Kind::Set && o.store.is_some() {
+    // A set's order is not stable across replication: with STORE, or
+    // called from a script, it is sorted (sort.c: CLIENT_SCRIPT).
+    if dontsort && kind == Kind::Set && (o.store.is_some() || super::scripting::in_script()) {
         dontsort = false;
         alpha = true;
         bypattern = false;

@@ -405,6 +405,19 @@ impl State {
             // The proxy scripts see as their globals.
             lua::lua_pushvalue(l, g);
             self.push_proxy_of_top();
+            // getmetatable(_G) answers a read-only table, as Redis's
+            // protected globals metatable (writing to it fails with
+            // "Attempt to modify a readonly table").
+            if lua::lua_getmetatable(l, -1) != 0 {
+                lua::lua_newtable(l);
+                lua::lua_pushcfunction(l, global_missing);
+                lua::lua_setfield(l, -2, c"__index".as_ptr());
+                lua::lua_pushcfunction(l, readonly_newindex);
+                lua::lua_setfield(l, -2, c"__newindex".as_ptr());
+                self.push_proxy_of_top();
+                lua::lua_setfield(l, -2, c"__metatable".as_ptr());
+                lua::lua_pop(l, 1);
+            }
             lua::lua_pushvalue(l, -1);
             lua::lua_setfield(l, g, c"_G".as_ptr());
             lua::lua_replace(l, g);
