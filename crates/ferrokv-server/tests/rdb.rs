@@ -610,3 +610,31 @@ fn debug_reload_under_concurrent_writes() {
         w.join().unwrap();
     }
 }
+
+/// FLUSHALL with save points saves at once, and the change counter is 0
+/// afterwards (other.tcl "FLUSHALL should reset the dirty counter to 0 if
+/// we enable save"); without save points it counts the removed keys plus
+/// one. INFO `rdb_changes_since_last_save` as redis-server 7.0's.
+#[test]
+fn flushall_change_counter_as_redis() {
+    let Some(mut p) = Pair::start() else { return };
+    let steps: [&[&str]; 10] = [
+        &["CONFIG", "SET", "save", ""],
+        &["FLUSHALL"],
+        &["SET", "a", "1"],
+        &["SET", "b", "2"],
+        &["FLUSHALL"],
+        &["CONFIG", "SET", "save", "3600 1 300 100"],
+        &["SET", "key", "value"],
+        &["FLUSHALL"],
+        &["SET", "key", "value"],
+        &["CONFIG", "SET", "save", ""],
+    ];
+    for step in steps {
+        let args: Vec<&[u8]> = step.iter().map(|a| a.as_bytes()).collect();
+        p.check(&args);
+        let ours = p.a.info_field("persistence", "rdb_changes_since_last_save");
+        let redis = p.b.info_field("persistence", "rdb_changes_since_last_save");
+        assert_eq!(ours, redis, "after {step:?}");
+    }
+}

@@ -1124,8 +1124,13 @@ fn flushall(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let removed: u64 = taken.iter().map(|s| s.len() as u64).sum();
     // A running BGSAVE is stopped, and with save points an (empty)
     // snapshot is saved at once (Redis's flushAllDataAndResetRDB).
+    // Each removed key is a change (emptyData); the save resets the
+    // counter and FLUSHALL adds nothing after it: rdb_changes_since_last_save
+    // is 0 (other.tcl "FLUSHALL should reset the dirty counter to 0 if we
+    // enable save"). It is propagated all the same (mark_dirty, Redis's
+    // forceCommandPropagation).
     let saved = crate::persist::rdb::on_flushall(srv(ctx));
-    ctx.dirty = Some(if saved { 1 } else { removed + 1 });
+    ctx.dirty = Some(if saved { 0 } else { removed });
     crate::propagate::mark_dirty();
     if lazy {
         let keys = taken.iter().map(|s| s.len()).sum();
