@@ -1695,3 +1695,106 @@ fn a_master_restarted_from_its_rdb_takes_a_new_id_and_feeds_expired_dels() {
         assert_eq!(r.info("master_replid"), new, "{}", name(&m));
     }
 }
+
+/// What a client that sent SYNC to `port` reads of the replication stream
+/// while `cmds` run on another connection (the RDB payload skipped).
+fn sync_stream(port: u16, cmds: &[&[&str]]) -> Vec<u8> {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    (&s).write_all(b"SYNC\r\n").unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    // Newlines while the snapshot is prepared, then `$<len>\r\n<payload>`.
+    let mut line = String::new();
+    loop {
+        line.clear();
+        r.read_line(&mut line).unwrap();
+        if line.starts_with('$') {
+            break;
+        }
+    }
+    let len: usize = line[1..].trim().parse().unwrap();
+    let mut rdb = vec![0u8; len];
+    r.read_exact(&mut rdb).unwrap();
+    let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    for cmd in cmds {
+        let mut q = redis::cmd(cmd[0]);
+        for a in &cmd[1..] {
+            q.arg(*a);
+        }
+        let _: redis::Value = q.query(&mut c).unwrap();
+    }
+    s.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = r.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    out
+}
+
+/// A master sends PUBLISH and SPUBLISH to its replicas (pubsub.c:
+/// `forceCommandPropagation(c, PROPAGATE_REPL)`), alone, inside MULTI/EXEC
+/// (one record: no MULTI; with a SET: wrapped) and from a script: the
+/// stream is byte for byte redis-server 7.0's (multi.tcl "MULTI
+/// propagation of PUBLISH"), a subscriber on a replica gets the message,
+/// and the AOF has none of them (only the SET's transaction).
+#[test]
+fn publish_reaches_the_replicas_as_redis() {
+    let cmds: &[&[&str]] = &[
+        &["MULTI"],
+        &["PUBLISH", "bla", "bla"],
+        &["EXEC"],
+        &["PUBLISH", "x", "y"],
+        &["MULTI"],
+        &["SET", "a", "1"],
+        &["PUBLISH", "c", "d"],
+        &["EXEC"],
+        &["SPUBLISH", "q", "r"],
+        &[
+            "EVAL",
+            "redis.call('publish','e','f') redis.call('set','b','2')",
+            "0",
+        ],
+    ];
+    let m = Node::ferrokv(&["--appendonly", "yes"]);
+    let ours = sync_stream(m.port, cmds);
+    if let Some(r) = Node::redis(&[]) {
+        let theirs = sync_stream(r.port, cmds);
+        assert_eq!(
+            String::from_utf8_lossy(&ours),
+            String::from_utf8_lossy(&theirs)
+        );
+    }
+    assert!(String::from_utf8_lossy(&ours).contains("PUBLISH"));
+    // The AOF: the two transactions' SETs, no PUBLISH.
+    let mut aof = String::new();
+    for e in std::fs::read_dir(dir_of(&m).join("appendonlydir")).unwrap() {
+        let p = e.unwrap().path();
+        if p.to_string_lossy().ends_with(".incr.aof") {
+            aof.push_str(&String::from_utf8_lossy(&std::fs::read(p).unwrap()));
+        }
+    }
+    assert!(aof.contains("SET") || aof.contains("set"), "{aof:?}");
+    assert!(!aof.to_ascii_lowercase().contains("publish"), "{aof:?}");
+    // A subscriber on a replica.
+    let rep = Node::ferrokv(&[]);
+    rep.replicaof(&m);
+    wait_for(10, "the link", || link_up(&rep));
+    let mut sc = rep.conn();
+    let mut ps = sc.as_pubsub();
+    ps.subscribe("news").unwrap();
+    ps.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let n: i64 = m.conn().publish("news", "hello").unwrap();
+    assert_eq!(n, 0, "no subscriber on the master");
+    let msg = ps.get_message().unwrap();
+    assert_eq!(msg.get_channel_name(), "news");
+    assert_eq!(msg.get_payload::<String>().unwrap(), "hello");
+}

@@ -113,6 +113,9 @@ pub struct Span {
     /// of more than one record is wrapped in MULTI/EXEC, a unit's groups
     /// follow each other unwrapped (see [`Records::framed`]).
     group: u32,
+    /// For the replicas only, not the AOF (PUBLISH: Redis's
+    /// `PROPAGATE_REPL`).
+    repl_only: bool,
 }
 
 /// The records of one unit, in execution order: each a database index and
@@ -144,14 +147,16 @@ impl<'a> Records<'a> {
     }
 
     /// Each record as (database, RESP bytes, opens MULTI, closes with
-    /// EXEC): a unit's records come in groups — the command's own records,
+    /// EXEC, for the replicas only): a unit's records come in groups — the command's own records,
     /// then each blocked client it served, each a group of its own, as
     /// Redis 7.0 propagates a command and then each client served after it
     /// (`handleClientsBlockedOnKeys` runs `afterCommand` per client) — and
     /// a group of more than one record is wrapped in MULTI/EXEC (Redis's
     /// `propagatePendingCommands`). A transaction's or a script's records
-    /// are one group.
-    pub fn framed(&self) -> impl Iterator<Item = (usize, &'a [u8], bool, bool)> + 'a {
+    /// are one group. The framing counts the replica-only records, as
+    /// Redis's does, so the AOF may get MULTI/EXEC around a single record
+    /// (a transaction of a SET and a PUBLISH).
+    pub fn framed(&self) -> impl Iterator<Item = (usize, &'a [u8], bool, bool, bool)> + 'a {
         let bytes = self.bytes;
         let spans = self.spans;
         spans.iter().enumerate().map(move |(i, s)| {
@@ -163,6 +168,7 @@ impl<'a> Records<'a> {
                 &bytes[s.start..s.end],
                 first && !single,
                 last && !single,
+                s.repl_only,
             )
         })
     }
@@ -298,6 +304,7 @@ impl Unit {
             start,
             end: self.bytes.len(),
             group: self.group,
+            repl_only: false,
         }
     }
 
@@ -750,6 +757,7 @@ impl Stream {
                         start,
                         end: u.bytes.len(),
                         group: 0,
+                        repl_only: false,
                     });
                 }
             }
@@ -767,6 +775,40 @@ impl Stream {
             u.own.clear();
             u.own_set = false;
             self.leave_unit(u);
+        });
+    }
+
+    /// Records `args`, run in database `db`, for the replicas only (PUBLISH
+    /// and SPUBLISH outside cluster mode: Redis's
+    /// `forceCommandPropagation(c, PROPAGATE_REPL)`, so that the replicas'
+    /// subscribers get the master's messages). Inside a transaction or a
+    /// script it joins their records in order; alone it is a unit of its
+    /// own. Nothing when recording is off or suppressed.
+    pub fn replicas_only(&self, db: usize, args: &Args<'_>) {
+        if !self.on() || SUPPRESSED.with(Cell::get) {
+            return;
+        }
+        let push = |u: &mut Unit| {
+            let start = u.bytes.len();
+            encode_iter(&mut u.bytes, args.len(), args.iter());
+            let s = Span {
+                db,
+                start,
+                end: u.bytes.len(),
+                group: u.group,
+                repl_only: true,
+            };
+            u.spans.push(s);
+        };
+        UNIT.with(|u| {
+            let u = &mut *u.borrow_mut();
+            if u.depth > 0 {
+                push(u);
+            } else {
+                self.enter_unit(u, true);
+                push(u);
+                self.leave_unit(u);
+            }
         });
     }
 

@@ -216,6 +216,8 @@ fn publish(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if ctx.server.cluster.enabled {
         // Every node's subscribers get it (cluster.c clusterPropagatePublish).
         crate::cmd::cluster::bus::propagate_publish(ctx.server, args.get(1), args.get(2));
+    } else {
+        to_replicas(ctx, args);
     }
     ctx.out.int(n as i64);
 }
@@ -226,8 +228,20 @@ fn spublish(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     if ctx.server.cluster.enabled {
         // The shard's other nodes (cluster.c clusterPropagatePublishShard).
         crate::cmd::cluster::bus::propagate_publish_shard(ctx.server, args.get(1), args.get(2));
+    } else {
+        to_replicas(ctx, args);
     }
     ctx.out.int(n as i64);
+}
+
+/// Outside cluster mode a master sends PUBLISH and SPUBLISH to its replicas
+/// (not to the AOF), whose subscribers then get the message
+/// (pubsub.c publishCommand: `forceCommandPropagation(c, PROPAGATE_REPL)`).
+fn to_replicas(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let r = &ctx.server.repl;
+    if r.backlog.active() && !r.backlog.replica_mode() {
+        ctx.server.propagation.replicas_only(ctx.client.db, args);
+    }
 }
 
 fn list(ctx: &mut Ctx<'_>, args: &Args<'_>, shard: bool) {

@@ -310,7 +310,7 @@ impl crate::propagate::Sink for Backlog {
         let mut g = self.inner.lock();
         let start = g.buf.len();
         let mut tmp = Vec::new();
-        for (db, r, open, close) in recs.framed() {
+        for (db, r, open, close, _) in recs.framed() {
             if g.db != db as i64 {
                 tmp.clear();
                 let mut b = itoa::Buffer::new();

@@ -50,15 +50,17 @@ impl Aof {
     pub fn append_units(&self, recs: crate::propagate::Records<'_>) -> u64 {
         let mut b = self.buf.lock();
         let start = b.data.len();
-        for (db, r, open, close) in recs.framed() {
-            if b.db != db as i64 {
+        for (db, r, open, close, repl_only) in recs.framed() {
+            if b.db != db as i64 && !repl_only {
                 select_rec(&mut b.data, db);
                 b.db = db as i64;
             }
             if open {
                 enc(&mut b.data, &[b"MULTI"]);
             }
-            b.data.extend_from_slice(r);
+            if !repl_only {
+                b.data.extend_from_slice(r);
+            }
             if close {
                 enc(&mut b.data, &[b"EXEC"]);
             }
