@@ -1798,3 +1798,73 @@ fn publish_reaches_the_replicas_as_redis() {
     assert_eq!(msg.get_channel_name(), "news");
     assert_eq!(msg.get_payload::<String>().unwrap(), "hello");
 }
+
+/// XREADGROUP inside MULTI propagates one XCLAIM per delivered entry (with
+/// LASTID) and no XGROUP SETID; with NOACK it propagates XGROUP SETID
+/// (multi.tcl "MULTI propagation of XREADGROUP"): the stream is
+/// redis-server 7.0's, delivery times aside.
+#[test]
+fn xreadgroup_propagation_as_redis() {
+    let cmds: &[&[&str]] = &[
+        &["XADD", "mystream", "1-1", "foo", "bar"],
+        &["XADD", "mystream", "1-2", "foo2", "bar2"],
+        &["XADD", "mystream", "1-3", "foo3", "bar3"],
+        &["XGROUP", "CREATE", "mystream", "mygroup", "0"],
+        &["MULTI"],
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "mygroup",
+            "consumer1",
+            "COUNT",
+            "2",
+            "STREAMS",
+            "mystream",
+            ">",
+        ],
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "mygroup",
+            "consumer1",
+            "STREAMS",
+            "mystream",
+            ">",
+        ],
+        &["EXEC"],
+        &["XADD", "mystream", "1-4", "a", "b"],
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "mygroup",
+            "c2",
+            "NOACK",
+            "STREAMS",
+            "mystream",
+            ">",
+        ],
+    ];
+    // XCLAIM's TIME argument is the delivery time in ms (13 digits).
+    let normalise = |b: Vec<u8>| {
+        let s = String::from_utf8_lossy(&b).into_owned();
+        let mut out = String::new();
+        let mut rest = s.as_str();
+        while let Some(i) = rest.find("TIME\r\n$13\r\n") {
+            let j = i + "TIME\r\n$13\r\n".len();
+            out.push_str(&rest[..j]);
+            out.push_str("<ms>");
+            rest = &rest[(j + 13).min(rest.len())..];
+        }
+        out.push_str(rest);
+        out
+    };
+    let m = Node::ferrokv(&[]);
+    let ours = normalise(sync_stream(m.port, cmds));
+    assert!(
+        ours.contains("XCLAIM") && ours.contains("SETID"),
+        "{ours:?}"
+    );
+    if let Some(r) = Node::redis(&[]) {
+        assert_eq!(ours, normalise(sync_stream(r.port, cmds)));
+    }
+}

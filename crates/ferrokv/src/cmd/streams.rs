@@ -1367,7 +1367,9 @@ fn serve_group_new(
                 g.entries_read = e;
             }
             g.last_id = id;
-            propagate_last = true;
+            // Without NOACK the XCLAIMs carry the last id (LASTID):
+            // t_stream.c propagates the group's id only with NOACK.
+            propagate_last |= noack;
         }
         let g = s.groups.get_mut(gname).expect("group");
         if !noack {
