@@ -638,3 +638,60 @@ fn flushall_change_counter_as_redis() {
         assert_eq!(ours, redis, "after {step:?}");
     }
 }
+
+/// BGREWRITEAOF inside MULTI, or while a BGSAVE runs, is scheduled ("...
+/// rewriting scheduled", INFO `aof_rewrite_scheduled` 1) and started by
+/// the cron once the BGSAVE is over; CONFIG SET appendonly yes inside
+/// MULTI likewise; INFO `total_forks` counts the background saves and
+/// rewrites (multi.tcl "MULTI with BGREWRITEAOF", aofrw.tcl "BGREWRITEAOF
+/// is delayed if BGSAVE is in progress"). Same assertions on redis-server.
+#[test]
+fn bgrewriteaof_is_scheduled_as_redis() {
+    let servers = [Some(Server::start(&[])), Server::start_redis(&[])];
+    for s in servers.iter().flatten() {
+        let mut c = Raw::connect(s.port);
+        let mut num = |c: &mut Raw, f: &str| -> u64 {
+            c.info_field("persistence", f).parse().unwrap_or(u64::MAX)
+        };
+        let forks = |c: &mut Raw| -> u64 { c.info_field("stats", "total_forks").parse().unwrap() };
+        let settle = |c: &mut Raw, num: &mut dyn FnMut(&mut Raw, &str) -> u64| {
+            let end = Instant::now() + Duration::from_secs(20);
+            while num(c, "aof_rewrite_scheduled") != 0 || num(c, "aof_rewrite_in_progress") != 0 {
+                assert!(Instant::now() < end, "the rewrite did not run");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        };
+        let f0 = forks(&mut c);
+        c.cmds("MULTI");
+        c.cmds("SET foo bar");
+        c.cmds("BGREWRITEAOF");
+        let r = String::from_utf8_lossy(&c.cmds("EXEC")).into_owned();
+        assert!(
+            r.contains("+Background append only file rewriting scheduled"),
+            "{r:?}"
+        );
+        settle(&mut c, &mut num);
+        assert_eq!(forks(&mut c), f0 + 1);
+        c.cmds("CONFIG SET rdb-key-save-delay 200000");
+        assert_eq!(c.cmds("BGSAVE"), b"+Background saving started\r\n");
+        assert_eq!(
+            c.cmds("BGREWRITEAOF"),
+            b"+Background append only file rewriting scheduled\r\n"
+        );
+        assert_eq!(num(&mut c, "aof_rewrite_scheduled"), 1);
+        c.cmds("CONFIG SET rdb-key-save-delay 0");
+        settle(&mut c, &mut num);
+        assert_eq!(forks(&mut c), f0 + 3);
+        let end = Instant::now() + Duration::from_secs(20);
+        while num(&mut c, "rdb_bgsave_in_progress") != 0 {
+            assert!(Instant::now() < end);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        c.cmds("MULTI");
+        c.cmds("CONFIG SET appendonly yes");
+        assert_eq!(c.cmds("EXEC"), b"*1\r\n+OK\r\n");
+        settle(&mut c, &mut num);
+        assert_eq!(num(&mut c, "aof_enabled"), 1);
+        assert_eq!(forks(&mut c), f0 + 4);
+    }
+}

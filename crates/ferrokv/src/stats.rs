@@ -163,6 +163,10 @@ pub struct Stats {
     pub connections: AtomicU64,
     /// rejected_connections (maxclients).
     pub rejected_connections: AtomicU64,
+    /// total_forks: background saves, AOF rewrites and replication
+    /// snapshots started. Redis forks a child for each; ferrokv runs them
+    /// on threads and counts the same events.
+    pub forks: AtomicU64,
     /// unexpected_error_replies: errors a command replied while the AOF was
     /// loading (later: to a master or a replica), Redis's
     /// `stat_unexpected_error_replies`.
@@ -379,6 +383,7 @@ impl Stats {
         *self.inst.lock() = InstMetrics::default();
         self.connections.store(0, Ordering::Relaxed);
         self.rejected_connections.store(0, Ordering::Relaxed);
+        self.forks.store(0, Ordering::Relaxed);
         self.unexpected_error_replies.store(0, Ordering::Relaxed);
     }
 }

@@ -126,6 +126,18 @@ fn bgrewriteaof(ctx: &mut Ctx<'_>, _: &Args<'_>) {
     if ctx.server.aof.rewriting.load(Ordering::Acquire) {
         return ctx.error("ERR Background append only file rewriting already in progress");
     }
+    // Inside a transaction, or while a BGSAVE runs, the cron starts it
+    // (aof.c bgrewriteaofCommand: `hasActiveChildProcess() || in_exec`).
+    if crate::cmd::tx::in_exec() || ctx.server.rdb.bgsave_in_progress.load(Ordering::Relaxed) {
+        ctx.server
+            .aof
+            .rewrite_scheduled
+            .store(true, Ordering::Relaxed);
+        crate::persist::aof::start_tick(ctx.server);
+        return ctx
+            .out
+            .simple("Background append only file rewriting scheduled");
+    }
     if crate::persist::aof::start_rewrite(ctx.server, false) {
         ctx.out
             .simple("Background append only file rewriting started");

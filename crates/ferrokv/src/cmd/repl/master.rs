@@ -755,6 +755,7 @@ fn produce_rdb(server: &Arc<Server>, job: &SyncJob, delay: u64, max: u64) {
             "disk"
         }
     );
+    server.stats.forks.fetch_add(1, Ordering::Relaxed);
     let paused = server.propagation.pause_writes();
     // Chosen with writes paused: the copy and the header agree on it.
     let version = crate::persist::rdb::save_version(&**server);

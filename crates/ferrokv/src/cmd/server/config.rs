@@ -207,7 +207,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         *live = next;
     }
     ctx.server.apply_config();
-    crate::persist::aof::config_changed(ctx.server);
+    crate::persist::aof::config_changed(ctx.server, crate::cmd::tx::in_exec());
     // A maxmemory below the memory in use evicts at once, in the
     // background (Redis's updateMaxmemory + performEvictions).
     if names.contains(&"maxmemory") {

@@ -458,7 +458,7 @@ fn info_stats(ctx: &Ctx<'_>, s: &mut Section) {
     s.kv("pubsub_patterns", srv.pubsub.pattern_count());
     s.kv("pubsubshard_channels", srv.pubsub.shard_count());
     s.kv("latest_fork_usec", 0);
-    s.kv("total_forks", 0);
+    s.kv("total_forks", srv.stats.forks.load(Ordering::Relaxed));
     s.kv(
         "migrate_cached_sockets",
         crate::cmd::migrate::cached_sockets(),

@@ -260,9 +260,11 @@ fn policy(s: &str) -> u8 {
 // ------------------------------------------------------------ start / stop at run time
 
 /// After CONFIG SET: applies `appendfsync`, and `appendonly` turned on
-/// (starts a rewrite that produces the base, as Redis's startAppendOnly)
-/// or off (flushes, fsyncs and closes the file, as stopAppendOnly).
-pub fn config_changed(server: &Arc<impl Host>) {
+/// (starts a rewrite that produces the base, as Redis's startAppendOnly;
+/// scheduled for the cron instead inside a transaction, `in_exec`, or while
+/// a BGSAVE runs) or off (flushes, fsyncs and closes the file, as
+/// stopAppendOnly, stopping a running rewrite).
+pub fn config_changed(server: &Arc<impl Host>, in_exec: bool) {
     let (want, pol) = {
         let c = server.config().read();
         (c.get_bool("appendonly"), policy(c.get("appendfsync")))
@@ -276,13 +278,23 @@ pub fn config_changed(server: &Arc<impl Host>) {
             .propagation()
             .set_user(crate::propagate::USER_AOF, true);
         start_tick(server);
-        if !start_rewrite(server, true) {
+        if server.rdb().bgsave_in_progress.load(Ordering::Relaxed) {
+            a.rewrite_scheduled.store(true, Ordering::Relaxed);
+            tracing::warn!("AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible.");
+        } else if in_exec {
+            a.rewrite_scheduled.store(true, Ordering::Relaxed);
+            tracing::warn!("AOF was enabled during a transaction. An AOF background was scheduled to start when possible.");
+        } else if !start_rewrite(server, true) {
             a.rewrite_scheduled.store(true, Ordering::Relaxed);
         }
     } else if !want && st != STATE_OFF {
         server
             .propagation()
             .set_user(crate::propagate::USER_AOF, false);
+        if a.rewriting.load(Ordering::Acquire) {
+            // Redis kills its rewrite child; the rewrite thread stops.
+            tracing::info!("Killing running AOF rewrite child (the rewrite thread)");
+        }
         a.rewrite_cancel.store(true, Ordering::SeqCst);
         // Wait for write commands in flight, then close the file (inside
         // an EXEC block this thread already holds the gate).

@@ -45,6 +45,7 @@ pub fn start_rewrite(server: &Arc<impl Host>, barrier: bool) -> bool {
     }
     a.rewrite_scheduled.store(false, Ordering::Relaxed);
     a.rewrite_cancel.store(false, Ordering::SeqCst);
+    server.stats().forks.fetch_add(1, Ordering::Relaxed);
     *a.rewrite_started.lock() = Some(Instant::now());
     let s = server.clone();
     let spawned = std::thread::Builder::new()
@@ -476,6 +477,10 @@ pub(super) fn on_tick(server: &Arc<impl Host>) {
         return;
     }
     if a.rewrite_scheduled.load(Ordering::Relaxed) {
+        // As Redis's serverCron: not while a BGSAVE runs.
+        if server.rdb().bgsave_in_progress.load(Ordering::Relaxed) {
+            return;
+        }
         let barrier = a.state.load(Ordering::Acquire) == STATE_WAIT_REWRITE;
         start_rewrite(server, barrier);
         return;

@@ -199,6 +199,8 @@ pub fn start_tick(server: &Arc<impl Host>) {
 fn tick(server: &Arc<impl Host>) {
     let a = &server.aof();
     if a.state.load(Ordering::Acquire) == STATE_OFF {
+        // A BGREWRITEAOF scheduled with the AOF off still runs.
+        super::rewrite::on_tick(server);
         return;
     }
     let pol = a.fsync.load(Ordering::Relaxed);

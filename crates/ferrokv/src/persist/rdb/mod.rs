@@ -999,6 +999,7 @@ pub fn bgsave(server: &Arc<impl Host>) -> Result<(), &'static str> {
     if st.bgsave_in_progress.swap(true, Ordering::SeqCst) {
         return Err("Background save already in progress");
     }
+    server.stats().forks.fetch_add(1, Ordering::Relaxed);
     st.cancel.store(false, Ordering::SeqCst);
     let now = now_ms();
     st.bgsave_start_ms.store(now, Ordering::Relaxed);
