@@ -1868,3 +1868,41 @@ fn xreadgroup_propagation_as_redis() {
         assert_eq!(ours, normalise(sync_stream(r.port, cmds)));
     }
 }
+
+/// A client blocked on a master that becomes a replica is answered
+/// "-UNBLOCKED force unblock ... (master -> replica?)" and disconnected
+/// (replication.tcl "BLPOP followed by role change, issue #2473"): the
+/// new master's pushes are not popped on the replica, the datasets stay
+/// equal. Same assertions with redis-server nodes.
+#[test]
+fn blocked_clients_leave_when_the_master_becomes_a_replica() {
+    use std::io::{Read, Write};
+    let mut pairs = vec![(Node::ferrokv(&[]), Node::ferrokv(&[]))];
+    if let (Some(a), Some(b)) = (Node::redis(&[]), Node::redis(&[])) {
+        pairs.push((a, b));
+    }
+    for (a, b) in &pairs {
+        let mut rd = std::net::TcpStream::connect(("127.0.0.1", b.port)).unwrap();
+        rd.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        rd.write_all(b"*3\r\n$5\r\nBLPOP\r\n$3\r\nfoo\r\n$1\r\n0\r\n")
+            .unwrap();
+        wait_for(10, "the client to block", || {
+            b.info_u64("blocked_clients") == 1
+        });
+        b.replicaof(a);
+        let mut reply = Vec::new();
+        let _ = rd.read_to_end(&mut reply);
+        assert_eq!(
+            String::from_utf8_lossy(&reply),
+            "-UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)\r\n",
+            "{}",
+            a.is_redis()
+        );
+        wait_for(10, "the link", || link_up(b));
+        let _: i64 = a.conn().rpush("foo", &["a", "b", "c"]).unwrap();
+        wait_for(10, "the push", || {
+            b.conn().lrange::<_, Vec<String>>("foo", 0, -1).unwrap() == ["a", "b", "c"]
+        });
+        assert_eq!(b.info_u64("blocked_clients"), 0);
+    }
+}

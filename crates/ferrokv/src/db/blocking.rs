@@ -59,6 +59,10 @@ pub enum Wake {
     /// CLIENT UNBLOCK id ERROR: "-UNBLOCKED client unblocked via CLIENT
     /// UNBLOCK".
     Error,
+    /// The server became a replica (blocked.c `disconnectAllBlockedClients`):
+    /// "-UNBLOCKED force unblock from blocking operation, instance state
+    /// changed (master -> replica?)", and the connection is closed after it.
+    StateChanged,
 }
 
 /// The result of one attempt to serve a waiter from a key.

@@ -854,6 +854,17 @@ where
                 bump(&cs.failed, 1);
             }
         }
+        Some(Wake::StateChanged) => {
+            let msg = "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)";
+            out.error(msg);
+            server.stats.record_error(msg);
+            if let Some(cs) = cmd_stat {
+                bump(&cs.failed, 1);
+            }
+            // Closed once the reply is out (CLIENT_CLOSE_AFTER_REPLY): the
+            // loop stops at its next turn.
+            handle.killed.store(true, Ordering::Relaxed);
+        }
         Some(Wake::Timeout) | None => out.null_array(),
     }
     true

@@ -35,9 +35,27 @@ pub fn follow(server: &Arc<Server>, host: String, port: u16) {
     follow_with(server, host, port, false);
 }
 
+/// Clients blocked on keys while the server was a master are answered
+/// "-UNBLOCKED force unblock ..." and disconnected when it starts following
+/// a master (replication.c replicationSetMaster's
+/// `disconnectAllBlockedClients`): otherwise the master's writes would
+/// serve them on the replica and the datasets would part (Redis issue
+/// #2473). Clients held by CLIENT PAUSE stay.
+fn disconnect_blocked_clients(server: &Server) {
+    for h in server.clients.all() {
+        let w = h.blocked.lock().clone();
+        if let Some(w) = w {
+            if w.claim() {
+                w.wake(crate::db::blocking::Wake::StateChanged);
+            }
+        }
+    }
+}
+
 /// [`follow`], as the last step of a FAILOVER when `failover` (the
 /// handshake then asks the target to become a master).
 pub fn follow_with(server: &Arc<Server>, host: String, port: u16, failover: bool) {
+    disconnect_blocked_clients(server);
     let r = &server.repl;
     let gen = r.generation.fetch_add(1, Ordering::SeqCst) + 1;
     let was_master = {
