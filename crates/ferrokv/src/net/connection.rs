@@ -846,24 +846,20 @@ where
             }
             out.buf.extend_from_slice(&bytes);
         }
-        Some(Wake::Error) => {
-            let msg = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+        Some(w @ (Wake::Error | Wake::StateChanged)) => {
+            let msg = if matches!(w, Wake::Error) {
+                "UNBLOCKED client unblocked via CLIENT UNBLOCK"
+            } else {
+                // Closed once the reply is out (CLIENT_CLOSE_AFTER_REPLY):
+                // the loop stops at its next turn.
+                handle.killed.store(true, Ordering::Relaxed);
+                "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
+            };
             out.error(msg);
             server.stats.record_error(msg);
             if let Some(cs) = cmd_stat {
                 bump(&cs.failed, 1);
             }
-        }
-        Some(Wake::StateChanged) => {
-            let msg = "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)";
-            out.error(msg);
-            server.stats.record_error(msg);
-            if let Some(cs) = cmd_stat {
-                bump(&cs.failed, 1);
-            }
-            // Closed once the reply is out (CLIENT_CLOSE_AFTER_REPLY): the
-            // loop stops at its next turn.
-            handle.killed.store(true, Ordering::Relaxed);
         }
         Some(Wake::Timeout) | None => out.null_array(),
     }
