@@ -974,3 +974,24 @@ fn startup_log_is_in_redis_format() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// SHUTDOWN NOSAVE: once the client sees its connection close, the server
+/// accepts no more connections (Redis exits inside the command; scripting.tcl
+/// "SHUTDOWN NOSAVE can kill a timedout script anyway" connects right after
+/// and expects "connection refused"). Same on redis-server.
+#[test]
+fn no_connection_after_shutdown_closed_the_client() {
+    use std::io::{Read, Write};
+    let servers = [Some(Server::start(&[])), Server::start_redis(&[])];
+    for s in servers.iter().flatten() {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+        c.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        c.write_all(b"SHUTDOWN NOSAVE\r\n").unwrap();
+        let mut rest = Vec::new();
+        let _ = c.read_to_end(&mut rest);
+        assert!(rest.is_empty(), "{rest:?}");
+        let again = std::net::TcpStream::connect(("127.0.0.1", s.port));
+        assert!(again.is_err(), "a connection was accepted after SHUTDOWN");
+    }
+}

@@ -353,7 +353,13 @@ where
                 out.buf.clear();
             }
         }
-        if client.close_after_reply || server.shutting_down.load(Ordering::Relaxed) {
+        if server.shutting_down.load(Ordering::Relaxed) {
+            // The connection closes when the process exits, after the
+            // listeners (Redis exits inside SHUTDOWN): a client that saw
+            // its SHUTDOWN's connection close can no longer connect.
+            std::future::pending::<()>().await;
+        }
+        if client.close_after_reply {
             break;
         }
         if client.postponed.is_some() {
