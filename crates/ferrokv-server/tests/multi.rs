@@ -816,21 +816,13 @@ fn watch_touches_are_exact_per_command() {
 /// Sends `req` on a fresh connection and returns every byte received
 /// within 300 ms.
 fn pipeline_bytes(port: u16, req: &str) -> String {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
     s.write_all(req.as_bytes()).expect("write");
     std::thread::sleep(Duration::from_millis(300));
     s.set_read_timeout(Some(Duration::from_millis(200)))
         .expect("timeout");
-    let mut out = Vec::new();
-    let mut buf = [0u8; 65536];
-    while let Ok(n) = s.read(&mut buf) {
-        if n == 0 {
-            break;
-        }
-        out.extend_from_slice(&buf[..n]);
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    String::from_utf8_lossy(&read_until_idle(&mut s)).into_owned()
 }
 
 /// SUBSCRIBE and friends inside MULTI (Redis 7.0 lets them run from EXEC

@@ -1729,15 +1729,7 @@ fn sync_stream(port: u16, cmds: &[&[&str]]) -> Vec<u8> {
     }
     s.set_read_timeout(Some(Duration::from_millis(500)))
         .unwrap();
-    let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    while let Ok(n) = r.read(&mut buf) {
-        if n == 0 {
-            break;
-        }
-        out.extend_from_slice(&buf[..n]);
-    }
-    out
+    common::read_until_idle(&mut r)
 }
 
 /// A master sends PUBLISH and SPUBLISH to its replicas (pubsub.c:

@@ -316,6 +316,20 @@ impl Drop for Server {
     }
 }
 
+/// Every byte `r` yields until it stays silent for its read timeout (set
+/// by the caller) or reaches end of file.
+pub fn read_until_idle(r: &mut impl Read) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 65536];
+    while let Ok(n) = r.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    out
+}
+
 /// Full path of an executable on PATH.
 pub fn which(name: &str) -> Option<String> {
     std::env::var_os("PATH").and_then(|p| {

@@ -681,9 +681,9 @@ struct ScriptHost<'a> {
     name: &'a [u8],
     /// The EVAL / FCALL request (FUNCTION STATS shows it).
     caller_args: &'a Args<'a>,
-    /// The calling client when it has CLIENT TRACKING on: once the script
-    /// runs a read-only command, the script's declared keys are remembered
-    /// for it (Redis's call() with `server.script_caller`).
+    /// The calling client when it has CLIENT TRACKING on, until the script
+    /// runs a read-only command: the script's declared keys are then
+    /// remembered for it (Redis's call() with `server.script_caller`).
     tracking_caller: Option<Arc<crate::clients::ClientHandle>>,
 }
 
@@ -855,18 +855,18 @@ impl Host for ScriptHost<'_> {
             crate::stats::bump(&self.stats.cmds[id].rejected, 1);
             return Err(e);
         }
-        if let Some(h) = &self.tracking_caller {
-            // Redis 7.0's call() remembers the keys of the caller's command
-            // (trackingRememberKeys(server.script_caller)) when a script
-            // runs a read-only command: the EVAL / FCALL's declared keys,
-            // not the keys the command read.
-            if c.flags & READONLY != 0 && self.server.keyspace.events().tracking() {
+        // Redis 7.0's call() remembers the keys of the caller's command
+        // (trackingRememberKeys(server.script_caller)) when a script runs a
+        // read-only command: the EVAL / FCALL's declared keys, not the keys
+        // the command read. Once is enough: they stay tracked.
+        if c.flags & READONLY != 0 && self.server.keyspace.events().tracking() {
+            if let Some(h) = self.tracking_caller.take() {
                 let ca = self.caller_args;
                 let t = super::table();
                 if let Some(cc) = t.lookup(ca.get(0)).map(|i| &t.all[i]) {
                     crate::tracking::remember(
                         &self.server.tracking_env(),
-                        h,
+                        &h,
                         cc.key_positions(ca).map(|i| ca.get(i)),
                     );
                 }

@@ -1241,7 +1241,16 @@ fn debug_client_eviction(ctx: &mut Ctx<'_>) {
     const MIN_LOG: u32 = 15;
     const MAX_LOG: u32 = 33;
     const BUCKETS: usize = (1 + MAX_LOG - MIN_LOG) as usize;
-    if ctx.server.config.read().get("maxmemory-clients") == "0" {
+    // Off for 0 and 0% alike (Redis keeps the buckets while the directive
+    // is not 0, a percentage included even without maxmemory).
+    if ctx
+        .server
+        .config
+        .read()
+        .get("maxmemory-clients")
+        .trim_end_matches('%')
+        == "0"
+    {
         ctx.error("ERR maxmemory-clients is disabled.");
         return;
     }
