@@ -982,8 +982,11 @@ fn startup_log_is_in_redis_format() {
 #[test]
 fn no_connection_after_shutdown_closed_the_client() {
     use std::io::{Read, Write};
-    let servers = [Some(Server::start(&[])), Server::start_redis(&[])];
-    for s in servers.iter().flatten() {
+    let servers = [
+        Some((Server::start(&[]), "ferrokv")),
+        Server::start_redis(&[]).map(|s| (s, "redis-server")),
+    ];
+    for (s, who) in servers.iter().flatten() {
         let mut c = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
         c.set_read_timeout(Some(std::time::Duration::from_secs(10)))
             .unwrap();
@@ -992,6 +995,9 @@ fn no_connection_after_shutdown_closed_the_client() {
         let _ = c.read_to_end(&mut rest);
         assert!(rest.is_empty(), "{rest:?}");
         let again = std::net::TcpStream::connect(("127.0.0.1", s.port));
-        assert!(again.is_err(), "a connection was accepted after SHUTDOWN");
+        assert!(
+            again.is_err(),
+            "{who}: a connection was accepted after SHUTDOWN"
+        );
     }
 }

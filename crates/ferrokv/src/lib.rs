@@ -279,6 +279,7 @@ pub async fn serve(config: Config, threads: usize) -> std::io::Result<()> {
         _ = term.recv() => tracing::info!("Received SIGTERM scheduling shutdown..."),
     }
     server.shutting_down.store(true, Ordering::SeqCst);
+    net::listener::close_all(&server);
     if server.cluster.enabled {
         if let Err(e) = server.cluster.save_config() {
             tracing::warn!("Could not save the cluster config file: {e}");

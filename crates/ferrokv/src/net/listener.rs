@@ -431,6 +431,21 @@ pub fn change_port(server: &Arc<Server>, tls: bool, port: u16) -> std::io::Resul
     Ok(())
 }
 
+/// Closes every TCP and TLS listener (shutdown: new connections are
+/// refused from here on, before the connections still open close with the
+/// process, as Redis's closeListeningSockets in prepareForShutdown).
+pub fn close_all(server: &Server) {
+    let mut guard = server.net.listening.lock();
+    if let Some(state) = guard.as_mut() {
+        for l in std::mem::take(&mut state.tcp)
+            .into_iter()
+            .chain(std::mem::take(&mut state.tls))
+        {
+            l.close();
+        }
+    }
+}
+
 /// Moves every TCP and TLS listener to the addresses `binds` at run time
 /// (CONFIG SET bind, Redis 7.0's `changeBindAddr`): the old listeners close
 /// first, then the new addresses are bound on the current plain port
