@@ -138,6 +138,50 @@ fn active_expiry_stops_during_a_pause() {
     });
 }
 
+/// A read of an expired key during a write pause answers nil but deletes
+/// nothing (expired_keys and DBSIZE stay); after UNPAUSE the read deletes
+/// it. With the AOF on too (reads then delete after the command, to record
+/// the DEL).
+#[test]
+fn lazy_expiry_stops_during_a_pause() {
+    for aof in [false, true] {
+        let args: &[&str] = if aof { &["--appendonly", "yes"] } else { &[] };
+        let run = |port: u16, who: &str| {
+            let mut c = Raw::connect(port);
+            let expired = |c: &mut Raw| c.info_field("stats", "expired_keys");
+            c.cmds("FLUSHALL");
+            c.cmds("DEBUG SET-ACTIVE-EXPIRE 0");
+            let before = expired(&mut c);
+            c.cmds("SET e 1 PX 20");
+            c.cmds("CLIENT PAUSE 60000 WRITE");
+            std::thread::sleep(Duration::from_millis(100));
+            assert_eq!(c.cmds("GET e"), b"$-1\r\n", "{who}");
+            assert_eq!(c.cmds("EXISTS e"), b":0\r\n", "{who}");
+            assert_eq!(
+                c.cmds("DBSIZE"),
+                b":1\r\n",
+                "{who} aof={aof}: deleted while paused"
+            );
+            assert_eq!(expired(&mut c), before, "{who} aof={aof}");
+            c.cmds("CLIENT UNPAUSE");
+            assert_eq!(c.cmds("GET e"), b"$-1\r\n", "{who}");
+            assert_eq!(
+                c.cmds("DBSIZE"),
+                b":0\r\n",
+                "{who} aof={aof}: not deleted after"
+            );
+            c.cmds("DEBUG SET-ACTIVE-EXPIRE 1");
+        };
+        let mut with: Vec<&str> = vec!["--enable-debug-command", "yes"];
+        with.extend_from_slice(args);
+        if let Some(r) = Server::start_redis(&with) {
+            run(r.port, "redis-server");
+        }
+        let o = Server::start(&with);
+        run(o.port, "ferrokv");
+    }
+}
+
 #[test]
 fn errors_match_redis() {
     let Some(mut p) = Pair::start() else { return };

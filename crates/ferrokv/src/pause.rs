@@ -76,6 +76,17 @@ impl Pause {
             .max(self.kind_of(BY_FAILOVER, now_ms))
     }
 
+    /// The latest end (ms since the epoch) of the pauses set, 0 when none
+    /// is: what the keyspace is told ([`crate::db::keyspace::Keyspace::set_expiry_paused_until`])
+    /// after every change.
+    pub fn end(&self) -> u64 {
+        (0..2)
+            .filter(|&p| self.kind[p].load(Ordering::SeqCst) != NONE)
+            .map(|p| self.end_ms[p].load(Ordering::SeqCst))
+            .max()
+            .unwrap_or(0)
+    }
+
     /// True while writes (and so expiry and eviction) are paused.
     #[inline]
     pub fn writes_paused(&self, now_ms: u64) -> bool {

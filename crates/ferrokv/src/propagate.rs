@@ -400,8 +400,9 @@ pub fn also(db: usize, args: &[&[u8]]) {
 /// A key of database `db` found expired (or chosen for eviction) is about
 /// to be deleted. In a write context the deletion is recorded as `DEL` and
 /// true is returned (delete it now); elsewhere (a read) false: the key is
-/// only reported absent and stays until a write context deletes it, so
-/// every deletion is in the stream in order.
+/// only reported absent and stays until a write context deletes it (the
+/// command layer's, right after the read: [`hidden_expired`]), so every
+/// deletion is in the stream in order.
 pub fn deleted(db: usize, key: &[u8]) -> bool {
     record_deletion(db, &[b"DEL", key])
 }
@@ -421,6 +422,36 @@ fn record_deletion(db: usize, args: &[&[u8]]) -> bool {
         u.spans.push(Span { db, ..s });
         true
     })
+}
+
+thread_local! {
+    /// Keys a read outside a write context found expired and only hid
+    /// ([`hidden_expired`]), for the command layer to delete after the
+    /// command ([`take_hidden_expired`]).
+    static HIDDEN: RefCell<Vec<(usize, Box<[u8]>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A read outside a write context found `key` of database `db` expired
+/// and reported it absent without deleting it ([`deleted`] returned
+/// false): the command layer deletes it once the command is over, in a
+/// write context of its own, so the `DEL` is in the stream as Redis's
+/// lazy expiry on a read puts it there (db.c `expireIfNeeded` →
+/// `deleteExpiredKeyAndPropagate`, each DEL on its own).
+pub fn hidden_expired(db: usize, key: &[u8]) {
+    HIDDEN.with(|h| h.borrow_mut().push((db, key.into())));
+}
+
+/// True when reads of this thread hid expired keys since the last
+/// [`take_hidden_expired`]: one thread-local load.
+#[inline]
+pub fn has_hidden_expired() -> bool {
+    HIDDEN.with(|h| !h.borrow().is_empty())
+}
+
+/// The keys [`hidden_expired`] noted on this thread, in order; the list
+/// is left empty.
+pub fn take_hidden_expired() -> Vec<(usize, Box<[u8]>)> {
+    HIDDEN.with(|h| std::mem::take(&mut *h.borrow_mut()))
 }
 
 /// A field of the hash at `key` (database `db`) found expired is about to

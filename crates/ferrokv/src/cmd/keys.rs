@@ -1008,9 +1008,13 @@ fn scan(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 fn randomkey(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     let now = ctx.now;
     let mut guards = ctx.db().lock_all();
+    // Expired keys a read may not delete (the AOF or replicas are on, see
+    // Shard::get): drawn ones are left out, and when every key is one of
+    // them there is none to return (they are deleted after the command).
+    let mut hidden: std::collections::HashSet<Vec<u8>> = Default::default();
     let found = loop {
         let total: usize = guards.iter().map(|g| g.len()).sum();
-        if total == 0 {
+        if total <= hidden.len() {
             break None;
         }
         let mut r = (rand_u64() % total as u64) as usize;
@@ -1026,9 +1030,15 @@ fn randomkey(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
         let Some(k) = g.random_key() else {
             continue;
         };
+        if hidden.contains(&k) {
+            continue;
+        }
         let h = hash_key(&k);
         if g.get(h, &k, now).is_some() {
             break Some(k);
+        }
+        if g.contains_raw(h, &k) {
+            hidden.insert(k);
         }
     };
     drop(guards);

@@ -1367,6 +1367,27 @@ pub fn run(
     }
 }
 
+/// After a command that read expired keys while effects are recorded
+/// (it reported them absent without deleting them, see
+/// `propagate::hidden_expired`): deletes those still expired at `now`,
+/// each recorded as a `DEL` unit of its own, as Redis's read path deletes
+/// and propagates them (db.c `expireIfNeeded`); on a replica (nothing
+/// recorded) they stay for the master's DEL.
+fn delete_hidden_expired(server: &Arc<Server>, now: u64) {
+    let keys = crate::propagate::take_hidden_expired();
+    // Not while writes are paused: Redis skips lazy expiry then too (the
+    // keys are deleted by a read after the pause, or the active cycle).
+    if !server.propagation.on() || now == 0 || server.pause.writes_paused(now) {
+        return;
+    }
+    server.propagation.begin_background();
+    for (db, key) in &keys {
+        let _ = server.keyspace.expire_key_if_due(*db, key, now);
+        server.propagation.cut();
+    }
+    server.propagation.end_background();
+}
+
 /// [`run`] without the MONITOR feed.
 fn run_command(
     server: &Arc<Server>,
@@ -1501,6 +1522,13 @@ fn run_command(
                 server.propagation.end_background();
             }
         }
+    }
+    if crate::propagate::has_hidden_expired()
+        && !crate::propagate::Stream::in_write_context()
+        && !tx::in_exec()
+        && !scripting::in_script()
+    {
+        delete_hidden_expired(server, now);
     }
     if crate::events::pending() {
         crate::events::drain(&**server);

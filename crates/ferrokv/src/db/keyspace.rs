@@ -359,6 +359,10 @@ pub struct Signals {
     expired_waited: parking_lot::Mutex<Vec<(usize, Box<[u8]>)>>,
     /// True while `expired_waited` is not empty (one-load check).
     expired_waited_any: AtomicBool,
+    /// End of the CLIENT PAUSE WRITE/ALL in force (ms since the epoch, 0
+    /// for none; see [`Keyspace::set_expiry_paused_until`]): until then a
+    /// lookup reports an expired key absent without deleting it.
+    expiry_paused_until: AtomicU64,
 }
 
 impl Signals {
@@ -532,8 +536,15 @@ impl Shard {
             if !(marked && vol_expired(vol, h, key, now)) {
                 return false;
             }
+            if signals.expiry_paused_until.load(Ordering::Relaxed) >= now {
+                // Writes are paused: no lazy expiry (Redis's expireIfNeeded
+                // with checkClientPauseTimeoutAndReturnIfPaused).
+                hidden = true;
+                return false;
+            }
             if signals.propagating.load(Ordering::Relaxed) && !crate::propagate::deleted(db, key) {
                 hidden = true;
+                crate::propagate::hidden_expired(db, key);
                 return false;
             }
             true
@@ -1161,6 +1172,17 @@ impl Keyspace {
             expire_cursor: AtomicU64::new(0),
             lru: Default::default(),
         }
+    }
+
+    /// Sets the end of the pause of writes in force (CLIENT PAUSE WRITE or
+    /// ALL, a failover's; ms since the epoch, 0 when none): until then
+    /// lookups do not delete expired keys, as Redis 7.0's `expireIfNeeded`
+    /// skips lazy expiry while clients are paused (pause.tcl "both active
+    /// and passive expires are skipped").
+    pub fn set_expiry_paused_until(&self, end_ms: u64) {
+        self.signals
+            .expiry_paused_until
+            .store(end_ms, Ordering::Relaxed);
     }
 
     /// The gate of key events (events.rs) of this keyspace.
