@@ -1898,3 +1898,66 @@ fn blocked_clients_leave_when_the_master_becomes_a_replica() {
         assert_eq!(b.info_u64("blocked_clients"), 0);
     }
 }
+
+/// A paused replica (CLIENT PAUSE WRITE) keeps reading its master's stream
+/// but applies no write until the pause ends (Redis 7.0 postpones its
+/// master client as any other): `slave_read_repl_offset` runs ahead of
+/// `slave_repl_offset`, the key stays absent, and after CLIENT UNPAUSE the
+/// held commands apply without waiting for more data from the master. The
+/// same against a redis-server replica.
+#[test]
+fn paused_replica_reads_but_holds_the_masters_writes() {
+    let check = |m: &Node, r: &Node, who: &str| {
+        r.replicaof(m);
+        wait_for(10, "link up", || link_up(r));
+        let _: () = redis::cmd("SET")
+            .arg("a")
+            .arg("1")
+            .query(&mut m.conn())
+            .unwrap();
+        let at = m.info_u64("master_repl_offset");
+        wait_for(5, "offset caught up", || {
+            r.info_u64("slave_repl_offset") == at
+        });
+        let _: () = redis::cmd("CLIENT")
+            .arg("PAUSE")
+            .arg(100_000)
+            .arg("WRITE")
+            .query(&mut r.conn())
+            .unwrap();
+        let _: () = redis::cmd("SET")
+            .arg("b")
+            .arg("2")
+            .query(&mut m.conn())
+            .unwrap();
+        let now = m.info_u64("master_repl_offset");
+        wait_for(5, "bytes read", || {
+            r.info_u64("slave_read_repl_offset") == now
+        });
+        assert_eq!(
+            r.info_u64("slave_repl_offset"),
+            at,
+            "{who}: applied while paused"
+        );
+        let b: Option<String> = redis::cmd("GET").arg("b").query(&mut r.conn()).unwrap();
+        assert_eq!(b, None, "{who}");
+        let _: () = redis::cmd("CLIENT")
+            .arg("UNPAUSE")
+            .query(&mut r.conn())
+            .unwrap();
+        wait_for(3, "applied after the pause", || {
+            r.info_u64("slave_repl_offset") == now
+        });
+        let b: Option<String> = redis::cmd("GET").arg("b").query(&mut r.conn()).unwrap();
+        assert_eq!(b.as_deref(), Some("2"), "{who}");
+    };
+    if let (Some(m), Some(r)) = (
+        Node::redis(&["--repl-diskless-sync-delay", "0"]),
+        Node::redis(&[]),
+    ) {
+        check(&m, &r, "redis-server");
+    }
+    let m = Node::ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    let r = Node::ferrokv(&[]);
+    check(&m, &r, "ferrokv");
+}

@@ -7,10 +7,12 @@
 //! command) and an end time. A paused command is not refused: its
 //! connection keeps the request (the client's `postponed` field)
 //! and runs it once the pause is over (CLIENT UNPAUSE, or the end time),
-//! so its reply comes late, as Redis's postponed clients. Replicas and the
-//! master link are never paused. A second CLIENT PAUSE keeps the stronger
-//! kind and the later end. While writes are paused, active expiry and
-//! eviction do not delete keys (they would be writes).
+//! so its reply comes late, as Redis's postponed clients. Replicas are
+//! never paused; a replica's master link is, as a client (its stream is
+//! read but its held commands wait: cmd/repl/replica.rs). A second CLIENT
+//! PAUSE keeps the stronger kind and the later end. While writes are
+//! paused, active and lazy expiry and eviction do not delete keys (they
+//! would be writes).
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 

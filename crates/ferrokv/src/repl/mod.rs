@@ -459,6 +459,10 @@ pub struct Repl {
     /// The replica's processed offset of its master's stream
     /// (`slave_repl_offset`).
     pub processed: AtomicU64,
+    /// Bytes of the master's stream received but not applied yet (held
+    /// back by a CLIENT PAUSE): INFO `slave_read_repl_offset` is
+    /// `processed` plus these (Redis's `read_reploff` ahead of `reploff`).
+    pub read_ahead: AtomicU64,
     /// INFO stats `sync_full`.
     pub sync_full: AtomicU64,
     /// INFO stats `sync_partial_ok`.
@@ -528,6 +532,7 @@ impl Default for Repl {
             transfer_read: AtomicU64::new(0),
             transfer_size: std::sync::atomic::AtomicI64::new(-1),
             processed: AtomicU64::new(0),
+            read_ahead: AtomicU64::new(0),
             sync_full: AtomicU64::new(0),
             sync_partial_ok: AtomicU64::new(0),
             sync_partial_err: AtomicU64::new(0),

@@ -453,7 +453,8 @@ pub fn info_fields(server: &Arc<crate::server::Server>, now_ms: u64) -> Vec<(Str
             );
             kv(
                 "slave_read_repl_offset",
-                r.processed.load(Ordering::Acquire).to_string(),
+                (r.processed.load(Ordering::Acquire) + r.read_ahead.load(Ordering::Acquire))
+                    .to_string(),
             );
             kv(
                 "slave_repl_offset",

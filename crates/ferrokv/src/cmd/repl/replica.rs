@@ -854,6 +854,7 @@ fn apply_stream(
     let mut parser = RequestParser::default();
     let mut buf: Vec<u8> = Vec::with_capacity(256 * 1024);
     let mut last_ack = Instant::now() - Duration::from_secs(2);
+    r.read_ahead.store(0, Ordering::Release);
     loop {
         if !current(server, gen) || handle.killed.load(Ordering::Relaxed) {
             return Ok(());
@@ -877,14 +878,20 @@ fn apply_stream(
                 if crate::util::now_ms().saturating_sub(last) > timeout_ms {
                     return Err("MASTER timeout: no data nor PING received...".into());
                 }
-                continue;
+                if buf.is_empty() {
+                    continue;
+                }
+                // Requests held back by a pause: try them again.
+                0
             }
             Err(e) => return Err(format!("reading from master: {e}")),
         };
-        buf.extend_from_slice(&rd.buffer()[..avail]);
-        rd.consume(avail);
-        r.link_last_io_ms
-            .store(crate::util::now_ms(), Ordering::Relaxed);
+        if avail > 0 {
+            buf.extend_from_slice(&rd.buffer()[..avail]);
+            rd.consume(avail);
+            r.link_last_io_ms
+                .store(crate::util::now_ms(), Ordering::Relaxed);
+        }
         let mut consumed = 0;
         client.clock_us = server.clock.now_us();
         // Keys of the requests ahead are prefetched, as a connection does
@@ -929,6 +936,13 @@ fn apply_stream(
                 continue;
             }
             let name = args.get(0);
+            if master_command_paused(server, name) {
+                // Held back until the pause ends; the bytes keep arriving
+                // (read offset ahead of the applied one).
+                consumed = bytes_at;
+                parser.release_big();
+                break;
+            }
             if name.eq_ignore_ascii_case(b"replconf")
                 && args.len() >= 2
                 && args.get(1).eq_ignore_ascii_case(b"getack")
@@ -951,6 +965,26 @@ fn apply_stream(
         r.backlog.feed(&buf[..consumed]);
         r.master_db.store(client.db as u64, Ordering::Relaxed);
         buf.drain(..consumed);
+        r.read_ahead.store(buf.len() as u64, Ordering::Release);
+    }
+}
+
+/// True when a CLIENT PAUSE in force holds the master's command `name`
+/// back, as Redis 7.0's processCommand postpones its master client like
+/// any other (only replicas are never paused): every command under ALL;
+/// under WRITE those flagged `write` or `may-replicate`, and EXEC (the
+/// master's transactions hold writes).
+fn master_command_paused(server: &Server, name: &[u8]) -> bool {
+    use crate::cmd::flags;
+    match server.pause.kind_at(server.clock.now_ms()) {
+        crate::pause::NONE => false,
+        crate::pause::ALL => true,
+        _ => {
+            name.eq_ignore_ascii_case(b"exec")
+                || crate::cmd::table().lookup(name).is_some_and(|id| {
+                    crate::cmd::table().all[id].flags & (flags::WRITE | flags::MAY_REPLICATE) != 0
+                })
+        }
     }
 }
 
