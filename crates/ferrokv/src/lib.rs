@@ -328,11 +328,15 @@ pub fn active_expire(server: &Arc<Server>, budget: Duration) {
     }
     // Expiry DELs are propagated in order with write commands: each step
     // holds its gate stripe (tx.rs).
+    let started = std::time::Instant::now();
     server
         .keyspace
         .active_expire_cycle(server.clock.now_ms(), budget, &mut |f| {
             tx::background_step(&server.tx_env(), &**server, f)
         });
+    // LATENCY's "expire-cycle" event (activeExpireCycle's
+    // latencyAddSampleIfNeeded): a cycle that freed a big value at once.
+    server.latency_sample("expire-cycle", started.elapsed().as_millis() as u64);
     // Clients blocked on keys that expired: XREADGROUP is told the key is
     // gone (db.c signalDeletedKeyAsReady).
     let expired = server.keyspace.take_expired_waited();
