@@ -1961,3 +1961,59 @@ fn paused_replica_reads_but_holds_the_masters_writes() {
     let r = Node::ferrokv(&[]);
     check(&m, &r, "ferrokv");
 }
+
+/// A failover whose target refuses the PSYNC (its default user lost
+/// `psync`) is aborted: the old master stays a master, its held writes
+/// run, and its log names the reason once, as Redis's abortFailover
+/// (failover.tcl "failover aborts if target rejects sync request"); the
+/// nodes sync up again once PSYNC is allowed.
+#[test]
+fn failover_aborts_when_the_target_rejects_psync() {
+    let m = Node::ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    let r = Node::ferrokv(&[]);
+    r.replicaof(&m);
+    wait_for(20, "replica link up", || link_up(&r));
+    let _: String = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("default")
+        .arg("-psync")
+        .query(&mut r.conn())
+        .unwrap();
+    let ok: String = redis::cmd("FAILOVER")
+        .arg("TO")
+        .arg("127.0.0.1")
+        .arg(r.port)
+        .query(&mut m.conn())
+        .unwrap();
+    assert_eq!(ok, "OK");
+    let _: () = redis::cmd("SET")
+        .arg("held")
+        .arg("1")
+        .query(&mut m.conn())
+        .unwrap();
+    wait_for(10, "failover aborted", || {
+        m.info("master_failover_state") == "no-failover"
+    });
+    assert_eq!(m.info("role"), "master");
+    assert_eq!(
+        m.log_count("Failover target rejected psync request"),
+        1,
+        "{}",
+        m.log()
+    );
+    let _: String = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("default")
+        .arg("+psync")
+        .query(&mut r.conn())
+        .unwrap();
+    wait_for(20, "replica link up again", || link_up(&r));
+    assert_eq!(r.info("role"), "slave");
+    wait_for(5, "held write replicated", || {
+        redis::cmd("GET")
+            .arg("held")
+            .query::<Option<String>>(&mut r.conn())
+            .unwrap()
+            .is_some()
+    });
+}

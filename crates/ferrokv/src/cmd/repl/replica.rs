@@ -518,7 +518,10 @@ fn handshake_and_stream(
         if reply.starts_with("+CONTINUE") || reply.starts_with("+FULLRESYNC") {
             super::failover::finished(server);
         } else {
-            return Err(format!("Failover target rejected psync request: {reply}"));
+            // Logged with Redis's text; the failover is then aborted
+            // ("FAILOVER to .. aborted: Failover target rejected psync
+            // request", once, as replication.c's abortFailover).
+            return Err(format!("Unexpected reply to PSYNC from master: {reply}"));
         }
     }
     let db;
