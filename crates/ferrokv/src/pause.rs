@@ -37,6 +37,9 @@ pub struct Pause {
     end_ms: [AtomicU64; 2],
     /// Woken when a pause is lifted.
     lifted: tokio::sync::Notify,
+    /// [`Pause::end`] after every change, shared with the keyspace
+    /// ([`Pause::end_flag`]).
+    end_flag: std::sync::Arc<AtomicU64>,
 }
 
 impl Pause {
@@ -50,6 +53,7 @@ impl Pause {
         }
         self.kind[purpose].fetch_max(kind, Ordering::SeqCst);
         self.end_ms[purpose].fetch_max(end_ms, Ordering::SeqCst);
+        self.end_flag.store(self.end(), Ordering::SeqCst);
     }
 
     /// Lifts the pause of `purpose` (CLIENT UNPAUSE, the end of a
@@ -57,6 +61,7 @@ impl Pause {
     pub fn unpause(&self, purpose: usize) {
         self.kind[purpose].store(NONE, Ordering::SeqCst);
         self.end_ms[purpose].store(0, Ordering::SeqCst);
+        self.end_flag.store(self.end(), Ordering::SeqCst);
         self.lifted.notify_waiters();
     }
 
@@ -78,10 +83,17 @@ impl Pause {
             .max(self.kind_of(BY_FAILOVER, now_ms))
     }
 
+    /// The end of the pause in force (ms since the epoch, 0 for none),
+    /// kept up to date by [`Pause::pause`] and [`Pause::unpause`]: the
+    /// keyspace holds this (`Keyspace::with_propagation_flag`) and does not
+    /// expire keys lazily until then.
+    pub fn end_flag(&self) -> std::sync::Arc<AtomicU64> {
+        self.end_flag.clone()
+    }
+
     /// The latest end (ms since the epoch) of the pauses set, 0 when none
-    /// is: what the keyspace is told ([`crate::db::keyspace::Keyspace::set_expiry_paused_until`])
-    /// after every change.
-    pub fn end(&self) -> u64 {
+    /// is.
+    fn end(&self) -> u64 {
         (0..2)
             .filter(|&p| self.kind[p].load(Ordering::SeqCst) != NONE)
             .map(|p| self.end_ms[p].load(Ordering::SeqCst))

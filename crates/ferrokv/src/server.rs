@@ -263,7 +263,8 @@ impl Server {
             // the first key on (db/dict.rs `hash_key`).
             crate::db::dict::enable_slot_sharding();
         }
-        let keyspace = Keyspace::with_propagation_flag(dbs, propagation.flag());
+        let pause = crate::pause::Pause::default();
+        let keyspace = Keyspace::with_propagation_flag(dbs, propagation.flag(), pause.end_flag());
         let s = Arc::new(Server {
             tx: Default::default(),
             evict: Default::default(),
@@ -289,7 +290,7 @@ impl Server {
             started_ms: now,
             shutdown: tokio::sync::Notify::new(),
             shutting_down: AtomicBool::new(false),
-            pause: Default::default(),
+            pause,
             lastsave: AtomicU64::new(now / 1000),
             bound_port: AtomicU64::new(0),
             threads,

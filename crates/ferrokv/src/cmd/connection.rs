@@ -919,9 +919,6 @@ fn client_pause(ctx: &mut Ctx<'_>, args: &Args<'_>) {
             end as u64,
             ctx.server.clock.now_ms(),
         );
-        ctx.server
-            .keyspace
-            .set_expiry_paused_until(ctx.server.pause.end());
     }
     ctx.out.ok();
 }
@@ -929,9 +926,6 @@ fn client_pause(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// CLIENT UNPAUSE: ends a CLIENT PAUSE; the postponed commands run.
 fn client_unpause(ctx: &mut Ctx<'_>, _args: &Args<'_>) {
     ctx.server.pause.unpause(crate::pause::BY_CLIENT);
-    ctx.server
-        .keyspace
-        .set_expiry_paused_until(ctx.server.pause.end());
     ctx.out.ok();
 }
 

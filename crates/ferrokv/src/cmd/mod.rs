@@ -1136,9 +1136,10 @@ pub fn execute(
         finish_reply(client, out, reply_start);
         return;
     }
-    // CLIENT PAUSE holds the command back: the connection runs it once
-    // the pause is over (server.c processCommand, blockPostponeClient).
-    if !client.is_master && paused(server, client, cflags) {
+    // CLIENT PAUSE holds the command back: the connection (for the master
+    // client, the replica's stream loop) runs it once the pause is over
+    // (server.c processCommand, blockPostponeClient).
+    if paused(server, client, cflags) {
         client.postponed = Some(crate::resp::parse::OwnedArgs::from_args(args));
         return;
     }

@@ -360,9 +360,12 @@ pub struct Signals {
     /// True while `expired_waited` is not empty (one-load check).
     expired_waited_any: AtomicBool,
     /// End of the CLIENT PAUSE WRITE/ALL in force (ms since the epoch, 0
-    /// for none; see [`Keyspace::set_expiry_paused_until`]): until then a
-    /// lookup reports an expired key absent without deleting it.
-    expiry_paused_until: AtomicU64,
+    /// for none), kept by the server's pause state (`Pause::end_flag`):
+    /// until then a lookup reports an expired key absent without deleting
+    /// it, as Redis 7.0's `expireIfNeeded` skips lazy expiry while clients
+    /// are paused (pause.tcl "both active and passive expires are
+    /// skipped").
+    expiry_paused_until: Arc<AtomicU64>,
 }
 
 impl Signals {
@@ -1153,14 +1156,23 @@ pub struct Keyspace {
 impl Keyspace {
     /// `n` empty databases (the `databases` directive).
     pub fn new(n: usize) -> Self {
-        Keyspace::with_propagation_flag(n, Arc::default())
+        Keyspace::with_propagation_flag(n, Arc::default(), Arc::default())
     }
 
     /// [`Keyspace::new`] sharing the recording flag of a propagation
     /// stream (`Stream::flag`).
-    pub fn with_propagation_flag(n: usize, propagating: Arc<AtomicBool>) -> Self {
+    ///
+    /// `paused_until`: the end of the pause of writes in force, ms since
+    /// the epoch (0 for none), shared with the server's pause state
+    /// (`Pause::end_flag`): lookups do not delete expired keys until then.
+    pub fn with_propagation_flag(
+        n: usize,
+        propagating: Arc<AtomicBool>,
+        paused_until: Arc<AtomicU64>,
+    ) -> Self {
         let signals = Arc::new(Signals {
             propagating,
+            expiry_paused_until: paused_until,
             ..Signals::default()
         });
         Keyspace {
@@ -1172,17 +1184,6 @@ impl Keyspace {
             expire_cursor: AtomicU64::new(0),
             lru: Default::default(),
         }
-    }
-
-    /// Sets the end of the pause of writes in force (CLIENT PAUSE WRITE or
-    /// ALL, a failover's; ms since the epoch, 0 when none): until then
-    /// lookups do not delete expired keys, as Redis 7.0's `expireIfNeeded`
-    /// skips lazy expiry while clients are paused (pause.tcl "both active
-    /// and passive expires are skipped").
-    pub fn set_expiry_paused_until(&self, end_ms: u64) {
-        self.signals
-            .expiry_paused_until
-            .store(end_ms, Ordering::Relaxed);
     }
 
     /// The gate of key events (events.rs) of this keyspace.

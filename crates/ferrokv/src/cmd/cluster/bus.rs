@@ -1036,9 +1036,6 @@ fn process(ctx: &Ctx<'_>, st: &mut State, li: &mut LinkInfo, b: &[u8], after: &m
                         now + MF_TIMEOUT * 2,
                         ctx.server.clock.now_ms(),
                     );
-                    ctx.server
-                        .keyspace
-                        .set_expiry_paused_until(ctx.server.pause.end());
                     st.mf_paused_ms = crate::util::now_ms();
                     tracing::warn!("Manual failover requested by replica {}.", st.node(s).name);
                     let m = ping_message(ctx, st, msg::PING, Some(s));
@@ -1471,7 +1468,6 @@ fn run_after(server: &Arc<Server>, after: After) {
     }
     if after.unpause {
         server.pause.unpause(crate::pause::BY_FAILOVER);
-        server.keyspace.set_expiry_paused_until(server.pause.end());
     }
 }
 

@@ -122,7 +122,6 @@ pub fn failover(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         u64::MAX,
         now,
     );
-    server.keyspace.set_expiry_paused_until(server.pause.end());
     let s: Arc<Server> = server.clone();
     let _ = std::thread::Builder::new()
         .name("ferrokv-failover".into())
@@ -205,7 +204,6 @@ pub fn finished(server: &Server) {
     }
     *server.repl.failover.lock() = None;
     server.pause.unpause(crate::pause::BY_FAILOVER);
-    server.keyspace.set_expiry_paused_until(server.pause.end());
     tracing::info!("Failover completed.");
 }
 
@@ -223,5 +221,4 @@ pub fn abort(server: &Arc<Server>, why: &str) {
         replica::promote(server);
     }
     server.pause.unpause(crate::pause::BY_FAILOVER);
-    server.keyspace.set_expiry_paused_until(server.pause.end());
 }

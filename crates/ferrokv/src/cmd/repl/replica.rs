@@ -939,23 +939,35 @@ fn apply_stream(
                 continue;
             }
             let name = args.get(0);
-            if master_command_paused(server, name) {
-                // Held back until the pause ends; the bytes keep arriving
-                // (read offset ahead of the applied one).
+            let getack = name.eq_ignore_ascii_case(b"replconf")
+                && args.len() >= 2
+                && args.get(1).eq_ignore_ascii_case(b"getack");
+            let ping = name.eq_ignore_ascii_case(b"ping");
+            // CLIENT PAUSE holds the master client back as any other
+            // (Redis 7.0's processCommand; only replicas are never
+            // paused): `execute` postpones a command the pause holds, and
+            // the two requests answered here wait under ALL. Held requests
+            // stay in `buf` (the read offset runs ahead of the applied
+            // one) and are tried again after the next read or timeout.
+            let held = (getack || ping)
+                && server.pause.kind_at(client.clock_us / 1000) == crate::pause::ALL;
+            if held {
                 consumed = bytes_at;
                 parser.release_big();
                 break;
             }
-            if name.eq_ignore_ascii_case(b"replconf")
-                && args.len() >= 2
-                && args.get(1).eq_ignore_ascii_case(b"getack")
-            {
+            if getack {
                 // The offset before this request (Redis updates the
                 // master client's offset after the command).
                 send_ack(w, r.processed.load(Ordering::SeqCst)).map_err(io_err("ACK"))?;
                 last_ack = Instant::now();
-            } else if !name.eq_ignore_ascii_case(b"ping") {
+            } else if !ping {
                 crate::cmd::execute(server, &mut client, &mut out, &args, &stats);
+                if client.postponed.take().is_some() {
+                    consumed = bytes_at;
+                    parser.release_big();
+                    break;
+                }
                 if out.buf.first() == Some(&b'-') {
                     master_command_failed(server, name, &out.buf);
                 }
@@ -969,25 +981,6 @@ fn apply_stream(
         r.master_db.store(client.db as u64, Ordering::Relaxed);
         buf.drain(..consumed);
         r.read_ahead.store(buf.len() as u64, Ordering::Release);
-    }
-}
-
-/// True when a CLIENT PAUSE in force holds the master's command `name`
-/// back, as Redis 7.0's processCommand postpones its master client like
-/// any other (only replicas are never paused): every command under ALL;
-/// under WRITE those flagged `write` or `may-replicate`, and EXEC (the
-/// master's transactions hold writes).
-fn master_command_paused(server: &Server, name: &[u8]) -> bool {
-    use crate::cmd::flags;
-    match server.pause.kind_at(server.clock.now_ms()) {
-        crate::pause::NONE => false,
-        crate::pause::ALL => true,
-        _ => {
-            name.eq_ignore_ascii_case(b"exec")
-                || crate::cmd::table().lookup(name).is_some_and(|id| {
-                    crate::cmd::table().all[id].flags & (flags::WRITE | flags::MAY_REPLICATE) != 0
-                })
-        }
     }
 }
 
