@@ -486,6 +486,36 @@ fn loadaof() {
     same_line(&mut a, &mut b, "DEBUG LOADAOF");
     same_line(&mut a, &mut b, "MGET a c");
     same_line(&mut a, &mut b, "DBSIZE");
+    // An AOF holding EVAL and MULTI/EXEC (as older servers wrote them)
+    // replays under DEBUG LOADAOF: the script runs inside the reload
+    // (ferrokv used to wait forever on the gate the reload held).
+    for s in [&ours, &redis] {
+        let dir = s.dir.path().join("appendonlydir");
+        let incr = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().ends_with(".incr.aof"))
+            .max()
+            .expect("an incr file");
+        let mut f = std::fs::OpenOptions::new().append(true).open(incr).unwrap();
+        use std::io::Write;
+        for rec in [
+            &[
+                &b"EVAL"[..],
+                b"redis.call('set',KEYS[1],'e'); return 1",
+                b"1",
+                b"e",
+            ][..],
+            &[b"MULTI"],
+            &[b"INCR", b"a"],
+            &[b"EXEC"],
+        ] {
+            f.write_all(&encode(rec)).unwrap();
+        }
+    }
+    a.set_timeout(Duration::from_secs(10));
+    same_line(&mut a, &mut b, "DEBUG LOADAOF");
+    same_line(&mut a, &mut b, "MGET a c e");
     drop((a, b));
     let Some((mut ours, mut redis)) = servers(&[]) else {
         return;

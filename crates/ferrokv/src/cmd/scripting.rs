@@ -416,7 +416,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, evalsha: bool, ro: bool) {
     };
     // Every other command on every core finishes first (unless EXEC
     // already holds the whole gate).
-    let _gate = (!super::tx::in_exec()).then(|| ctx.server.tx.gate_exclusive());
+    let _gate = (!super::tx::gate_held()).then(|| ctx.server.tx.gate_exclusive());
     let server = ctx.server.clone();
     let mut eval = server.scripts.eval.lock();
     let sha = if evalsha {
@@ -1112,7 +1112,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, ro: bool) {
     if ctx.server.monitor_count.load(Ordering::Relaxed) > 0 {
         super::feed_monitors(ctx.server, ctx.client, args);
     }
-    let _gate = (!super::tx::in_exec()).then(|| ctx.server.tx.gate_exclusive());
+    let _gate = (!super::tx::gate_held()).then(|| ctx.server.tx.gate_exclusive());
     let server = ctx.server.clone();
     let mut functions = server.scripts.functions.lock();
     let Some((lib, f)) = functions.find(args.get(1)) else {

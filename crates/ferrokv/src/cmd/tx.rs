@@ -16,6 +16,9 @@ use crate::resp::Args;
 thread_local! {
     /// True while this thread runs the queue of an EXEC.
     static IN_EXEC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// True while this thread holds the whole gate outside an EXEC (DEBUG
+    /// LOADAOF replaying the AOF, whose EVALs must not take it again).
+    static GATE_HELD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// The running EXEC's queue: commands and their `multi-mem`.
     static EXEC_SHAPE: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
 }
@@ -31,6 +34,25 @@ pub fn exec_shape() -> Option<(usize, usize)> {
 /// entries made then have context "multi", as Redis's CLIENT_MULTI).
 pub fn in_exec() -> bool {
     IN_EXEC.with(|c| c.get())
+}
+
+/// True when this thread already holds the whole gate (an EXEC's queue,
+/// or a replay under DEBUG LOADAOF): commands that take it
+/// (`Transactions::gate_exclusive`) must not take it again.
+pub fn gate_held() -> bool {
+    in_exec() || GATE_HELD.with(|c| c.get())
+}
+
+/// Marks this thread as holding the whole gate until the returned guard
+/// drops (see [`gate_held`]).
+pub fn hold_gate() -> impl Drop {
+    struct Held(bool);
+    impl Drop for Held {
+        fn drop(&mut self) {
+            GATE_HELD.with(|c| c.set(self.0));
+        }
+    }
+    Held(GATE_HELD.with(|c| c.replace(true)))
 }
 
 const TX_FLAGS: u64 = NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY;

@@ -899,7 +899,9 @@ fn debug_replicate(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 /// directory), Redis 7.0.15 exits with status 1 without a reply, and so
 /// does ferrokv (after logging why).
 fn debug_loadaof(ctx: &mut Ctx<'_>) {
-    let _world = (!crate::cmd::tx::in_exec()).then(|| ctx.server.tx.gate_exclusive());
+    let _world = (!crate::cmd::tx::gate_held()).then(|| ctx.server.tx.gate_exclusive());
+    // The replayed EVALs and FCALLs find the gate held.
+    let _held = crate::cmd::tx::hold_gate();
     let mut replay = crate::cmd::replay::AofReplay::new(ctx.server);
     match crate::persist::aof::reload(ctx.server, &mut replay) {
         Ok(true) => {
@@ -1119,7 +1121,7 @@ fn debug_reload(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     }
     // Dispatched without the shared gate (cmd::execute), so this thread
     // may take the whole of it.
-    let _world = (!crate::cmd::tx::in_exec()).then(|| ctx.server.tx.gate_exclusive());
+    let _world = (!crate::cmd::tx::gate_held()).then(|| ctx.server.tx.gate_exclusive());
     if !nosave {
         if let Err(e) = crate::persist::rdb::save_now(ctx.server) {
             tracing::warn!("DEBUG RELOAD: {e}");
