@@ -1661,3 +1661,73 @@ fn rewrite_under_load_counts_every_increment_once() {
         shutdown(p);
     }
 }
+
+/// The first line of the named file type ("i": last incr, "b": base).
+fn first_line(dir: &Path, kind: &str) -> String {
+    let d = dir.join("appendonlydir");
+    let m = std::fs::read_to_string(d.join("appendonly.aof.manifest")).unwrap();
+    let name = m
+        .lines()
+        .rfind(|l| l.ends_with(&format!("type {kind}")))
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .to_string();
+    let t = std::fs::read(d.join(name)).unwrap();
+    String::from_utf8_lossy(t.split(|&c| c == b'\n').next().unwrap()).into_owned()
+}
+
+/// `aof-timestamp-enabled yes` (CONFIG SET at run time, as
+/// integration/aof.tcl does): the incr file starts with a `#TS:<unix
+/// seconds>` annotation, a rewritten base in command form too, and
+/// redis-server 7.0 and ferrokv each load the other's annotated files.
+#[test]
+fn timestamp_annotations() {
+    let redis = which("redis-server");
+    let mut bins = vec![BIN.to_string()];
+    bins.extend(redis.clone());
+    for bin in &bins {
+        let dir = tempfile::tempdir().unwrap();
+        let p = start_bin(
+            bin,
+            dir.path(),
+            &["--appendonly", "yes", "--aof-use-rdb-preamble", "no"],
+        );
+        let mut c = conn(&p);
+        let _: String = q(&mut c, &["CONFIG", "SET", "aof-timestamp-enabled", "yes"]);
+        let _: String = q(&mut c, &["SET", "foo", "bar"]);
+        let before = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let ts = first_line(dir.path(), "i");
+        let secs: u64 = ts
+            .strip_prefix("#TS:")
+            .and_then(|s| s.trim_end_matches('\r').parse().ok())
+            .unwrap_or_else(|| panic!("{bin}: incr starts with {ts:?}"));
+        assert!(
+            secs + 5 >= before && secs <= before,
+            "{bin}: {secs} vs {before}"
+        );
+        let _: String = q(&mut c, &["BGREWRITEAOF"]);
+        wait_rewrite(&mut c);
+        let base = first_line(dir.path(), "b");
+        assert!(base.starts_with("#TS:"), "{bin}: base starts with {base:?}");
+        let _: String = q(&mut c, &["SET", "after", "1"]);
+        shutdown(p);
+        // Every server here loads the annotated directory.
+        for other in &bins {
+            let p = start_bin(other, dir.path(), &["--appendonly", "yes"]);
+            let mut c = conn(&p);
+            let v: Vec<Option<String>> = q(&mut c, &["MGET", "foo", "after"]);
+            assert_eq!(
+                v,
+                [Some("bar".into()), Some("1".into())],
+                "{other} loading {bin}'s"
+            );
+            drop(c);
+            shutdown(p);
+        }
+    }
+}

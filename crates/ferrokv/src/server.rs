@@ -360,6 +360,9 @@ impl Server {
             c.get_bool("lazyfree-lazy-user-del"),
             c.get_bool("lazyfree-lazy-user-flush"),
         );
+        self.aof
+            .timestamp_enabled
+            .store(c.get_bool("aof-timestamp-enabled"), Ordering::Relaxed);
         let r = &self.repl;
         r.min_to_write
             .store(u("min-replicas-to-write"), Ordering::Relaxed);

@@ -82,6 +82,9 @@ struct Buf {
     end: u64,
     /// Database of the last record (-1: emit SELECT first).
     db: i64,
+    /// Unix time, seconds, of the last `#TS:` annotation written
+    /// (`aof-timestamp-enabled`; Redis's `server.aof_cur_timestamp`).
+    ts: i64,
 }
 
 struct Io {
@@ -126,6 +129,11 @@ pub struct Aof {
     /// write of buffered records to the file sleeps this long first (0:
     /// not at all), to widen race windows in tests.
     pub flush_sleep_us: AtomicU64,
+    /// `aof-timestamp-enabled`: records are preceded by a `#TS:<unix
+    /// seconds>` annotation line whenever the second changed since the
+    /// last one (Redis's genAofTimestampAnnotationIfNeeded), and a base
+    /// in command form starts with one.
+    pub timestamp_enabled: AtomicBool,
 }
 
 impl Default for Aof {
@@ -135,6 +143,7 @@ impl Default for Aof {
                 data: Vec::new(),
                 end: 0,
                 db: -1,
+                ts: 0,
             }),
             io: Mutex::new(Io {
                 file: None,
@@ -159,6 +168,7 @@ impl Default for Aof {
             rewrite_base_size: AtomicU64::new(0),
             tick_started: AtomicBool::new(false),
             flush_sleep_us: AtomicU64::new(0),
+            timestamp_enabled: AtomicBool::new(false),
         }
     }
 }
@@ -174,6 +184,23 @@ impl crate::propagate::Sink for Aof {
         }
         self.append_units(recs)
     }
+}
+
+/// Unix time now, whole seconds.
+fn unix_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Appends the annotation line `#TS:<secs>\r\n` (Redis's
+/// genAofTimestampAnnotationIfNeeded; the loader skips lines starting
+/// with `#`, and `redis-check-aof --truncate-to-timestamp` cuts at them).
+fn timestamp_annotation(out: &mut Vec<u8>, secs: i64) {
+    let mut b = itoa::Buffer::new();
+    out.extend_from_slice(b"#TS:");
+    out.extend_from_slice(b.format(secs).as_bytes());
+    out.extend_from_slice(b"\r\n");
 }
 
 fn select_rec(out: &mut Vec<u8>, db: usize) {

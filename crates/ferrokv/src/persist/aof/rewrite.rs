@@ -414,6 +414,10 @@ fn write_commands_from(
     src: &mut dyn FnMut(usize, usize, &mut Vec<u8>) -> u64,
 ) -> std::io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    if server.aof().timestamp_enabled.load(Ordering::Relaxed) {
+        // rewriteAppendOnlyFileRio starts with a forced annotation.
+        super::timestamp_annotation(&mut buf, super::unix_secs());
+    }
     // Function libraries first, as FUNCTION LOAD (aof.c `rewriteFunctions`).
     for code in server.function_libraries() {
         buf.extend_from_slice(b"*3\r\n$8\r\nFUNCTION\r\n$4\r\nLOAD\r\n$");

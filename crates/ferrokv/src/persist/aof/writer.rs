@@ -48,9 +48,20 @@ impl Aof {
     /// more than one record in MULTI/EXEC (`Records::framed`). Returns the logical offset after them, for
     /// [`Aof::flush_to`]. (The entry point replication will share.)
     pub fn append_units(&self, recs: crate::propagate::Records<'_>) -> u64 {
+        let mut stamp = self.timestamp_enabled.load(Ordering::Relaxed);
         let mut b = self.buf.lock();
         let start = b.data.len();
         for (db, r, open, close, repl_only) in recs.framed() {
+            if stamp && !repl_only {
+                // Once per call, before its first record: a unit's
+                // records stay together.
+                stamp = false;
+                let now = super::unix_secs();
+                if now > b.ts {
+                    b.ts = now;
+                    super::timestamp_annotation(&mut b.data, now);
+                }
+            }
             if b.db != db as i64 && !repl_only {
                 select_rec(&mut b.data, db);
                 b.db = db as i64;
