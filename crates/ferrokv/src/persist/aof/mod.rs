@@ -186,11 +186,9 @@ impl crate::propagate::Sink for Aof {
     }
 }
 
-/// Unix time now, whole seconds.
+/// Unix time now, whole seconds (the annotation's clock).
 fn unix_secs() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
+    (crate::util::now_ms() / 1000) as i64
 }
 
 /// Appends the annotation line `#TS:<secs>\r\n` (Redis's
